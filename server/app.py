@@ -1,0 +1,168 @@
+"""The Flask application: routes, JSON errors and the access log.
+
+The HTTP API is DESIGN.md's: POST /translate, GET /healthz, GET /v1/info and
+GET / (the page). The app holds no global state: everything it needs is made
+in :func:`create_app` and captured by the route functions.
+"""
+
+import logging
+import os
+import time
+
+from flask import Flask, Response, g, jsonify, request
+from werkzeug.exceptions import HTTPException
+
+from server.batcher import MicroBatcher, Unbatched
+from server.errors import ApiError, error_response
+from server.model_slot import ModelNotReady
+from server.validation import DEFAULT_DECODER, TranslateRequestParser, limits_from_config
+
+ACCESS_LOG = logging.getLogger("seq2seq.serve.access")
+ERROR_LOG = logging.getLogger("seq2seq.serve")
+PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static", "index.html")
+ROUTES = "GET /, GET /healthz, GET /v1/info, POST /translate"
+# The page is self-contained: it may talk to this server and load nothing else.
+PAGE_POLICY = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+               "connect-src 'self'; img-src data:")
+
+
+def create_app(model, config):
+    """Builds the application.
+
+    Args:
+      model: a server.model_slot.ModelSlot; requests that need the model answer
+        503 while it is empty.
+      config: the resolved config; the "serve" section sets the limits and the
+        batching ("serve.batch_window_ms: 0" turns batching off), "decode" the
+        default and the largest beam width.
+    Returns:
+      A Flask app (a WSGI application).
+    """
+    app = Flask(__name__, static_folder=None)
+    app.config["MAX_CONTENT_LENGTH"] = config["serve"]["max_body_bytes"]
+    app.json.sort_keys = False
+    app.json.ensure_ascii = False
+    limits = limits_from_config(config)
+    default_beam_width = config["decode"]["beam_width"]
+    batcher = _make_batcher(model, config["serve"])
+    with open(PAGE, encoding="utf-8") as page_file:
+        page = page_file.read()
+
+    @app.get("/")
+    def index():
+        response = Response(page, mimetype="text/html")
+        response.headers["Content-Security-Policy"] = PAGE_POLICY
+        return response
+
+    @app.get("/healthz")
+    def healthz():
+        if not model.ready:
+            return jsonify(status="loading"), 503
+        return jsonify(status="ok")
+
+    @app.get("/v1/info")
+    def info():
+        translator = model.get()
+        return jsonify(
+            model={"name": translator.model_name, "step": translator.step,
+                   "source_vocab_size": translator.source_vocab_size,
+                   "target_vocab_size": translator.target_vocab_size},
+            decoders=list(translator.decoders),
+            defaults={"decoder": DEFAULT_DECODER, "beam_width": default_beam_width, "n_best": 1},
+            limits=dict(limits._asdict(), max_n_best=limits.max_beam_width),
+            batching={"enabled": isinstance(batcher, MicroBatcher),
+                      "window_ms": config["serve"]["batch_window_ms"],
+                      "max_batch_sentences": config["serve"]["max_batch_sentences"]})
+
+    @app.post("/translate")
+    def translate():
+        translator = model.get()
+        parser = TranslateRequestParser(limits, translator.decoders, default_beam_width,
+                                        translator.count_tokens)
+        parsed = parser.parse(request.mimetype, request.mimetype_params.get("charset"),
+                              request.get_data(cache=False))
+        g.sentences = len(parsed.texts)
+        translations = batcher.submit(parsed.settings, parsed.texts)
+        return jsonify(
+            translations=[_translation_json(translation) for translation in translations],
+            decoder=parsed.settings.decoder,
+            beam_width=parsed.settings.beam_width,
+            elapsed_ms=round(_elapsed_ms(), 2),
+            model={"name": translator.model_name, "step": translator.step})
+
+    _install_error_handlers(app)
+    _install_access_log(app)
+    return app
+
+
+def _make_batcher(model, serve_config):
+    """A MicroBatcher over the model, or Unbatched when the window is 0."""
+
+    def run_batch(settings, texts):
+        return model.get().translate(texts, decoder=settings.decoder,
+                                     beam_width=settings.beam_width, n_best=settings.n_best)
+
+    window_ms = serve_config["batch_window_ms"]
+    if window_ms <= 0:
+        return Unbatched(run_batch)
+    return MicroBatcher(run_batch, window_ms / 1000.0, serve_config["max_batch_sentences"])
+
+
+def _translation_json(translation):
+    return {"text": translation.text, "score": float(translation.score),
+            "n_best": [{"text": hypothesis.text, "score": float(hypothesis.score)}
+                       for hypothesis in translation.n_best]}
+
+
+def _elapsed_ms():
+    return (time.perf_counter() - g.started) * 1000.0
+
+
+def _install_error_handlers(app):
+    """Every failure becomes DESIGN.md's JSON error; internals stay in the log."""
+
+    @app.errorhandler(ApiError)
+    def api_error(error):
+        return error_response(error.status, error.message)
+
+    @app.errorhandler(ModelNotReady)
+    def model_not_ready(error):
+        return error_response(503, str(error))
+
+    @app.errorhandler(HTTPException)
+    def http_error(error):
+        if error.code == 404:
+            message = "no such path: %s; the paths are %s" % (request.path, ROUTES)
+        elif error.code == 405:
+            # HEAD and OPTIONS come with every route; name the methods that do something.
+            useful = sorted(set(error.valid_methods) - {"HEAD", "OPTIONS"})
+            message = "%s is not allowed on %s; use %s" % (
+                request.method, request.path, ", ".join(useful))
+        elif error.code == 413:
+            message = "the body is over the limit of %d bytes" % app.config["MAX_CONTENT_LENGTH"]
+        else:
+            message = error.description
+        response = error_response(error.code, message)
+        if error.code == 405:
+            response.headers["Allow"] = ", ".join(sorted(error.valid_methods))
+        return response
+
+    @app.errorhandler(Exception)
+    def internal_error(error):
+        ERROR_LOG.exception("%s %s failed", request.method, request.path)
+        return error_response(500, "internal error; the server has logged the details")
+
+
+def _install_access_log(app):
+    """One log line per request: method, path, status, milliseconds, sentences."""
+
+    @app.before_request
+    def start_clock():
+        g.started = time.perf_counter()
+        g.sentences = 0
+
+    @app.after_request
+    def log_request(response):
+        ACCESS_LOG.info("%s %s %d %.1fms sentences=%d", request.method, request.path,
+                        response.status_code, _elapsed_ms(), g.sentences)
+        return response

@@ -1,0 +1,40 @@
+"""The one shape every error takes on the wire.
+
+DESIGN.md: ``{"error": {"code": ..., "message": ...}}``, never HTML and never a
+traceback. Request handling raises :class:`ApiError`; the app turns it (and
+every other failure) into :func:`error_response`.
+"""
+
+from flask import jsonify
+
+# The error code for each status the server answers with. One code per status
+# keeps clients simple: the status says what kind of failure, the message which.
+CODES = {
+    400: "bad_request",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    500: "internal_error",
+    503: "unavailable",
+}
+
+
+class ApiError(Exception):
+    """A request the server refuses, with the status and message to send back."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+    @property
+    def code(self):
+        return CODES[self.status]
+
+
+def error_response(status, message):
+    """Returns the JSON error response for `status` (a key of CODES)."""
+    response = jsonify(error={"code": CODES[status], "message": message})
+    response.status_code = status
+    return response

@@ -1,0 +1,96 @@
+"""Waitress with a graceful stop: finish what is in flight, then return.
+
+Waitress's own ``run()`` stops on KeyboardInterrupt by waiting for its worker
+threads, but the answers those threads produce are written to the sockets by
+the main loop, which has already stopped: in-flight requests lose their
+responses. So this class runs waitress's loop itself, one poll at a time, and
+on a stop request:
+
+1. closes the listening socket (new connections are refused at once),
+2. keeps polling until no connection has a request being parsed, queued,
+   computed or not yet fully sent (at most ``drain_timeout_s``), meanwhile
+   answering with ``Connection: close`` so keep-alive clients go away,
+3. stops the worker threads and closes the remaining idle connections.
+
+``request_stop`` only sets a flag and wakes the loop, so it is safe as a
+signal handler and from any thread.
+"""
+
+import threading
+import time
+
+import waitress
+from waitress import wasyncore
+
+# How long one poll may sleep when nothing happens; a stop request wakes it anyway.
+POLL_TIMEOUT_S = 1.0
+DRAIN_POLL_TIMEOUT_S = 0.05
+
+
+class GracefulServer:
+    """A waitress server on one socket, stopped by :meth:`request_stop`.
+
+    Args:
+      app: the WSGI application.
+      host, port: where to listen (port 0: any free port).
+      threads: waitress worker threads, i.e. requests handled at once.
+      drain_timeout_s: the longest a stop waits for in-flight requests.
+    """
+
+    def __init__(self, app, host, port, threads, drain_timeout_s=30.0):
+        self._stopping = threading.Event()
+        self._socket_map = {}
+        self._drain_timeout_s = drain_timeout_s
+        self._server = waitress.create_server(
+            _close_connections_when(self._stopping, app), map=self._socket_map,
+            host=host, port=port, threads=threads)
+
+    @property
+    def url(self):
+        host = self._server.effective_host
+        if ":" in host:
+            host = "[%s]" % host
+        return "http://%s:%s/" % (host, self._server.effective_port)
+
+    def request_stop(self, *_signal_args):
+        """Asks serve() to finish in-flight requests and return."""
+        self._stopping.set()
+        self._server.pull_trigger()
+
+    def serve(self):
+        """Serves until request_stop() is called and the drain is over."""
+        while not self._stopping.is_set():
+            wasyncore.loop(timeout=POLL_TIMEOUT_S, map=self._socket_map, use_poll=True, count=1)
+        # The base class's close() closes the listening socket only; the
+        # server's own close() would also close the trigger that worker
+        # threads still pull to hand their answers to this loop.
+        wasyncore.dispatcher.close(self._server)
+        deadline = time.monotonic() + self._drain_timeout_s
+        while True:
+            wasyncore.loop(timeout=DRAIN_POLL_TIMEOUT_S, map=self._socket_map, use_poll=True,
+                           count=1)
+            if not self._has_unfinished_requests() or time.monotonic() > deadline:
+                break
+        self._server.task_dispatcher.shutdown()
+        wasyncore.close_all(self._socket_map)
+
+    def _has_unfinished_requests(self):
+        # A channel keeps a request in `requests` from the moment it is parsed
+        # until its answer is in the output buffer, which the loop then sends.
+        return any(channel.requests or channel.total_outbufs_len
+                   for channel in list(self._server.active_channels.values()))
+
+
+def _close_connections_when(stopping, app):
+    """Wraps a WSGI app so that its answers close the connection once `stopping` is set."""
+
+    def application(environ, start_response):
+        def start_closing_response(status, headers, exc_info=None):
+            if stopping.is_set():
+                headers = [(name, value) for name, value in headers
+                           if name.lower() != "connection"] + [("Connection", "close")]
+            return start_response(status, headers, exc_info)
+
+        return app(environ, start_closing_response)
+
+    return application

@@ -1,0 +1,191 @@
+"""Turns a POST /translate body into a checked request, or a clear 4xx error.
+
+Every check names the field and the limit, so a client can fix its request
+from the message alone (``texts[2] has 612 characters; the limit is 500``).
+Nothing here imports TensorFlow: the token count comes in as a function.
+"""
+
+import collections
+import json
+import unicodedata
+
+from server.errors import ApiError
+
+DEFAULT_DECODER = "while_loop"
+GREEDY_DECODER = "greedy"
+FIELDS = ("text", "texts", "decoder", "beam_width", "n_best")
+# Whitespace a pasted paragraph may carry; every other control character is refused.
+ALLOWED_CONTROLS = frozenset("\t\n\r")
+
+Limits = collections.namedtuple(
+    "Limits", "max_body_bytes max_texts max_chars max_tokens max_beam_width")
+
+# The decoding settings of a request: requests with equal settings can share a batch.
+DecodeSettings = collections.namedtuple("DecodeSettings", "decoder beam_width n_best")
+
+TranslateRequest = collections.namedtuple("TranslateRequest", "texts settings")
+
+
+def limits_from_config(config):
+    """The request limits of a resolved config (the "serve" and "decode" sections)."""
+    serve = config["serve"]
+    return Limits(max_body_bytes=serve["max_body_bytes"], max_texts=serve["max_texts"],
+                  max_chars=serve["max_chars"], max_tokens=serve["max_tokens"],
+                  max_beam_width=config["decode"]["max_beam_width"])
+
+
+def json_type_name(value):
+    """The JSON name of a parsed value's type, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+class TranslateRequestParser:
+    """Checks POST /translate bodies against the limits and the model's decoders.
+
+    Args:
+      limits: a Limits.
+      decoders: the decoder names the translator offers.
+      default_beam_width: used when a beam decoder is asked for without beam_width.
+      count_tokens: text -> number of source subword tokens.
+    """
+
+    def __init__(self, limits, decoders, default_beam_width, count_tokens):
+        self._limits = limits
+        self._decoders = tuple(decoders)
+        self._default_beam_width = default_beam_width
+        self._count_tokens = count_tokens
+
+    def parse(self, mimetype, charset, body):
+        """Returns a TranslateRequest, or raises ApiError (400 or 415).
+
+        Args:
+          mimetype: the Content-Type without parameters, e.g. "application/json".
+          charset: its charset parameter, or None.
+          body: the raw request body (bytes), already within max_body_bytes.
+        """
+        _check_content_type(mimetype, charset)
+        fields = _parse_json_object(body)
+        unknown = sorted(set(fields) - set(FIELDS))
+        if unknown:
+            raise ApiError(400, "unknown field %s; the fields are %s"
+                           % (_shorten(unknown[0]), ", ".join(FIELDS)))
+        texts = [self._check_text(name, text) for name, text in _named_texts(fields, self._limits)]
+        return TranslateRequest(texts, self._settings(fields))
+
+    def _check_text(self, name, text):
+        """Returns the text without surrounding whitespace, or raises ApiError."""
+        if not isinstance(text, str):
+            raise ApiError(400, "%s must be a string, got %s" % (name, json_type_name(text)))
+        text = text.strip()
+        if not text:
+            raise ApiError(400, "%s is empty" % name)
+        if len(text) > self._limits.max_chars:
+            raise ApiError(400, "%s has %d characters; the limit is %d"
+                           % (name, len(text), self._limits.max_chars))
+        for position, char in enumerate(text):
+            category = unicodedata.category(char)
+            if category == "Cc" and char not in ALLOWED_CONTROLS:
+                raise ApiError(400, "%s contains the control character U+%04X at position %d"
+                               % (name, ord(char), position))
+            if category == "Cs":
+                # A lone "\ud800" escape parses as JSON but is no character:
+                # it cannot be encoded for the tokenizer.
+                raise ApiError(400, "%s contains an unpaired surrogate U+%04X at position %d"
+                               % (name, ord(char), position))
+        tokens = self._count_tokens(text)
+        if tokens > self._limits.max_tokens:
+            raise ApiError(400, "%s has %d tokens; the limit is %d (long words split into "
+                           "many tokens)" % (name, tokens, self._limits.max_tokens))
+        return text
+
+    def _settings(self, fields):
+        decoder = fields.get("decoder", DEFAULT_DECODER)
+        if not isinstance(decoder, str) or decoder not in self._decoders:
+            raise ApiError(400, "decoder must be one of %s, got %s"
+                           % (", ".join(self._decoders), _shorten(decoder)))
+        beam_width = _integer(fields, "beam_width", self._default_beam_width,
+                              1, self._limits.max_beam_width)
+        if decoder == GREEDY_DECODER:
+            # Greedy search keeps one hypothesis whatever the beam width, as
+            # the Translator does; the response reports beam_width 1.
+            beam_width = 1
+        n_best = _integer(fields, "n_best", 1, 1, beam_width,
+                          note=" (at most the beam width; greedy keeps one hypothesis)")
+        return DecodeSettings(decoder, beam_width, n_best)
+
+
+def _check_content_type(mimetype, charset):
+    if mimetype != "application/json":
+        raise ApiError(415, "send the body as JSON with Content-Type: application/json, "
+                       "got %s" % (json.dumps(mimetype) if mimetype else "no Content-Type"))
+    if charset is not None and charset.lower() not in ("utf-8", "utf8"):
+        raise ApiError(415, "the body must be UTF-8, got charset=%s" % charset)
+
+
+def _reject_constant(name):
+    raise ValueError("%s is not a JSON value" % name)
+
+
+def _parse_json_object(body):
+    """Decodes a UTF-8 JSON object, or raises ApiError naming what is wrong."""
+    if not body.strip():
+        raise ApiError(400, 'the body is empty; send a JSON object such as {"text": "Hello"}')
+    try:
+        document = body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ApiError(400, "the body is not valid UTF-8 (byte 0x%02x at offset %d)"
+                       % (body[error.start], error.start)) from None
+    try:
+        # NaN and Infinity are Python's extensions, not JSON.
+        value = json.loads(document, parse_constant=_reject_constant)
+    except ValueError as error:
+        raise ApiError(400, "the body is not valid JSON: %s" % error) from None
+    except RecursionError:
+        raise ApiError(400, "the body is not valid JSON: nested too deeply") from None
+    if not isinstance(value, dict):
+        raise ApiError(400, "the body must be a JSON object, got %s" % json_type_name(value))
+    return value
+
+
+def _named_texts(fields, limits):
+    """Returns [(name for messages, value)] from "text" or "texts", checking their shape."""
+    if ("text" in fields) == ("texts" in fields):
+        raise ApiError(400, 'give exactly one of "text" (a string) or "texts" (a list of strings)')
+    if "text" in fields:
+        return [("text", fields["text"])]
+    texts = fields["texts"]
+    if not isinstance(texts, list):
+        raise ApiError(400, "texts must be a list of strings, got %s" % json_type_name(texts))
+    if not texts:
+        raise ApiError(400, "texts is empty")
+    if len(texts) > limits.max_texts:
+        raise ApiError(400, "texts has %d entries; the limit is %d" % (len(texts), limits.max_texts))
+    return [("texts[%d]" % index, text) for index, text in enumerate(texts)]
+
+
+def _integer(fields, name, default, lowest, highest, note=""):
+    """Returns fields[name] (or default), an integer in [lowest, highest], or raises ApiError."""
+    value = fields.get(name, default)
+    # bool is an int in Python, but `true` is no beam width.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ApiError(400, "%s must be an integer, got %s" % (name, _shorten(value)))
+    if not lowest <= value <= highest:
+        allowed = "%d" % lowest if lowest == highest else "between %d and %d" % (lowest, highest)
+        raise ApiError(400, "%s must be %s%s, got %d" % (name, allowed, note, value))
+    return value
+
+
+def _shorten(value, limit=40):
+    """The JSON text of a value, cut short: messages must not echo a whole body back."""
+    text = json.dumps(value)
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -1,0 +1,234 @@
+"""Micro-batching: the batcher's policy with a recording fake, then the app with the real model.
+
+The policy tests drive `MicroBatcher` with a `run_batch` that records every
+batch, so which requests shared a batch is known exactly. The app tests send
+concurrent requests through the Flask app to a real tiny model and check that
+batching changes nothing in the answers.
+"""
+
+import copy
+import threading
+import time
+
+import pytest
+
+from server.app import create_app
+from server.batcher import MicroBatcher, Unbatched
+from server.model_slot import ModelSlot
+
+# Generous bounds: the machine is shared, so timing assertions leave slack.
+WINDOW_S = 0.2
+SLACK_S = 0.5
+
+
+class RecordingRun:
+    """A run_batch that records its batches and answers item -> item * 10."""
+
+    def __init__(self, hold=None, fail_on=None):
+        self.batches = []
+        self.started = threading.Event()
+        self._hold = hold or {}
+        self._fail_on = fail_on
+        self._lock = threading.Lock()
+
+    def __call__(self, key, items):
+        with self._lock:
+            self.batches.append((key, list(items)))
+        self.started.set()
+        if key in self._hold:
+            self._hold[key].wait(timeout=10)
+        if self._fail_on in items:
+            raise RuntimeError("cannot translate %r" % self._fail_on)
+        return [item * 10 for item in items]
+
+
+def submit_concurrently(batcher, submissions):
+    """Submits (key, items) pairs from one thread each, all at once; returns results or errors."""
+    outcomes = [None] * len(submissions)
+    barrier = threading.Barrier(len(submissions))
+
+    def submit(index, key, items):
+        barrier.wait()
+        try:
+            outcomes[index] = batcher.submit(key, items)
+        except Exception as error:  # the test inspects what each caller got
+            outcomes[index] = error
+
+    threads = [threading.Thread(target=submit, args=(index, key, items))
+               for index, (key, items) in enumerate(submissions)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    return outcomes
+
+
+def test_concurrent_requests_with_the_same_settings_share_one_batch():
+    run = RecordingRun()
+    batcher = MicroBatcher(run, window_s=WINDOW_S, max_batch_items=64)
+    outcomes = submit_concurrently(batcher, [("k", [1]), ("k", [2, 3]), ("k", [4]), ("k", [5, 6, 7])])
+    assert len(run.batches) == 1
+    assert sorted(run.batches[0][1]) == [1, 2, 3, 4, 5, 6, 7]
+    assert outcomes == [[10], [20, 30], [40], [50, 60, 70]]
+
+
+def test_different_settings_never_share_a_batch():
+    run = RecordingRun()
+    batcher = MicroBatcher(run, window_s=WINDOW_S, max_batch_items=64)
+    outcomes = submit_concurrently(batcher, [("a", [1]), ("b", [2]), ("a", [3]), ("b", [4])])
+    assert outcomes == [[10], [20], [30], [40]]
+    assert sorted((key, sorted(items)) for key, items in run.batches) == [("a", [1, 3]), ("b", [2, 4])]
+
+
+def test_batches_hold_whole_requests_up_to_the_limit_and_a_larger_request_runs_alone():
+    run = RecordingRun()
+    batcher = MicroBatcher(run, window_s=WINDOW_S, max_batch_items=4)
+    submissions = [("k", [index * 10 + 1, index * 10 + 2, index * 10 + 3]) for index in range(3)]
+    submissions.append(("k", [91, 92, 93, 94, 95, 96]))
+    outcomes = submit_concurrently(batcher, submissions)
+    assert outcomes == [[item * 10 for item in items] for _, items in submissions]
+    requests = [items for _, items in submissions]
+    for _, batch in run.batches:
+        assert batch in requests, "a batch of 3-item requests under a limit of 4 holds one request"
+    assert len(run.batches) == 4
+
+
+def test_a_full_batch_does_not_wait_for_the_window():
+    run = RecordingRun()
+    batcher = MicroBatcher(run, window_s=30.0, max_batch_items=4)
+    started = time.monotonic()
+    outcomes = submit_concurrently(batcher, [("k", [1]), ("k", [2]), ("k", [3]), ("k", [4])])
+    assert time.monotonic() - started < 5.0
+    assert outcomes == [[10], [20], [30], [40]]
+    assert len(run.batches) == 1
+
+
+def test_a_lone_request_waits_one_window_at_most():
+    run = RecordingRun()
+    batcher = MicroBatcher(run, window_s=WINDOW_S, max_batch_items=64)
+    started = time.monotonic()
+    assert batcher.submit("k", [1]) == [10]
+    assert WINDOW_S * 0.9 <= time.monotonic() - started < WINDOW_S + SLACK_S
+
+
+def test_a_slow_batch_does_not_hold_back_other_settings():
+    release_slow = threading.Event()
+    run = RecordingRun(hold={"slow": release_slow})
+    batcher = MicroBatcher(run, window_s=WINDOW_S, max_batch_items=64)
+    slow = threading.Thread(target=batcher.submit, args=("slow", [1]))
+    slow.start()
+    assert run.started.wait(timeout=10)
+    started = time.monotonic()
+    assert batcher.submit("fast", [2]) == [20]
+    assert time.monotonic() - started < WINDOW_S + SLACK_S
+    assert slow.is_alive(), "the slow batch is still running"
+    release_slow.set()
+    slow.join(timeout=10)
+
+
+def test_requests_arriving_during_a_batch_form_the_next_batch_without_another_window():
+    release_first = threading.Event()
+    run = RecordingRun(hold={"k": release_first})
+    batcher = MicroBatcher(run, window_s=WINDOW_S, max_batch_items=64)
+    first = threading.Thread(target=batcher.submit, args=("k", [1]))
+    first.start()
+    assert run.started.wait(timeout=10)
+    later = [threading.Thread(target=batcher.submit, args=("k", [item])) for item in (2, 3, 4)]
+    for thread in later:
+        thread.start()
+    time.sleep(WINDOW_S + 0.1)  # the latecomers queue behind the running batch
+    release_first.set()
+    for thread in [first] + later:
+        thread.join(timeout=10)
+    assert [sorted(items) for _, items in run.batches] == [[1], [2, 3, 4]]
+
+
+def test_a_failed_batch_fails_its_own_requests_only():
+    run = RecordingRun(fail_on=2)
+    batcher = MicroBatcher(run, window_s=WINDOW_S, max_batch_items=64)
+    outcomes = submit_concurrently(batcher, [("k", [1]), ("k", [2]), ("other", [3])])
+    assert isinstance(outcomes[0], RuntimeError) and isinstance(outcomes[1], RuntimeError)
+    assert outcomes[2] == [30]
+    assert batcher.submit("k", [4]) == [40], "the key serves again after a failure"
+
+
+def test_unbatched_runs_every_request_alone():
+    run = RecordingRun()
+    outcomes = submit_concurrently(Unbatched(run), [("k", [1]), ("k", [2, 3])])
+    assert outcomes == [[10], [20, 30]]
+    assert sorted(items for _, items in run.batches) == [[1], [2, 3]]
+
+
+# --- The app, with the real tiny model ---------------------------------------------------------
+
+class CountingTranslator:
+    """Wraps the real Translator and counts its translate() calls."""
+
+    def __init__(self, translator):
+        self._translator = translator
+        self.calls = []
+
+    def __getattr__(self, name):
+        return getattr(self._translator, name)
+
+    def translate(self, texts, **options):
+        self.calls.append(len(texts))
+        return self._translator.translate(texts, **options)
+
+
+@pytest.fixture(scope="session")
+def translator(tiny_model_dir):
+    from decode.translator import Translator
+    return Translator(tiny_model_dir)
+
+
+def app_with(translator, config, window_ms):
+    config = copy.deepcopy(config)
+    config["serve"]["batch_window_ms"] = window_ms
+    return create_app(ModelSlot(translator), config)
+
+
+def post_concurrently(app, bodies):
+    """POSTs every body to /translate from its own thread at once; returns the responses."""
+    responses = [None] * len(bodies)
+    barrier = threading.Barrier(len(bodies))
+
+    def post(index):
+        client = app.test_client()
+        barrier.wait()
+        responses[index] = client.post("/translate", json=bodies[index])
+
+    threads = [threading.Thread(target=post, args=(index,)) for index in range(len(bodies))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return responses
+
+
+SENTENCES = ["one", "two hundred", "three thousand and five", "forty two", "seven", "nine hundred and one"]
+
+
+@pytest.mark.parametrize("decoder", ["while_loop", "unrolled"])
+def test_concurrent_requests_are_batched_and_answered_as_if_alone(translator, decoder):
+    counting = CountingTranslator(translator)
+    app = app_with(counting, translator.config, window_ms=300)
+    bodies = [{"text": text, "decoder": decoder, "n_best": 2} for text in SENTENCES]
+    responses = post_concurrently(app, bodies)
+    assert [response.status_code for response in responses] == [200] * len(bodies)
+    assert len(counting.calls) < len(bodies), "some requests shared a batch"
+    for text, response in zip(SENTENCES, responses):
+        [alone] = translator.translate([text], decoder=decoder, n_best=2)
+        [batched] = response.get_json()["translations"]
+        assert [hypothesis["text"] for hypothesis in batched["n_best"]] == [h.text for h in alone.n_best]
+        assert [hypothesis["score"] for hypothesis in batched["n_best"]] == pytest.approx(
+            [h.score for h in alone.n_best], abs=1e-4)
+
+
+def test_a_zero_window_turns_batching_off(translator):
+    counting = CountingTranslator(translator)
+    app = app_with(counting, translator.config, window_ms=0)
+    responses = post_concurrently(app, [{"text": text} for text in SENTENCES[:4]])
+    assert [response.status_code for response in responses] == [200] * 4
+    assert counting.calls == [1, 1, 1, 1]
+    assert app.test_client().get("/v1/info").get_json()["batching"]["enabled"] is False
