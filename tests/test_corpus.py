@@ -1,0 +1,97 @@
+"""Corpus readers: TSV and aligned files, normalisation, skips and errors."""
+
+import unicodedata
+
+import pytest
+
+from data_pipeline.corpus import CorpusError, format_skipped, read_corpus
+
+
+def write(path, text):
+    path.write_bytes(text.encode("utf-8"))
+    return str(path)
+
+
+def test_tsv_ignores_extra_columns_and_normalises(tmp_path):
+    decomposed = unicodedata.normalize("NFD", "ação")
+    tsv = write(tmp_path / "c.tsv",
+                "Go.\tVai.\tCC-BY 2.0 (France) Attribution: tatoeba.org #2877272\n"
+                "  action \t %s \n" % decomposed)
+    corpus = read_corpus(tsv)
+    assert corpus.pairs == [("Go.", "Vai."), ("action", "ação")]
+    assert unicodedata.is_normalized("NFC", corpus.pairs[1][1])
+    assert not corpus.skipped
+    assert corpus.files == [tsv]
+
+
+def test_tsv_counts_lines_without_tab_and_empty_sides(tmp_path):
+    tsv = write(tmp_path / "c.tsv",
+                "#separator:tab\n"        # Anki's header line: no tab
+                "one\tum\n"
+                "\tvazio\n"
+                "empty\t   \n"
+                "\n"
+                "two\tdois\n")
+    corpus = read_corpus(tsv)
+    assert corpus.pairs == [("one", "um"), ("two", "dois")]
+    assert corpus.skipped == {"no_tab": 2, "empty_side": 2}
+    assert format_skipped(corpus.skipped) == "empty_side 2, no_tab 2"
+
+
+def test_tsv_byte_order_mark_is_not_text(tmp_path):
+    path = tmp_path / "bom.tsv"
+    path.write_bytes(b"\xef\xbb\xbfone\tum\n")
+    assert read_corpus(str(path)).pairs == [("one", "um")]
+
+
+def test_undecodable_byte_names_file_and_line(tmp_path):
+    path = tmp_path / "latin1.tsv"
+    path.write_bytes("one\tum\ntwo\tdois\nthree\ttrês\n".encode("latin-1"))
+    with pytest.raises(CorpusError) as error:
+        read_corpus(str(path))
+    assert "%s:3:" % path in str(error.value)
+    assert "0xea" in str(error.value)
+
+
+def test_parallel_files(tmp_path):
+    source = write(tmp_path / "a.en", "one\ntwo\n\nfour\n")
+    target = write(tmp_path / "a.pt", "um\ndois\ntrês\nquatro\n")
+    corpus = read_corpus("%s,%s" % (source, target))
+    assert corpus.pairs == [("one", "um"), ("two", "dois"), ("four", "quatro")]
+    assert corpus.skipped == {"empty_side": 1}
+    assert corpus.files == [source, target]
+
+
+def test_parallel_files_of_different_lengths(tmp_path):
+    source = write(tmp_path / "a.en", "one\ntwo\nthree\n")
+    target = write(tmp_path / "a.pt", "um\ndois\n")
+    with pytest.raises(CorpusError, match="a.en has 3 lines but .*a.pt has 2"):
+        read_corpus("%s,%s" % (source, target))
+
+
+def test_undecodable_byte_in_second_parallel_file(tmp_path):
+    source = write(tmp_path / "a.en", "one\n")
+    target = tmp_path / "a.pt"
+    target.write_bytes(b"\xff\n")
+    with pytest.raises(CorpusError, match="a.pt:1: not valid UTF-8"):
+        read_corpus("%s,%s" % (source, target))
+
+
+def test_missing_file(tmp_path):
+    missing = str(tmp_path / "nowhere.tsv")
+    with pytest.raises(CorpusError, match="corpus file not found: .*nowhere.tsv"):
+        read_corpus(missing)
+
+
+def test_corpus_that_ends_up_empty(tmp_path):
+    tsv = write(tmp_path / "c.tsv", "no tab here\n\tno source\n")
+    with pytest.raises(CorpusError, match="no usable sentence pair .*empty_side 1, no_tab 1"):
+        read_corpus(tsv)
+    with pytest.raises(CorpusError, match="the file is empty"):
+        read_corpus(write(tmp_path / "empty.tsv", ""))
+
+
+@pytest.mark.parametrize("spec", ["", "a,b,c", "a,"])
+def test_malformed_spec(spec):
+    with pytest.raises(CorpusError, match="a TSV file or 'source_file,target_file'"):
+        read_corpus(spec)
