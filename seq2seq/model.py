@@ -1,0 +1,148 @@
+"""The sequence-to-sequence model: embeddings, bi-GRU encoder, attention GRU decoder.
+
+One `Seq2SeqModel` creates every template once, in `__init__`, under one
+variable scope; training, evaluation, greedy decoding and both beam searches
+call the same templates, so they share one set of variables by construction.
+"""
+
+import collections
+import re
+
+import tensorflow.compat.v1 as tf
+
+from seq2seq.common import merge_beams, sequence_mask, split_beams, tile_beams
+from seq2seq.decoder import Decoder
+from seq2seq.embedding import Embeddings
+from seq2seq.encoder import BidirectionalEncoder
+
+EncoderOutput = collections.namedtuple("EncoderOutput", ["memory", "keys", "mask", "initial_state"])
+EncoderOutput.__doc__ = """What the decoder needs from a source batch.
+
+Fields:
+  memory: [batch, src_time, num_units], the encoder's [forward; backward]
+    states, zero at padding.
+  keys: [batch, src_time, key_size], the memory projected once for attention
+    (key_size: attention_size for "bahdanau", num_units for "luong").
+  mask: [batch, src_time] float32, 1 at valid source positions.
+  initial_state: the decoder's initial state, {"h": [batch, num_units]}.
+"""
+
+
+class Seq2SeqModel:
+    """The model, configured by the "model" section of the config."""
+
+    def __init__(self, model_params, source_vocab_size, target_vocab_size, name="seq2seq"):
+        """Creates every template (no variables until the first call).
+
+        Args:
+          model_params: the config's "model" dict: embedding_size, num_units,
+            encoder_layers, attention, attention_size, share_embeddings,
+            tie_output_projection, dropout.
+          source_vocab_size: V_s.
+          target_vocab_size: V_t.
+          name: the variable scope, made unique if taken.
+        """
+        params = model_params
+        with tf.variable_scope(None, default_name=name) as scope:
+            self.scope_name = scope.name
+            self._embeddings = Embeddings(
+                source_vocab_size, target_vocab_size, params["embedding_size"],
+                share=params["share_embeddings"], dropout_rate=params["dropout"])
+            self._encoder = BidirectionalEncoder(
+                params["num_units"], params["encoder_layers"], params["dropout"])
+            tied = params["tie_output_projection"]
+            self._decoder = Decoder(
+                self._embeddings, target_vocab_size, params["num_units"],
+                params["attention"], params["attention_size"],
+                pre_output_size=params["embedding_size"] if tied else params["num_units"],
+                tie_output_projection=tied, dropout_rate=params["dropout"])
+
+    @property
+    def variables(self):
+        """This model's trainable variables: those under its variable scope."""
+        return tf.trainable_variables(scope=re.escape(self.scope_name) + "/")
+
+    def encode(self, source_ids, source_length, training):
+        """Encodes a padded source batch.
+
+        Args:
+          source_ids: [batch, src_time] int32, 0-padded.
+          source_length: [batch] int32.
+          training: a Python bool (dropout on or off).
+        Returns:
+          An `EncoderOutput` of [batch, ...] tensors.
+        """
+        embedded = self._embeddings.embed_source(source_ids, training)
+        memory, final_state = self._encoder(embedded, source_length, training)
+        return EncoderOutput(
+            memory=memory,
+            keys=self._decoder.attention_keys(memory),
+            mask=sequence_mask(source_length, tf.shape(source_ids)[1]),
+            initial_state=self._decoder.initial_state(final_state))
+
+    def teacher_forced_logits(self, encoder_output, target_input, training):
+        """The logits of every target step given the gold previous tokens.
+
+        Args:
+          encoder_output: `encode`'s result.
+          target_input: [batch, tgt_time] int32, begin token + target, 0-padded.
+          training: a Python bool (dropout on or off).
+        Returns:
+          [batch, tgt_time, V_t] float32. Steps past a target's length hold
+          logits that depend on padding only: mask them in the loss.
+        """
+        return self._decoder.teacher_forced_logits(encoder_output, target_input, training)
+
+    def step(self, encoder_output, state, prev_ids, training=False, input_table=None):
+        """One decoder step, the template teacher forcing runs at every step.
+
+        The memory comes in explicitly (not in `state`) so that a beam search
+        never carries or reorders it.
+
+        Args:
+          encoder_output: an `EncoderOutput` with n rows (e.g. tiled for a beam).
+          state: {"h": [n, num_units]}.
+          prev_ids: [n] int32.
+          training: a Python bool (dropout on or off).
+          input_table: None, or `input_table()` to gather the decoder's input
+            projection from instead of computing it (inference only).
+        Returns:
+          new_state: {"h": [n, num_units]}.
+          logits: [n, V_t] float32.
+        """
+        return self._decoder.step(encoder_output, state, prev_ids, training, input_table)
+
+    def input_table(self):
+        """[V_t, 3 * num_units]: the decoder's input projection of every target token."""
+        return self._decoder.input_table()
+
+    def beam_update_fn(self, encoder_output, beam_width, use_input_table=False):
+        """Adapts `step` to the beam-search contract of DESIGN.md.
+
+        The memory, keys and mask are tiled to [batch * beam, ...] once, here,
+        and closed over, so the search never reorders them.
+
+        Args:
+          encoder_output: `encode(..., training=False)`'s result, [batch, ...].
+          beam_width: K (1 for greedy decoding).
+          use_input_table: gather the decoder inputs from `input_table()`,
+            computed once here: worth it when batch * K * steps exceeds V_t
+            (the table costs one [V_t, E] x [E, 3H] product per run).
+        Returns:
+          update_fn: (state {"h": [batch, K, num_units]}, ids [batch, K] int32)
+            -> (new_state {"h": [batch, K, num_units]}, logits [batch, K, V_t]).
+          initial_state: {"h": [batch, num_units]}, for the search to tile.
+        """
+        with tf.name_scope("tile_encoder_output"):
+            tiled = tf.nest.map_structure(
+                lambda tensor: merge_beams(tile_beams(tensor, beam_width)), encoder_output)
+        input_table = self.input_table() if use_input_table else None
+
+        def update_fn(state, ids):
+            new_state, logits = self.step(
+                tiled, tf.nest.map_structure(merge_beams, state), merge_beams(ids),
+                training=False, input_table=input_table)
+            return (tf.nest.map_structure(lambda tensor: split_beams(tensor, beam_width), new_state),
+                    split_beams(logits, beam_width))
+
+        return update_fn, encoder_output.initial_state

@@ -1,0 +1,254 @@
+"""Seq2SeqModel: variable sharing, one step template for every path, padding, beams, learning."""
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from seq2seq.common import merge_beams
+from seq2seq.losses import sequence_cross_entropy
+from seq2seq.model import Seq2SeqModel
+
+VOCAB = 11
+BOS, EOS = 2, 3
+
+PARAMS = {
+    "embedding_size": 6,
+    "num_units": 8,
+    "encoder_layers": 1,
+    "attention": "bahdanau",
+    "attention_size": 5,
+    "share_embeddings": True,
+    "tie_output_projection": False,
+    # Nonzero, so that the tests see that training=False turns dropout off.
+    "dropout": 0.3,
+}
+
+VARIANTS = {
+    "bahdanau": {},
+    "luong": {"attention": "luong"},
+    "separate_tied_2_layers": {"share_embeddings": False, "tie_output_projection": True,
+                               "encoder_layers": 2},
+}
+
+
+def make_params(variant):
+    return dict(PARAMS, **VARIANTS[variant])
+
+
+def random_batch(rng, lengths, time=None):
+    """[batch, time] ids in [4, VOCAB), 0-padded after each length."""
+    time = time or max(lengths)
+    ids = rng.randint(4, VOCAB, [len(lengths), time]).astype(np.int32)
+    for row, length in zip(ids, lengths):
+        row[length:] = 0
+    return ids, np.array(lengths, np.int32)
+
+
+def build_paths(model, source, source_length, target):
+    """Calls every entry point once; returns the tensors."""
+    enc = model.encode(tf.constant(source), tf.constant(source_length), training=False)
+    logits = model.teacher_forced_logits(enc, tf.constant(target), training=False)
+    _, step_logits = model.step(enc, enc.initial_state, tf.constant(target[:, 0]))
+    update_fn, initial_state = model.beam_update_fn(enc, beam_width=2, use_input_table=True)
+    beam_state = tf.nest.map_structure(lambda t: tf.stack([t, t], axis=1), initial_state)
+    _, beam_logits = update_fn(beam_state, tf.constant(np.stack([target[:, :1]] * 2, 1)[:, :, 0]))
+    return enc, logits, step_logits, beam_logits
+
+
+def test_variables_are_created_once_and_named_by_component():
+    rng = np.random.RandomState(0)
+    source, source_length = random_batch(rng, [3, 5])
+    target, _ = random_batch(rng, [4, 2])
+    with tf.Graph().as_default():
+        model = Seq2SeqModel(PARAMS, VOCAB, VOCAB)
+        assert not tf.global_variables()  # Templates create variables on first call.
+        build_paths(model, source, source_length, target)
+        first = {v.op.name: v.shape.as_list() for v in tf.trainable_variables()}
+        build_paths(model, source, source_length, target)  # google/seq2seq issue #261.
+        assert {v.op.name: v.shape.as_list() for v in tf.trainable_variables()} == first
+        assert {v.op.name for v in model.variables} == set(first)
+
+    e, h, half, a, v = 6, 8, 4, 5, VOCAB
+    assert first == {
+        "seq2seq/embeddings/shared/table": [v, e],
+        "seq2seq/encoder/layer_0/forward/input_projection/kernel": [e, 3 * half],
+        "seq2seq/encoder/layer_0/forward/input_projection/bias": [3 * half],
+        "seq2seq/encoder/layer_0/forward/recurrent/kernel": [half, 3 * half],
+        "seq2seq/encoder/layer_0/forward/recurrent/bias": [3 * half],
+        "seq2seq/encoder/layer_0/backward/input_projection/kernel": [e, 3 * half],
+        "seq2seq/encoder/layer_0/backward/input_projection/bias": [3 * half],
+        "seq2seq/encoder/layer_0/backward/recurrent/kernel": [half, 3 * half],
+        "seq2seq/encoder/layer_0/backward/recurrent/bias": [3 * half],
+        "seq2seq/decoder/bridge/kernel": [h, h],
+        "seq2seq/decoder/bridge/bias": [h],
+        "seq2seq/decoder/gru/input_projection/kernel": [e, 3 * h],
+        "seq2seq/decoder/gru/input_projection/bias": [3 * h],
+        "seq2seq/decoder/gru/recurrent/kernel": [h, 3 * h],
+        "seq2seq/decoder/gru/recurrent/bias": [3 * h],
+        "seq2seq/decoder/attention/key_projection/kernel": [h, a],
+        "seq2seq/decoder/attention/key_projection/bias": [a],
+        "seq2seq/decoder/attention/query_projection/kernel": [h, a],
+        "seq2seq/decoder/attention/score/v": [a],
+        "seq2seq/decoder/output_projection/pre_output/kernel": [2 * h, h],
+        "seq2seq/decoder/output_projection/pre_output/bias": [h],
+        "seq2seq/decoder/output_projection/logits/kernel": [h, v],
+        "seq2seq/decoder/output_projection/logits/bias": [v],
+    }
+
+
+def test_variants_share_variables_and_two_models_do_not():
+    rng = np.random.RandomState(0)
+    source, source_length = random_batch(rng, [3, 5])
+    target, _ = random_batch(rng, [4, 2])
+    with tf.Graph().as_default():
+        counts = []
+        for variant in ("luong", "separate_tied_2_layers"):
+            model = Seq2SeqModel(make_params(variant), VOCAB, VOCAB)
+            build_paths(model, source, source_length, target)
+            count = len(tf.trainable_variables())
+            build_paths(model, source, source_length, target)
+            assert len(tf.trainable_variables()) == count
+            counts.append(len(model.variables))
+        scopes = {v.op.name.split("/")[0] for v in tf.trainable_variables()}
+    assert scopes == {"seq2seq", "seq2seq_1"}
+    # Luong: no query projection, v or key bias (23 - 3). Separate tied, 2 layers:
+    # +1 table, +8 encoder, -1 logits kernel.
+    assert counts == [20, 31]
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_teacher_forcing_equals_step_by_step_decoding(variant):
+    rng = np.random.RandomState(1)
+    source, source_length = random_batch(rng, [5, 3, 4])
+    target, _ = random_batch(rng, [6, 6, 6])
+    with tf.Graph().as_default(), tf.Session() as sess:
+        tf.set_random_seed(1)
+        model = Seq2SeqModel(make_params(variant), VOCAB, VOCAB)
+        enc = model.encode(tf.constant(source), tf.constant(source_length), training=False)
+        teacher_forced = model.teacher_forced_logits(enc, tf.constant(target), training=False)
+        state, step_logits = enc.initial_state, []
+        for t in range(target.shape[1]):
+            state, logits = model.step(enc, state, tf.constant(target[:, t]))
+            step_logits.append(logits)
+        sess.run(tf.global_variables_initializer())
+        expected, got = sess.run([teacher_forced, tf.stack(step_logits, axis=1)])
+    assert expected.shape == (3, 6, VOCAB)
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_a_sentence_does_not_depend_on_its_batch_padding(variant):
+    rng = np.random.RandomState(2)
+    source, source_length = random_batch(rng, [3])
+    target, target_length = random_batch(rng, [4])
+    long_source, _ = random_batch(rng, [7])
+    long_target, _ = random_batch(rng, [9])
+    padded_source = np.zeros([2, 7], np.int32)
+    padded_source[0, :3], padded_source[1] = source[0], long_source[0]
+    padded_target = np.zeros([2, 9], np.int32)
+    padded_target[0, :4], padded_target[1] = target[0], long_target[0]
+
+    with tf.Graph().as_default(), tf.Session() as sess:
+        model = Seq2SeqModel(make_params(variant), VOCAB, VOCAB)
+
+        def run(source, source_length, target):
+            enc = model.encode(tf.constant(source), tf.constant(source_length), training=False)
+            logits = model.teacher_forced_logits(enc, tf.constant(target), training=False)
+            return enc.memory, enc.initial_state["h"], logits
+
+        alone = run(source, source_length, target)
+        batched = run(padded_source, np.array([3, 7], np.int32), padded_target)
+        sess.run(tf.global_variables_initializer())
+        (memory, initial, logits), (memory_b, initial_b, logits_b) = sess.run([alone, batched])
+
+    np.testing.assert_allclose(memory_b[0, :3], memory[0], atol=1e-6)
+    np.testing.assert_array_equal(memory_b[0, 3:], 0.0)
+    np.testing.assert_allclose(initial_b[0], initial[0], atol=1e-6)
+    np.testing.assert_allclose(logits_b[0, :4], logits[0], atol=1e-5)
+
+
+def test_beam_update_fn_is_the_step_on_merged_beams_with_or_without_input_table():
+    batch, beam = 2, 3
+    rng = np.random.RandomState(3)
+    source, source_length = random_batch(rng, [4, 2])
+    ids = rng.randint(0, VOCAB, [batch, beam]).astype(np.int32)
+    state = {"h": rng.randn(batch, beam, PARAMS["num_units"]).astype(np.float32)}
+    with tf.Graph().as_default(), tf.Session() as sess:
+        model = Seq2SeqModel(PARAMS, VOCAB, VOCAB)
+        enc = model.encode(tf.constant(source), tf.constant(source_length), training=False)
+        results = []
+        for use_input_table in (False, True):
+            update_fn, initial_state = model.beam_update_fn(enc, beam, use_input_table)
+            results.append(update_fn(tf.nest.map_structure(tf.constant, state), tf.constant(ids)))
+        # The reference: every beam row is its sentence's row, decoded by `step`.
+        rows = np.repeat(np.arange(batch), beam)
+        merged = type(enc)(*[tf.gather(t, rows) for t in enc[:3]], initial_state=None)
+        reference = model.step(merged, {"h": tf.constant(state["h"].reshape(batch * beam, -1))},
+                               tf.constant(ids.reshape(-1)))
+        sess.run(tf.global_variables_initializer())
+        (matmul_path, table_path), (ref_state, ref_logits), initial = sess.run(
+            [results, reference, initial_state])
+
+    assert initial["h"].shape == (batch, PARAMS["num_units"])
+    for new_state, logits in (matmul_path, table_path):
+        assert new_state["h"].shape == (batch, beam, PARAMS["num_units"])
+        assert logits.shape == (batch, beam, VOCAB)
+        np.testing.assert_allclose(new_state["h"].reshape(batch * beam, -1), ref_state["h"], atol=1e-6)
+        np.testing.assert_allclose(logits.reshape(batch * beam, -1), ref_logits, atol=1e-6)
+
+
+def test_input_table_is_only_for_inference():
+    with tf.Graph().as_default():
+        model = Seq2SeqModel(PARAMS, VOCAB, VOCAB)
+        enc = model.encode(tf.constant([[4, 5]]), tf.constant([2]), training=False)
+        with pytest.raises(ValueError, match="inference only"):
+            model.step(enc, enc.initial_state, tf.constant([BOS]), training=True,
+                       input_table=model.input_table())
+
+
+def test_dropout_is_active_only_when_training():
+    with tf.Graph().as_default(), tf.Session() as sess:
+        model = Seq2SeqModel(PARAMS, VOCAB, VOCAB)
+        logits = {}
+        for training in (False, True):
+            enc = model.encode(tf.constant([[4, 5, 6]]), tf.constant([3]), training)
+            logits[training] = model.teacher_forced_logits(enc, tf.constant([[BOS, 7]]), training)
+        sess.run(tf.global_variables_initializer())
+        evaluation = [sess.run(logits[False]) for _ in range(2)]
+        train = [sess.run(logits[True]) for _ in range(2)]
+    np.testing.assert_array_equal(evaluation[0], evaluation[1])
+    assert not np.allclose(train[0], train[1])
+
+
+def test_a_tiny_model_learns_to_reverse_sequences():
+    """Gradients reach every part: the reversal needs encoder, attention and decoder."""
+    rng = np.random.RandomState(4)
+
+    def batch(size=32):
+        lengths = rng.randint(2, 6, size)
+        source, _ = random_batch(rng, list(lengths), time=5)
+        target = np.zeros([size, 7], np.int32)
+        target[:, 0] = BOS
+        for row, length in enumerate(lengths):
+            target[row, 1:length + 1] = source[row, :length][::-1]
+            target[row, length + 1] = EOS
+        return source, lengths.astype(np.int32), target, (lengths + 1).astype(np.int32)
+
+    params = dict(PARAMS, embedding_size=16, num_units=32, attention_size=16, dropout=0.0)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        tf.set_random_seed(4)
+        source = tf.placeholder(tf.int32, [None, None])
+        source_length = tf.placeholder(tf.int32, [None])
+        target = tf.placeholder(tf.int32, [None, None])
+        target_length = tf.placeholder(tf.int32, [None])
+        model = Seq2SeqModel(params, VOCAB, VOCAB)
+        enc = model.encode(source, source_length, training=True)
+        logits = model.teacher_forced_logits(enc, target[:, :-1], training=True)
+        loss, _ = sequence_cross_entropy(logits, target[:, 1:], target_length)
+        train_op = tf.train.AdamOptimizer(0.02).minimize(loss, var_list=model.variables)
+        sess.run(tf.global_variables_initializer())
+        placeholders = (source, source_length, target, target_length)
+        for _ in range(200):
+            sess.run(train_op, dict(zip(placeholders, batch())))
+        final_loss = np.mean([sess.run(loss, dict(zip(placeholders, batch(64)))) for _ in range(3)])
+    assert final_loss < 0.05
