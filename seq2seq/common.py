@@ -55,3 +55,24 @@ def tile_beams(tensor, beam_width):
 def sequence_mask(lengths, maxlen, dtype=tf.float32):
     """[batch] lengths -> [batch, maxlen] mask, 1 inside the sequence."""
     return tf.sequence_mask(lengths, maxlen, dtype=dtype)
+
+
+def batch_free_shape_invariants(loop_vars):
+    """tf.while_loop shape invariants: every shape fixed except the batch size.
+
+    A loop only needs to know that its variables keep their shapes; leaving the
+    first dimension of every non-scalar tensor open lets loop bodies whose
+    outputs lose the static batch size (e.g. after a reshape with -1) run.
+
+    Args:
+      loop_vars: the nested loop variables (tensors and TensorArrays).
+    Returns:
+      The matching nested structure of TensorShapes (None for a TensorArray).
+    """
+    def invariant(var):
+        if isinstance(var, tf.TensorArray):
+            return None  # the loop infers the invariant of the array's flow
+        if var.shape.ndims in (None, 0):
+            return var.shape
+        return tf.TensorShape([None]).concatenate(var.shape[1:])
+    return tf.nest.map_structure(invariant, loop_vars)
