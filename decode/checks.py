@@ -1,0 +1,105 @@
+"""Argument checks shared by the decoders: bad arguments fail at graph-build time.
+
+Each check raises ValueError with a message naming the argument, instead of
+letting a shape error surface later from deep inside the graph or at run time.
+"""
+
+import numbers
+
+import tensorflow.compat.v1 as tf
+
+
+def _is_int(value):
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def check_beam_width(beam_width):
+    """Returns `beam_width` if it is a Python int >= 1."""
+    if not _is_int(beam_width) or beam_width < 1:
+        raise ValueError("beam_width must be a Python int >= 1, got %r" % (beam_width,))
+    return int(beam_width)
+
+
+def check_token_ids(begin_token_id, end_token_id):
+    """Checks that both token ids are Python ints >= 0."""
+    for name, value in (("begin_token_id", begin_token_id), ("end_token_id", end_token_id)):
+        if not _is_int(value) or value < 0:
+            raise ValueError("%s must be a Python int >= 0, got %r" % (name, value))
+
+
+def check_sequence_length(sequence_length, allow_tensor):
+    """Returns the most tokens to generate: a Python int, or an int32 scalar tensor.
+
+    Args:
+      sequence_length: a Python int >= 1, or (if `allow_tensor`) a scalar
+        integer tensor.
+      allow_tensor: False for the unrolled search, whose graph size is the length.
+    Raises:
+      ValueError: for a non-positive or non-integer length, a tensor where a
+        Python int is needed, or a tensor that is not an integer scalar.
+    """
+    if _is_int(sequence_length):
+        if sequence_length < 1:
+            raise ValueError("sequence_length must be >= 1, got %d" % sequence_length)
+        return int(sequence_length)
+    if not isinstance(sequence_length, (tf.Tensor, tf.Variable)):
+        raise ValueError("sequence_length must be a Python int%s, got %r" % (
+            " or a scalar int32 tensor" if allow_tensor else "", sequence_length))
+    if not allow_tensor:
+        raise ValueError("the unrolled search builds one graph step per token, so "
+                         "sequence_length must be a Python int, got tensor %s; use "
+                         "while_loop_beam_search for a length known only at run time"
+                         % sequence_length.name)
+    if not sequence_length.dtype.is_integer:
+        raise ValueError("sequence_length must be an integer tensor, got %s" % sequence_length.dtype.name)
+    if sequence_length.shape.ndims not in (None, 0):
+        raise ValueError("sequence_length must be a scalar, got shape %s" % sequence_length.shape)
+    return tf.cast(tf.reshape(sequence_length, []), tf.int32)
+
+
+def check_initial_state(initial_state):
+    """Returns the batch size of a nested state of [batch, ...] tensors.
+
+    Returns:
+      The batch size: a Python int if known statically, else a scalar tensor.
+    Raises:
+      ValueError: if the state holds no tensor, or a tensor without a batch
+        dimension, or tensors whose static batch sizes disagree.
+    """
+    leaves = [tf.convert_to_tensor(leaf) for leaf in tf.nest.flatten(initial_state)]
+    if not leaves:
+        raise ValueError("initial_state must hold at least one [batch, ...] tensor")
+    for leaf in leaves:
+        if leaf.shape.ndims == 0:
+            raise ValueError("every initial_state tensor must be [batch, ...], got scalar %s" % leaf.name)
+    static_sizes = {leaf.shape.as_list()[0] for leaf in leaves if leaf.shape.ndims is not None}
+    static_sizes.discard(None)
+    if len(static_sizes) > 1:
+        raise ValueError("initial_state tensors disagree on the batch size: %s" % sorted(static_sizes))
+    if static_sizes:
+        return static_sizes.pop()
+    return tf.shape(leaves[0])[0]
+
+
+def check_step_outputs(state, new_state, logits, end_token_id):
+    """Checks what update_fn returned: the state's structure and rank-3 logits.
+
+    Args:
+      state: the state given to update_fn.
+      new_state: the state it returned; must have the same nested structure.
+      logits: the logits it returned; must be [batch, beam, vocab].
+      end_token_id: must be < vocab when vocab is known statically.
+    """
+    try:
+        tf.nest.assert_same_structure(state, new_state)
+    except (TypeError, ValueError) as error:
+        raise ValueError("update_fn must return a state with the structure of the "
+                         "state it was given: %s" % error) from None
+    ndims = logits.shape.ndims
+    if ndims is not None and ndims != 3:
+        raise ValueError("update_fn must return logits shaped [batch, beam, vocab], "
+                         "got shape %s" % logits.shape)
+    vocab_size = logits.shape.as_list()[-1] if ndims is not None else None
+    if vocab_size is not None and end_token_id >= vocab_size:
+        raise ValueError("end_token_id %d is outside the vocabulary of %d logits"
+                         % (end_token_id, vocab_size))
