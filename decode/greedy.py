@@ -1,0 +1,77 @@
+"""Greedy decoding: the best token at every step, in a tf.while_loop.
+
+The cheap path for beam width 1: no top_k, no parent pointers, no state
+reordering. Same contract and same outputs as a beam search with
+`beam_width=1` (a beam of one picks the argmax token, and once finished is
+carried over unchanged), with a beam dimension of 1.
+"""
+
+import tensorflow.compat.v1 as tf
+
+from decode import checks, scoring
+from seq2seq.common import batch_free_shape_invariants, batch_gather, tile_beams
+
+
+def greedy_search(update_fn, initial_state, sequence_length, begin_token_id, end_token_id,
+                  length_penalty=0.0, name="greedy"):
+    """Greedy decoding for recurrent models.
+
+    Args:
+      update_fn: `(state, ids) -> (new_state, logits)` as for the beam
+        searches; called with a beam dimension of 1.
+      initial_state: nested structure of [batch, ...] tensors.
+      sequence_length: the most tokens to generate: a Python int >= 1 or a
+        scalar int32 tensor.
+      begin_token_id: int, the first input token.
+      end_token_id: int.
+      length_penalty: alpha in ((5 + length) / 6) ** alpha; 0 for none.
+      name: name scope.
+    Returns:
+      (ids, scores, lengths): ids [batch, 1, time] int32, where time is the
+      number of steps run (the loop stops once every row has finished);
+      scores [batch, 1] float32; lengths [batch, 1] int32 counting the end token.
+    Raises:
+      ValueError: for bad arguments, when the graph is built.
+    """
+    if not callable(update_fn):
+        raise ValueError("update_fn must be callable, got %r" % (update_fn,))
+    sequence_length = checks.check_sequence_length(sequence_length, allow_tensor=True)
+    checks.check_token_ids(begin_token_id, end_token_id)
+    batch_size = checks.check_initial_state(initial_state)
+    with tf.name_scope(name):
+        state = tf.nest.map_structure(lambda s: tile_beams(tf.convert_to_tensor(s), 1),
+                                      initial_state)
+        ids = tf.fill([batch_size, 1], begin_token_id)
+        log_probs = tf.zeros([batch_size, 1])
+        lengths = tf.zeros([batch_size, 1], tf.int32)
+        finished = tf.zeros([batch_size, 1], tf.bool)
+        token_ids = tf.TensorArray(tf.int32, size=0, dynamic_size=True, name="token_ids")
+
+        def not_done(step, state, ids, log_probs, lengths, finished, token_ids):
+            del state, ids, log_probs, lengths, token_ids  # unused
+            return tf.logical_and(step < sequence_length,
+                                  tf.logical_not(tf.reduce_all(finished)))
+
+        def body(step, state, ids, log_probs, lengths, finished, token_ids):
+            new_state, logits = update_fn(state, ids)
+            checks.check_step_outputs(state, new_state, logits, end_token_id)
+            with tf.name_scope("choose"):
+                best = tf.argmax(logits, axis=-1, output_type=tf.int32)        # [b, 1]
+                best_logit = batch_gather(logits[:, 0], best)                     # [b, 1]
+                best_log_prob = best_logit - tf.reduce_logsumexp(logits[:, 0], axis=-1,
+                                                                 keepdims=True)
+                ids = tf.where_v2(finished, end_token_id, best)
+                log_probs = tf.where_v2(finished, log_probs, log_probs + best_log_prob)
+                lengths = tf.where_v2(finished, lengths, step + 1)
+                finished = tf.equal(ids, end_token_id)
+            return (step + 1, new_state, ids, log_probs, lengths, finished,
+                    token_ids.write(step, ids))
+
+        loop_vars = (tf.constant(0), state, ids, log_probs, lengths, finished, token_ids)
+        _, _, _, log_probs, lengths, _, token_ids = tf.while_loop(
+            not_done, body, loop_vars,
+            shape_invariants=batch_free_shape_invariants(loop_vars),
+            back_prop=False, name="search")
+        ids = tf.transpose(token_ids.stack(), [1, 2, 0])
+        scores = log_probs / scoring.length_penalty(lengths, length_penalty)
+        return ids, scores, lengths
