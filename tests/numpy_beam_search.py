@@ -1,0 +1,116 @@
+"""Plain NumPy references for the decoder tests, written independently of decode/.
+
+Every function works on one batch row at a time with Python lists, in float64,
+and calls a per-hypothesis step function `step(state, token) -> (state, logits)`.
+`beam_search` is the straightforward algorithm: the full log-softmax, every
+beam x vocab candidate in one list, one stable sort. `enumerate_sequences`
+scores every possible output for brute-force checks.
+"""
+
+import collections
+import itertools
+
+import numpy as np
+
+Hypothesis = collections.namedtuple("Hypothesis", ["tokens", "log_prob", "finished", "state"])
+
+
+def log_softmax(logits):
+    """log-softmax of a [vocab] vector, in float64."""
+    logits = np.asarray(logits, np.float64)
+    shifted = logits - logits.max()
+    return shifted - np.log(np.exp(shifted).sum())
+
+
+def length_penalty(length, alpha):
+    """((5 + length) / 6) ** alpha."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+def score(hypothesis, alpha):
+    return hypothesis.log_prob / length_penalty(len(hypothesis.tokens), alpha)
+
+
+def _padded(tokens, sequence_length, end_token_id):
+    return list(tokens) + [end_token_id] * (sequence_length - len(tokens))
+
+
+def beam_search(step, initial_state, sequence_length, beam_width, begin_token_id,
+                end_token_id, alpha):
+    """Beam search over one sentence, with finished hypotheses kept in the beam.
+
+    Each step, a finished hypothesis is one candidate (itself, score unchanged);
+    an alive one gives one candidate per token. Candidates are listed by
+    (beam, token), stable-sorted by score (best first), and the first
+    `beam_width` with a finite score are kept.
+
+    Returns:
+      (ids [beam, sequence_length], scores [beam], lengths [beam]) as NumPy
+      arrays; rows beyond the possible hypotheses have score -inf, ids all
+      end_token_id and length 0.
+    """
+    beam = [Hypothesis((), 0.0, False, initial_state)]
+    for _ in range(sequence_length):
+        candidates = []
+        for hypothesis in beam:
+            if hypothesis.finished:
+                candidates.append(hypothesis)
+                continue
+            last = hypothesis.tokens[-1] if hypothesis.tokens else begin_token_id
+            state, logits = step(hypothesis.state, last)
+            for token, log_prob in enumerate(log_softmax(logits)):
+                candidates.append(Hypothesis(hypothesis.tokens + (token,),
+                                             hypothesis.log_prob + log_prob,
+                                             token == end_token_id, state))
+        candidates = [c for c in candidates if score(c, alpha) > -np.inf]
+        candidates.sort(key=lambda c: -score(c, alpha))  # list.sort is stable
+        beam = candidates[:beam_width]
+    ids = [_padded(h.tokens, sequence_length, end_token_id) for h in beam]
+    scores = [score(h, alpha) for h in beam]
+    lengths = [len(h.tokens) for h in beam]
+    for _ in range(beam_width - len(beam)):
+        ids.append([end_token_id] * sequence_length)
+        scores.append(-np.inf)
+        lengths.append(0)
+    return np.array(ids), np.array(scores), np.array(lengths)
+
+
+def greedy(step, initial_state, sequence_length, begin_token_id, end_token_id, alpha):
+    """Greedy decoding of one sentence: (ids [sequence_length], score, length)."""
+    state, tokens, log_prob = initial_state, [], 0.0
+    while len(tokens) < sequence_length and end_token_id not in tokens:
+        state, logits = step(state, tokens[-1] if tokens else begin_token_id)
+        log_probs = log_softmax(logits)
+        tokens.append(int(np.argmax(log_probs)))
+        log_prob += log_probs[tokens[-1]]
+    return (np.array(_padded(tokens, sequence_length, end_token_id)),
+            log_prob / length_penalty(len(tokens), alpha), len(tokens))
+
+
+def enumerate_sequences(step, initial_state, sequence_length, vocab_size, begin_token_id,
+                        end_token_id, alpha):
+    """Every possible output of one sentence, best first.
+
+    The outputs are the sequences that end with the end token after at most
+    `sequence_length` tokens (and hold it nowhere else), plus all
+    `sequence_length`-token sequences without it.
+
+    Returns:
+      A list of (ids padded to sequence_length, score, length), best first.
+    """
+    others = [t for t in range(vocab_size) if t != end_token_id]
+    sequences = [prefix + (end_token_id,)
+                 for length in range(sequence_length)
+                 for prefix in itertools.product(others, repeat=length)]
+    sequences += list(itertools.product(others, repeat=sequence_length))
+    results = []
+    for tokens in sequences:
+        state, last, log_prob = initial_state, begin_token_id, 0.0
+        for token in tokens:
+            state, logits = step(state, last)
+            log_prob += log_softmax(logits)[token]
+            last = token
+        results.append((_padded(tokens, sequence_length, end_token_id),
+                        log_prob / length_penalty(len(tokens), alpha), len(tokens)))
+    results.sort(key=lambda result: -result[1])
+    return results

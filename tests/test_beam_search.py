@@ -1,0 +1,254 @@
+"""Beam searches against independent references: NumPy, brute force, each other.
+
+The toy model (tests/toy_decoder.py) exists as TensorFlow and as NumPy code;
+the TF searches run the first, the NumPy reference and the enumeration the
+second.
+"""
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+import numpy_beam_search as reference
+from decode import rnn_beam_search, scoring, while_loop_beam_search
+from toy_decoder import ToyDecoder, row_state
+
+SEARCHES = {"unrolled": rnn_beam_search, "while_loop": while_loop_beam_search}
+BEGIN, END = 0, 1
+# end_bias per batch row: never ends, neutral, ends soon, ends at once.
+MIXED_ROWS = [-3.0, 0.0, 0.8, 2.5]
+
+
+def run_search(search, toy, batch_state, sequence_length, beam_width, alpha):
+    """Builds `search` over the toy model in a fresh graph and runs it."""
+    with tf.Graph().as_default():
+        state = tf.nest.map_structure(tf.constant, batch_state)
+        outputs = search(toy.update_fn, state, sequence_length, beam_width, BEGIN, END, alpha)
+        with tf.Session() as session:
+            return session.run(outputs)
+
+
+def run_reference(toy, batch_state, sequence_length, beam_width, alpha):
+    rows = [reference.beam_search(toy.numpy_step, row_state(batch_state, row), sequence_length,
+                                  beam_width, BEGIN, END, alpha)
+            for row in range(len(batch_state["rnn"]))]
+    return tuple(np.stack(parts) for parts in zip(*rows))
+
+
+def assert_same_result(actual, expected):
+    """Equal ids, lengths and scores; `actual` may stop early (fewer time steps)."""
+    ids, scores, lengths = actual
+    expected_ids, expected_scores, expected_lengths = expected
+    steps = ids.shape[-1]
+    np.testing.assert_array_equal(ids, expected_ids[..., :steps])
+    assert (expected_ids[..., steps:] == END).all()
+    np.testing.assert_array_equal(lengths, expected_lengths)
+    np.testing.assert_allclose(scores, expected_scores, rtol=1e-5, atol=1e-5)
+
+
+def assert_well_formed(ids, scores, lengths):
+    """Best first; distinct hypotheses; end token last and repeated after it."""
+    steps = ids.shape[-1]
+    for row_ids, row_scores, row_lengths in zip(ids, scores, lengths):
+        possible = row_scores > -np.inf
+        assert list(possible) == sorted(possible, reverse=True)
+        assert (np.diff(row_scores[possible]) <= 0).all()
+        hypotheses = {tuple(h) for h in row_ids[possible]}
+        assert len(hypotheses) == possible.sum(), "a hypothesis appears twice"
+        for hypothesis, length in zip(row_ids[possible], row_lengths[possible]):
+            assert END not in hypothesis[:length - 1]
+            assert (hypothesis[length:] == END).all()
+            assert hypothesis[length - 1] == END or length == steps
+
+
+@pytest.mark.parametrize("beam_width", [3, 9])  # 9 > vocab: fewer tokens than beams per row
+@pytest.mark.parametrize("alpha", [0.0, 0.6])
+@pytest.mark.parametrize("search", sorted(SEARCHES))
+def test_matches_numpy_reference(search, alpha, beam_width):
+    toy = ToyDecoder(vocab_size=7, seed=3)
+    batch_state = toy.initial_state(MIXED_ROWS)
+    actual = run_search(SEARCHES[search], toy, batch_state, 6, beam_width, alpha)
+    assert_same_result(actual, run_reference(toy, batch_state, 6, beam_width, alpha))
+    assert_well_formed(*actual)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0])
+@pytest.mark.parametrize("search", sorted(SEARCHES))
+def test_exhaustive_beam_finds_every_sequence_in_order(search, alpha):
+    # Vocab 4 (begin, end and two others), 3 tokens: 1 + 3 + 9 sequences end
+    # with the end token and 27 do not, 40 in all; a beam of 40 never prunes.
+    toy = ToyDecoder(vocab_size=4, seed=5, logit_scale=1.0)
+    batch_state = toy.initial_state([0.0, 1.0])
+    ids, scores, lengths = run_search(SEARCHES[search], toy, batch_state, 3, 40, alpha)
+    for row in range(2):
+        expected = reference.enumerate_sequences(toy.numpy_step, row_state(batch_state, row), 3,
+                                                 4, BEGIN, END, alpha)
+        assert len(expected) == 40
+        np.testing.assert_array_equal(ids[row], [e[0] for e in expected])
+        np.testing.assert_allclose(scores[row], [e[1] for e in expected], rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(lengths[row], [e[2] for e in expected])
+
+
+def test_unrolled_equals_while_loop():
+    toy = ToyDecoder(vocab_size=11, hidden_size=8, seed=7)
+    batch_state = toy.initial_state([-1.0, 0.3, 0.5, 1.0, 0.2])
+    unrolled = run_search(rnn_beam_search, toy, batch_state, 8, 4, 0.6)
+    while_loop = run_search(while_loop_beam_search, toy, batch_state, 8, 4, 0.6)
+    assert_same_result(while_loop, unrolled)
+
+
+@pytest.mark.parametrize("search", sorted(SEARCHES))
+def test_sentence_alone_equals_sentence_in_batch(search):
+    toy = ToyDecoder(seed=11)
+    batch_state = toy.initial_state(MIXED_ROWS)
+    together = run_search(SEARCHES[search], toy, batch_state, 6, 3, 0.6)
+    for row in range(len(MIXED_ROWS)):
+        alone_state = tf.nest.map_structure(lambda x: x[row:row + 1], batch_state)
+        ids, scores, lengths = run_search(SEARCHES[search], toy, alone_state, 6, 3, 0.6)
+        np.testing.assert_array_equal(ids[0], together[0][row, :, :ids.shape[-1]])
+        np.testing.assert_allclose(scores[0], together[1][row], rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(lengths[0], together[2][row])
+
+
+@pytest.mark.parametrize("search", sorted(SEARCHES))
+def test_finished_hypotheses_neither_grow_nor_repeat(search):
+    # The end token is likely from the first step: a beam search that expanded
+    # finished hypotheses into vocab-many copies would fill the beam with them.
+    toy = ToyDecoder(seed=2)
+    batch_state = toy.initial_state([2.0, 3.0])
+    ids, scores, lengths = run_search(SEARCHES[search], toy, batch_state, 6, 4, 0.0)
+    assert (lengths < 6).any()
+    assert_well_formed(ids, scores, lengths)
+
+
+def test_while_loop_stops_once_every_hypothesis_finished():
+    toy = ToyDecoder(seed=4)
+    batch_state = toy.initial_state([3.0, 4.0, 3.5])
+    early = run_search(while_loop_beam_search, toy, batch_state, 20, 3, 0.6)
+    assert early[0].shape[-1] < 20
+    assert early[0].shape[-1] == early[2].max()
+    assert_same_result(early, run_search(rnn_beam_search, toy, batch_state, 20, 3, 0.6))
+
+
+def test_while_loop_takes_a_tensor_sequence_length():
+    toy = ToyDecoder(seed=6)
+    batch_state = toy.initial_state([-3.0, 0.5])
+    with tf.Graph().as_default():
+        source_length = tf.placeholder(tf.int32, [None])
+        max_length = 2 * tf.reduce_max(source_length) + 1
+        outputs = while_loop_beam_search(toy.update_fn, tf.nest.map_structure(tf.constant, batch_state),
+                                         max_length, 3, BEGIN, END, 0.6)
+        with tf.Session() as session:
+            from_tensor = session.run(outputs, {source_length: [1, 3]})
+    assert from_tensor[0].shape[-1] <= 7
+    assert_same_result(from_tensor, run_reference(toy, batch_state, 7, 3, 0.6))
+
+
+@pytest.mark.parametrize("search", sorted(SEARCHES))
+def test_impossible_hypotheses_fill_the_beam_canonically(search):
+    # Vocab 3 and 2 tokens give 1 + 2 + 4 = 7 possible outputs for 9 beams.
+    toy = ToyDecoder(vocab_size=3, seed=8)
+    ids, scores, lengths = run_search(SEARCHES[search], toy, toy.initial_state([0.0]), 2, 9, 0.0)
+    assert np.isfinite(scores[0, :7]).all()
+    assert (scores[0, 7:] == -np.inf).all()
+    assert (ids[0, 7:] == END).all() and (lengths[0, 7:] == 0).all()
+    assert_well_formed(ids, scores, lengths)
+
+
+def test_while_loop_graph_size_does_not_grow_with_length():
+    toy = ToyDecoder()
+
+    def op_count(search, sequence_length):
+        with tf.Graph().as_default() as graph:
+            state = tf.nest.map_structure(tf.constant, toy.initial_state([0.0]))
+            search(toy.update_fn, state, sequence_length, 3, BEGIN, END, 0.6)
+            return len(graph.get_operations())
+
+    assert op_count(while_loop_beam_search, 5) == op_count(while_loop_beam_search, 50)
+    assert op_count(rnn_beam_search, 5) < op_count(rnn_beam_search, 10)
+
+
+def test_template_update_fn_shares_its_variables_across_steps():
+    def step(state, ids):
+        weights = tf.get_variable("weights", [4, 4])
+        new_state = (tf.tanh(tf.einsum("bkh,hg->bkg", state[0], weights)), state[1])
+        return new_state, tf.one_hot(ids, 4) + new_state[0]
+
+    with tf.Graph().as_default():
+        update_fn = tf.make_template("toy_step", step)
+        initial_state = (tf.ones([2, 4]), tf.zeros([2, 3]))  # a tuple state works too
+        rnn_beam_search(update_fn, initial_state, 4, 2, BEGIN, END)
+        while_loop_beam_search(update_fn, initial_state, 4, 2, BEGIN, END)
+        assert len(tf.global_variables()) == 1
+
+
+def test_select_best_carries_a_finished_hypothesis_once_with_its_score():
+    # Beam of 3: slot 0 finished with the best score, slots 1 and 2 alive.
+    with tf.Graph().as_default():
+        beam = scoring.Beam(log_probs=tf.constant([[-0.1, -1.0, -2.0]]),
+                            lengths=tf.constant([[2, 3, 3]]),
+                            finished=tf.constant([[True, False, False]]))
+        logits = tf.constant([[[9.0, 0.0, 0.0, 0.0],      # finished: ignored
+                               [0.0, 0.0, 2.0, 1.0],
+                               [0.0, 0.0, 5.0, 0.0]]])
+        choice = scoring.select_best(logits, beam, step=3, end_token_id=END, alpha=0.0)
+        with tf.Session() as session:
+            beam, token_ids, parent_ids = session.run(choice)
+    log_softmax_1 = reference.log_softmax([0.0, 0.0, 2.0, 1.0])
+    log_softmax_2 = reference.log_softmax([0.0, 0.0, 5.0, 0.0])
+    np.testing.assert_array_equal(parent_ids, [[0, 1, 2]])
+    np.testing.assert_array_equal(token_ids, [[END, 2, 2]])
+    np.testing.assert_allclose(beam.log_probs, [[-0.1, -1.0 + log_softmax_1[2],
+                                                 -2.0 + log_softmax_2[2]]], rtol=1e-6)
+    np.testing.assert_array_equal(beam.lengths, [[2, 4, 4]])
+    np.testing.assert_array_equal(beam.finished, [[True, False, False]])
+
+
+def _toy_graph_inputs():
+    toy = ToyDecoder()
+    return toy, tf.nest.map_structure(tf.constant, toy.initial_state([0.0, 1.0]))
+
+
+@pytest.mark.parametrize("search", sorted(SEARCHES))
+@pytest.mark.parametrize("bad_arguments, message", [
+    pytest.param(lambda toy: dict(beam_width=0), "beam_width", id="beam_width=0"),
+    pytest.param(lambda toy: dict(beam_width=2.0), "beam_width", id="beam_width=2.0"),
+    pytest.param(lambda toy: dict(beam_width=True), "beam_width", id="beam_width=True"),
+    pytest.param(lambda toy: dict(sequence_length=0), "sequence_length", id="length=0"),
+    pytest.param(lambda toy: dict(sequence_length=2.5), "sequence_length", id="length=2.5"),
+    pytest.param(lambda toy: dict(end_token_id=-1), "end_token_id", id="end=-1"),
+    pytest.param(lambda toy: dict(end_token_id=toy.vocab_size), "end_token_id", id="end=vocab"),
+    pytest.param(lambda toy: dict(initial_state={"rnn": tf.zeros([])}), "initial_state",
+                 id="scalar_state"),
+    pytest.param(lambda toy: dict(initial_state=()), "initial_state", id="empty_state"),
+    pytest.param(lambda toy: dict(update_fn=lambda state, ids: (state, tf.zeros([2, 7]))),
+                 "logits", id="rank2_logits"),
+    pytest.param(lambda toy: dict(update_fn=lambda state, ids: ((state,), tf.zeros([2, 3, 7]))),
+                 "structure", id="state_structure_changes"),
+    pytest.param(lambda toy: dict(update_fn="not callable"), "update_fn", id="update_fn"),
+])
+def test_bad_arguments_raise_value_error_when_building(search, bad_arguments, message):
+    """`bad_arguments(toy)` returns the arguments to spoil, built in the test's graph."""
+    with tf.Graph().as_default():
+        toy, state = _toy_graph_inputs()
+        arguments = dict(update_fn=toy.update_fn, initial_state=state, sequence_length=4,
+                         beam_width=3, begin_token_id=BEGIN, end_token_id=END)
+        arguments.update(bad_arguments(toy))
+        with pytest.raises(ValueError, match=message):
+            SEARCHES[search](**arguments)
+
+
+def test_unrolled_search_rejects_a_tensor_sequence_length():
+    with tf.Graph().as_default():
+        toy, state = _toy_graph_inputs()
+        with pytest.raises(ValueError, match="while_loop_beam_search"):
+            rnn_beam_search(toy.update_fn, state, tf.constant(4), 3, BEGIN, END)
+
+
+@pytest.mark.parametrize("sequence_length", [
+    lambda: tf.constant([4]), lambda: tf.constant(4.0)])
+def test_while_loop_rejects_a_tensor_length_that_is_not_an_int_scalar(sequence_length):
+    with tf.Graph().as_default():
+        toy, state = _toy_graph_inputs()
+        with pytest.raises(ValueError, match="sequence_length"):
+            while_loop_beam_search(toy.update_fn, state, sequence_length(), 3, BEGIN, END)

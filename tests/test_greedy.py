@@ -1,0 +1,94 @@
+"""Greedy decoding against a NumPy greedy decoder and against beam width 1."""
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+import numpy_beam_search as reference
+from decode import greedy_search, rnn_beam_search, while_loop_beam_search
+from toy_decoder import ToyDecoder, row_state
+
+BEGIN, END = 0, 1
+# end_bias per batch row: never ends, neutral, ends soon, ends at once.
+MIXED_ROWS = [-3.0, 0.0, 0.8, 2.5]
+
+
+def run(decoder, toy, batch_state, sequence_length, *args):
+    """Builds `decoder` over the toy model in a fresh graph and runs it."""
+    with tf.Graph().as_default():
+        state = tf.nest.map_structure(tf.constant, batch_state)
+        outputs = decoder(toy.update_fn, state, sequence_length, *args)
+        with tf.Session() as session:
+            return session.run(outputs)
+
+
+def run_greedy(toy, batch_state, sequence_length, alpha):
+    return run(greedy_search, toy, batch_state, sequence_length, BEGIN, END, alpha)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6])
+def test_matches_numpy_greedy(alpha):
+    toy = ToyDecoder(seed=3)
+    batch_state = toy.initial_state(MIXED_ROWS)
+    ids, scores, lengths = run_greedy(toy, batch_state, 6, alpha)
+    assert ids.shape[:2] == (4, 1) and scores.shape == lengths.shape == (4, 1)
+    for row in range(len(MIXED_ROWS)):
+        expected_ids, expected_score, expected_length = reference.greedy(
+            toy.numpy_step, row_state(batch_state, row), 6, BEGIN, END, alpha)
+        np.testing.assert_array_equal(ids[row, 0], expected_ids[:ids.shape[-1]])
+        assert (expected_ids[ids.shape[-1]:] == END).all()
+        np.testing.assert_allclose(scores[row, 0], expected_score, rtol=1e-5, atol=1e-5)
+        assert lengths[row, 0] == expected_length
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6])
+@pytest.mark.parametrize("beam_search", [rnn_beam_search, while_loop_beam_search],
+                         ids=["unrolled", "while_loop"])
+def test_equals_beam_width_one(beam_search, alpha):
+    toy = ToyDecoder(vocab_size=9, hidden_size=6, seed=12)
+    batch_state = toy.initial_state(MIXED_ROWS + [0.4, -1.0])
+    ids, scores, lengths = run_greedy(toy, batch_state, 7, alpha)
+    beam_ids, beam_scores, beam_lengths = run(beam_search, toy, batch_state, 7, 1, BEGIN, END, alpha)
+    np.testing.assert_array_equal(ids, beam_ids[..., :ids.shape[-1]])
+    assert (beam_ids[..., ids.shape[-1]:] == END).all()
+    np.testing.assert_allclose(scores, beam_scores, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(lengths, beam_lengths)
+
+
+def test_stops_once_every_row_finished():
+    toy = ToyDecoder(seed=4)
+    ids, _, lengths = run_greedy(toy, toy.initial_state([3.0, 4.0]), 20, 0.0)
+    assert ids.shape[-1] == lengths.max() < 20
+    assert (ids[np.arange(2), 0, lengths[:, 0] - 1] == END).all()
+
+
+def test_takes_a_tensor_sequence_length():
+    toy = ToyDecoder(seed=6)
+    batch_state = toy.initial_state([-3.0, 0.5])
+    with tf.Graph().as_default():
+        max_length = tf.placeholder(tf.int32, [])
+        outputs = greedy_search(toy.update_fn, tf.nest.map_structure(tf.constant, batch_state),
+                                max_length, BEGIN, END)
+        with tf.Session() as session:
+            from_tensor = session.run(outputs, {max_length: 5})
+    for got, expected in zip(from_tensor, run_greedy(toy, batch_state, 5, 0.0)):
+        np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("bad_arguments, message", [
+    pytest.param(dict(sequence_length=0), "sequence_length", id="length=0"),
+    pytest.param(dict(sequence_length=3.0), "sequence_length", id="length=3.0"),
+    pytest.param(dict(begin_token_id=None), "begin_token_id", id="begin=None"),
+    pytest.param(dict(end_token_id=7), "end_token_id", id="end=vocab"),
+    pytest.param(dict(update_fn=lambda state, ids: (state, tf.zeros([2, 7]))), "logits",
+                 id="rank2_logits"),
+])
+def test_bad_arguments_raise_value_error_when_building(bad_arguments, message):
+    with tf.Graph().as_default():
+        toy = ToyDecoder()
+        arguments = dict(update_fn=toy.update_fn, sequence_length=4, begin_token_id=BEGIN,
+                         end_token_id=END,
+                         initial_state=tf.nest.map_structure(tf.constant, toy.initial_state([0.0, 1.0])))
+        arguments.update(bad_arguments)
+        with pytest.raises(ValueError, match=message):
+            greedy_search(**arguments)
