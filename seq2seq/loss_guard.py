@@ -1,0 +1,52 @@
+"""Stops training at the first NaN or infinite loss, naming the step.
+
+The check is an assertion in the graph that the update depends on, rather than
+a `SessionRunHook` looking at the loss afterwards, for two reasons: the
+diverged step's gradients are never applied, so no checkpoint (not even one
+saved at that very step) holds NaN weights; and the Estimator's own
+`NanTensorHook`, which runs before any hook of ours, can only say "NaN loss
+during training." without the step.
+"""
+
+import re
+
+import tensorflow.compat.v1 as tf
+
+_GUARD_NAME = "non_finite_loss_guard"
+
+
+class NonFiniteLossError(RuntimeError):
+    """The training loss became NaN or infinite."""
+
+
+def assert_finite_loss(loss, global_step):
+    """An op that fails, naming the step, when the loss is not finite.
+
+    Args:
+      loss: scalar float tensor, the loss of the step about to be applied.
+      global_step: the global step variable, the number of updates so far.
+    Returns:
+      An op to put in the control dependencies of the update.
+    """
+    with tf.name_scope(_GUARD_NAME):
+        message = tf.strings.format("the training loss is {} at step {}",
+                                    (loss, global_step + 1))
+        return tf.Assert(tf.math.is_finite(loss), [message])
+
+
+def as_non_finite_loss_error(error):
+    """Translates the guard's failure into a `NonFiniteLossError`, if it is one.
+
+    Args:
+      error: a `tf.errors.OpError` raised while training.
+    Returns:
+      A `NonFiniteLossError` with a message a person can act on, or None when
+      `error` does not come from `assert_finite_loss`.
+    """
+    if error.op is None or _GUARD_NAME not in error.op.name:
+        return None
+    found = re.search(r"assertion failed: \[(.*?)\]", error.message)
+    what = found.group(1) if found else error.message.splitlines()[0]
+    return NonFiniteLossError(
+        "training stopped: %s. The last checkpoint holds the weights before it; "
+        "lower train.learning_rate or train.clip_gradient_norm." % what)
