@@ -1,0 +1,171 @@
+"""The Estimator model_fn: training, evaluation and n-best prediction.
+
+The vocabulary (sizes for the model, detokenisation for BLEU) is read from the
+SentencePiece models in the model directory, which `train.py` copies there
+before the first step: what was trained is what is evaluated and exported.
+"""
+
+import tensorflow.compat.v1 as tf
+
+from data_pipeline.tokenizer import BOS_ID, EOS_ID, Tokenizer
+from decode import while_loop_beam_search
+from seq2seq import losses, metrics, optimization, towers
+from seq2seq.loss_guard import assert_finite_loss
+from seq2seq.model import Seq2SeqModel
+from seq2seq.progress import ProgressHook
+
+SERVING_SIGNATURE = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
+
+
+def max_decode_length(source_length, decode_params):
+    """The most tokens to generate for a batch, from its longest source.
+
+    Args:
+      source_length: [batch] int32.
+      decode_params: the config's "decode" section (max_length_ratio,
+        max_length_extra).
+    Returns:
+      Scalar int32 tensor: ratio * max(source_length) + extra.
+    """
+    longest = tf.cast(tf.reduce_max(source_length), tf.float32)
+    return (tf.cast(tf.ceil(decode_params["max_length_ratio"] * longest), tf.int32)
+            + decode_params["max_length_extra"])
+
+
+def beam_search(model, encoder_output, source_length, decode_params):
+    """The n-best translations of an encoded batch (tf.while_loop beam search).
+
+    Args:
+      model: a `Seq2SeqModel`.
+      encoder_output: `model.encode(..., training=False)`, [batch, ...].
+      source_length: [batch] int32.
+      decode_params: the config's "decode" section.
+    Returns:
+      (ids [batch, K, time] int32, scores [batch, K] float32 best first,
+      lengths [batch, K] int32 counting the end token), K = beam_width.
+    """
+    beam_width = decode_params["beam_width"]
+    update_fn, initial_state = model.beam_update_fn(encoder_output, beam_width)
+    return while_loop_beam_search(
+        update_fn, initial_state, max_decode_length(source_length, decode_params),
+        beam_width, BOS_ID, EOS_ID, length_penalty=decode_params["length_penalty"])
+
+
+def _num_tokens(features, labels):
+    """Source + target tokens of a batch, padding excluded (the tokens/s unit)."""
+    return (tf.reduce_sum(features["source_length"])
+            + tf.reduce_sum(labels["target_length"]))
+
+
+def _train_spec(model, features, labels, params, run_config):
+    """Label-smoothed loss, gradients split over towers, one Adam update."""
+    train_params = params["train"]
+
+    def tower_loss(inputs):
+        tower_features, tower_labels = inputs
+        encoder_output = model.encode(
+            tower_features["source_ids"], tower_features["source_length"], training=True)
+        logits = model.teacher_forced_logits(
+            encoder_output, tower_labels["target_input"], training=True)
+        loss, num_tokens = losses.sequence_cross_entropy(
+            logits, tower_labels["target_output"], tower_labels["target_length"],
+            train_params["label_smoothing"])
+        return loss * num_tokens, num_tokens
+
+    loss, grads_and_vars = towers.parallel_gradients(
+        tower_loss, (features, labels), params.get("num_towers", 1))
+    global_step = tf.train.get_or_create_global_step()
+    with tf.control_dependencies([assert_finite_loss(loss, global_step)]):
+        train_op, learning_rate, gradient_norm = optimization.apply_gradients(
+            grads_and_vars, train_params, global_step)
+    tf.summary.scalar("learning_rate", learning_rate)
+    tf.summary.scalar("gradient_norm", gradient_norm)
+    progress = ProgressHook(
+        loss, _num_tokens(features, labels), learning_rate, train_params["max_steps"],
+        train_params["log_step_count_steps"],
+        summary_dir=run_config.model_dir if run_config.is_chief else None)
+    return tf.estimator.EstimatorSpec(
+        tf.estimator.ModeKeys.TRAIN, loss=loss, train_op=train_op, training_hooks=[progress])
+
+
+def _eval_spec(model, tokenizer, features, labels, params):
+    """Loss, perplexity, token accuracy and the BLEU of beam-search translations."""
+    source_length = features["source_length"]
+    encoder_output = model.encode(features["source_ids"], source_length, training=False)
+    logits = model.teacher_forced_logits(encoder_output, labels["target_input"], training=False)
+    target_output, target_length = labels["target_output"], labels["target_length"]
+    with tf.name_scope("loss"):
+        loss, num_tokens = losses.sequence_cross_entropy(
+            logits, target_output, target_length, params["train"]["label_smoothing"])
+        nll, _ = losses.sequence_cross_entropy(logits, target_output, target_length)
+    accuracy, _ = losses.token_accuracy(logits, target_output, target_length)
+
+    def translations():
+        ids, _, lengths = beam_search(model, encoder_output, source_length, params["decode"])
+        return metrics.ids_to_text(ids[:, 0], lengths[:, 0], tokenizer.decode_target)
+
+    with tf.name_scope("metrics"):
+        references = metrics.ids_to_text(target_output, target_length, tokenizer.decode_target)
+        metric_ops = {
+            "perplexity": metrics.perplexity(nll, num_tokens),
+            "token_accuracy": metrics.token_accuracy(accuracy, num_tokens),
+            "bleu": metrics.corpus_bleu(translations, references,
+                                        params["train"]["eval_bleu_sentences"]),
+        }
+    return tf.estimator.EstimatorSpec(
+        tf.estimator.ModeKeys.EVAL, loss=loss, eval_metric_ops=metric_ops)
+
+
+def _predict_spec(model, features, params):
+    """The beam's n-best: ids, scores and lengths, also the serving signature."""
+    source_length = features["source_length"]
+    encoder_output = model.encode(features["source_ids"], source_length, training=False)
+    ids, scores, lengths = beam_search(model, encoder_output, source_length, params["decode"])
+    predictions = {"ids": ids, "scores": scores, "lengths": lengths}
+    return tf.estimator.EstimatorSpec(
+        tf.estimator.ModeKeys.PREDICT, predictions=predictions,
+        export_outputs={SERVING_SIGNATURE: tf.estimator.export.PredictOutput(predictions)})
+
+
+def model_fn(features, labels, mode, params, config):
+    """The Estimator model_fn.
+
+    Args:
+      features: {"source_ids": [batch, src_time] int32, "source_length":
+        [batch] int32}.
+      labels: {"target_input": [batch, tgt_time] int32 (begin token + target),
+        "target_output": [batch, tgt_time] int32 (target + end token),
+        "target_length": [batch] int32}, or None in PREDICT mode.
+      mode: a `tf.estimator.ModeKeys`.
+      params: the resolved config, plus "num_towers" (int, default 1): the
+        training batch is split over that many devices.
+      config: the Estimator's `RunConfig` (model directory, chief or not).
+    Returns:
+      An `EstimatorSpec`. TRAIN: the label-smoothed loss and an Adam update.
+      EVAL: loss, perplexity, token_accuracy and bleu. PREDICT:
+      {"ids": [batch, K, time], "scores": [batch, K], "lengths": [batch, K]},
+      the K = decode.beam_width best translations, best first.
+    """
+    tokenizer = Tokenizer.load(config.model_dir)
+    model = Seq2SeqModel(params["model"], tokenizer.source_vocab_size,
+                         tokenizer.target_vocab_size)
+    if mode == tf.estimator.ModeKeys.PREDICT:
+        return _predict_spec(model, features, params)
+    if mode == tf.estimator.ModeKeys.EVAL:
+        return _eval_spec(model, tokenizer, features, labels, params)
+    return _train_spec(model, features, labels, params, config)
+
+
+def serving_input_receiver_fn():
+    """The SavedModel's inputs: a batch of source token ids and their lengths.
+
+    Returns:
+      A `ServingInputReceiver` with inputs "source_ids" [batch, src_time]
+      int32 (0-padded SentencePiece ids, no begin or end token) and
+      "source_length" [batch] int32.
+    """
+    inputs = {
+        "source_ids": tf.placeholder(tf.int32, [None, None], name="source_ids"),
+        "source_length": tf.placeholder(tf.int32, [None], name="source_length"),
+    }
+    return tf.estimator.export.ServingInputReceiver(inputs, inputs)
