@@ -1,0 +1,290 @@
+"""Corpus -> SentencePiece -> sharded TFRecords, skipped when already done.
+
+    python -m data_pipeline.prepare --config configs/default.yaml
+    python -m data_pipeline.prepare --config C --train_data corpus.tsv
+    python -m data_pipeline.prepare --config C --train_data a.en,a.pt --dev_data d.en,d.pt
+
+Writes into data.data_dir: the SentencePiece model(s), the shards
+``{train,dev,test}-NNNNN-of-NNNNN.tfrecord``, the normalised text of dev and
+test as ``{dev,test}.{src,tgt}`` (for BLEU), and manifest.json. Rerunning
+with the same config and inputs does nothing; any change to the data
+settings or input files rebuilds everything.
+"""
+
+import argparse
+import collections
+import os
+import random
+import sys
+import time
+
+import tensorflow.compat.v1 as tf
+
+from seq2seq.config import load_config
+from data_pipeline import embedded, manifest
+from data_pipeline.corpus import CorpusError, format_skipped, normalize, read_corpus
+from data_pipeline.tfrecords import shard_names, write_shards
+from data_pipeline.tokenizer import JOINT_MODEL, SOURCE_MODEL, TARGET_MODEL
+from data_pipeline.vocabulary import train_tokenizer
+
+SPLITS = ("train", "dev", "test")
+TOO_LONG = "too_long"
+# Train pairs dropped because dev or test took a pair with the same source.
+SOURCE_IN_DEV_TEST = "source_in_dev_test"
+# Dev and test carved out of train_data when not given: this share of the
+# distinct sources each, at most this many pairs.
+CARVE_SHARE = 0.02
+CARVE_MAX = 1000
+# Carving is a property of the corpus, not of a training run: a fixed seed
+# gives the same dev and test for the same file whatever train.seed is.
+CARVE_SEED = 20240101
+
+PreparedData = collections.namedtuple("PreparedData", [
+    "data_dir", "manifest", "tokenizer_files", "train_files", "dev_files", "test_files",
+    "source_vocab_size", "target_vocab_size", "raw_text"])
+PreparedData.__doc__ = """Where the prepared data is.
+
+Attributes:
+  data_dir: the data directory.
+  manifest: the manifest dict (counts kept/skipped per split, vocab sizes...).
+  tokenizer_files: paths of the SentencePiece model(s).
+  train_files, dev_files, test_files: paths of each split's TFRecord shards.
+  source_vocab_size, target_vocab_size: the real vocabulary sizes, which can
+    be below data.vocab_size for a small corpus.
+  raw_text: {"dev": (source_path, target_path), "test": (...)}: the
+    normalised text, one sentence per line, aligned with the shards.
+"""
+
+# Pairs of one split: the pairs and why others were skipped.
+_Split = collections.namedtuple("_Split", ["pairs", "skipped"])
+
+
+def prepare(config, verbose=True):
+    """Prepares the data of `config` unless its manifest says it is up to date.
+
+    Args:
+      config: the resolved config dict.
+      verbose: print what is kept and skipped, and show progress bars.
+    Returns:
+      A PreparedData.
+    Raises:
+      CorpusError: a corpus that cannot be read or ends up empty.
+      ValueError: an embedded-corpus setting that cannot be met.
+    """
+    log = print if verbose else _quiet
+    started = time.time()
+    data = config["data"]
+    data_dir = data["data_dir"]
+    wanted = manifest.data_fingerprint(config)
+    existing = manifest.load(data_dir)
+    if manifest.is_up_to_date(existing, data_dir, wanted):
+        log("%s is up to date (fingerprint %s): nothing to do" % (data_dir, wanted))
+        return _prepared_data(data_dir, existing)
+
+    os.makedirs(data_dir, exist_ok=True)
+    _remove_previous_outputs(data_dir, existing)
+    splits, notes = _read_splits(data)
+    for note in notes:
+        log(note)
+    tokenizer = train_tokenizer(splits["train"].pairs, data_dir, data["vocab_size"],
+                                data["spm_model_type"], data["joint_vocab"])
+    log("SentencePiece %s (%s): %s pieces (data.vocab_size %d)"
+        % (data["spm_model_type"], "joint" if data["joint_vocab"] else "source, target",
+           _vocab_sizes_text(tokenizer), data["vocab_size"]))
+    split_records = {}
+    for split in SPLITS:
+        split_records[split] = _write_split(split, splits[split], tokenizer, data, data_dir, verbose)
+        record = split_records[split]
+        log("%-5s kept %d, skipped %d%s" % (
+            split, record["kept"], sum(record["skipped"].values()),
+            " (%s)" % format_skipped(record["skipped"]) if any(record["skipped"].values()) else ""))
+    prepared = {
+        "fingerprint": wanted,
+        "settings": manifest.data_settings(config),
+        "inputs": manifest.input_files(config),
+        "notes": notes,
+        "tokenizer_files": [os.path.basename(path) for path in tokenizer.model_files],
+        "source_vocab_size": tokenizer.source_vocab_size,
+        "target_vocab_size": tokenizer.target_vocab_size,
+        "splits": split_records,
+    }
+    manifest.save(data_dir, prepared)
+    log("prepared %s in %.1f s" % (data_dir, time.time() - started))
+    return _prepared_data(data_dir, prepared)
+
+
+def _read_splits(data):
+    """Returns ({split: _Split}, notes): the normalised pairs of every split."""
+    if data["corpus"] == "embedded":
+        return _embedded_splits(data)
+    return _file_splits(data)
+
+
+def _embedded_splits(data):
+    corpus = embedded.generate(data["embedded_train_size"], data["embedded_dev_size"],
+                               data["embedded_test_size"], data["embedded_seed"],
+                               data["target_locale"])
+    families = collections.Counter(example.family for example in corpus.train)
+    notes = ["embedded corpus en -> %s, seed %d: %d train / %d dev / %d test pairs; train by family: %s"
+             % (data["target_locale"], data["embedded_seed"], len(corpus.train), len(corpus.dev),
+                len(corpus.test), ", ".join("%s %d" % item for item in sorted(families.items())))]
+    missing = embedded.missing_families(data["target_locale"])
+    if missing:
+        notes.append("%s has no hand-written lexicon: no %s phrases"
+                     % (data["target_locale"], ", ".join(missing)))
+    splits = {}
+    for split in SPLITS:
+        examples = getattr(corpus, split)
+        pairs = [(normalize(example.source), normalize(example.target)) for example in examples]
+        splits[split] = _Split(pairs, collections.Counter())
+    return splits, notes
+
+
+def _file_splits(data):
+    notes = []
+    splits = {}
+    for split in SPLITS:
+        spec = data[split + "_data"]
+        if spec:
+            corpus = read_corpus(spec)
+            splits[split] = _Split(corpus.pairs, corpus.skipped)
+            notes.append("%s: read %s" % (split, spec))
+    carve = [split for split in ("dev", "test") if split not in splits]
+    if carve:
+        train = splits["train"]
+        carved, remaining, dropped = _carve(train.pairs, len(carve))
+        skipped = train.skipped + collections.Counter({SOURCE_IN_DEV_TEST: dropped})
+        splits["train"] = _Split(remaining, skipped)
+        for split, pairs in zip(carve, carved):
+            splits[split] = _Split(pairs, collections.Counter())
+        notes.append("no %s data given: carved %s out of %s (%d%% of its distinct sources each, "
+                     "at most %d pairs); %d more train pairs had one of their sources"
+                     % (" or ".join(carve), " and ".join("%d %s" % (len(pairs), split)
+                                                         for split, pairs in zip(carve, carved)),
+                        data["train_data"], round(CARVE_SHARE * 100), CARVE_MAX, dropped))
+        if not remaining:
+            raise CorpusError("%s is too small to carve dev and test out of it: nothing is left to "
+                              "train on; give --dev_data and --test_data" % data["train_data"])
+    return splits, notes
+
+
+def _carve(pairs, num_sets):
+    """Takes `num_sets` held-out sets of pairs with distinct, unseen sources.
+
+    Returns:
+      (held_out, remaining, dropped): a list of `num_sets` lists of pairs (one
+      per source), the pairs whose source is in none of them, and the number of
+      further pairs dropped because they repeat a held-out source.
+    """
+    first_pair = {}
+    for source, target in pairs:
+        first_pair.setdefault(source, (source, target))
+    sources = list(first_pair)
+    random.Random(CARVE_SEED).shuffle(sources)
+    size = min(CARVE_MAX, max(1, round(CARVE_SHARE * len(sources))))
+    held_out = [[first_pair[source] for source in sources[k * size:(k + 1) * size]]
+                for k in range(num_sets)]
+    held_sources = set(source for held in held_out for source, _ in held)
+    remaining = [pair for pair in pairs if pair[0] not in held_sources]
+    dropped = len(pairs) - len(remaining) - len(held_sources)
+    return held_out, remaining, dropped
+
+
+def _write_split(split, corpus_split, tokenizer, data, data_dir, verbose):
+    """Encodes, drops pairs over the length limits, writes shards and raw text.
+
+    Returns:
+      The split's manifest record: counts and file names (relative).
+    """
+    encoded, kept_pairs = [], []
+    for source, target in corpus_split.pairs:
+        source_ids, target_ids = tokenizer.encode_source(source), tokenizer.encode_target(target)
+        if len(source_ids) <= data["max_source_length"] and len(target_ids) <= data["max_target_length"]:
+            encoded.append((source_ids, target_ids))
+            kept_pairs.append((source, target))
+    skipped = corpus_split.skipped + collections.Counter({TOO_LONG: len(corpus_split.pairs) - len(encoded)})
+    if not encoded:
+        raise CorpusError("the %s split is empty after skipping %s" % (split, format_skipped(skipped)))
+    num_shards = min(data["num_shards"], len(encoded)) if split == "train" else 1
+    shards = shard_names(split, num_shards)
+    write_shards(encoded, [os.path.join(data_dir, name) for name in shards],
+                 "writing %s" % split, verbose)
+    record = {"kept": len(encoded), "skipped": {reason: skipped[reason] for reason in sorted(skipped)},
+              "shards": shards}
+    if split != "train":
+        record["raw_text"] = _write_raw_text(split, kept_pairs, data_dir)
+    return record
+
+
+def _write_raw_text(split, pairs, data_dir):
+    """Writes split.src and split.tgt, one normalised sentence per line."""
+    names = [split + ".src", split + ".tgt"]
+    for name, side in zip(names, zip(*pairs)):
+        with open(os.path.join(data_dir, name), "w", encoding="utf-8") as f:
+            f.writelines(sentence + "\n" for sentence in side)
+    return names
+
+
+def _remove_previous_outputs(data_dir, previous):
+    """Removes what an earlier run wrote, the manifest last.
+
+    A stale spm.model would shadow new per-side models in Tokenizer.load.
+    """
+    stale = set(manifest.listed_files(previous)) if previous else set()
+    stale.update((JOINT_MODEL, SOURCE_MODEL, TARGET_MODEL))
+    for name in sorted(stale):
+        if os.path.isfile(os.path.join(data_dir, name)):
+            os.remove(os.path.join(data_dir, name))
+    if os.path.isfile(manifest.path(data_dir)):
+        os.remove(manifest.path(data_dir))
+
+
+def _prepared_data(data_dir, prepared):
+    def paths(names):
+        return [os.path.join(data_dir, name) for name in names]
+    splits = prepared["splits"]
+    return PreparedData(
+        data_dir=data_dir,
+        manifest=prepared,
+        tokenizer_files=paths(prepared["tokenizer_files"]),
+        train_files=paths(splits["train"]["shards"]),
+        dev_files=paths(splits["dev"]["shards"]),
+        test_files=paths(splits["test"]["shards"]),
+        source_vocab_size=prepared["source_vocab_size"],
+        target_vocab_size=prepared["target_vocab_size"],
+        raw_text={split: tuple(paths(splits[split]["raw_text"])) for split in ("dev", "test")})
+
+
+def _vocab_sizes_text(tokenizer):
+    if tokenizer.source_vocab_size == tokenizer.target_vocab_size:
+        return str(tokenizer.source_vocab_size)
+    return "%d, %d" % (tokenizer.source_vocab_size, tokenizer.target_vocab_size)
+
+
+def _quiet(*unused_args):
+    pass
+
+
+def main(argv=None):
+    tf.disable_v2_behavior()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", default="configs/default.yaml", help="YAML config file")
+    parser.add_argument("--hparams", default="", help="overrides: section.key=value,...")
+    parser.add_argument("--train_data", default="",
+                        help="TSV file or 'source_file,target_file'; sets data.corpus=files")
+    parser.add_argument("--dev_data", default="", help="like --train_data; carved from it if absent")
+    parser.add_argument("--test_data", default="", help="like --train_data; carved from it if absent")
+    args = parser.parse_args(argv)
+    overrides = {"data": {key: getattr(args, key) for key in ("train_data", "dev_data", "test_data")
+                          if getattr(args, key)}}
+    if args.train_data:
+        overrides["data"]["corpus"] = "files"
+    try:
+        config = load_config(args.config, args.hparams, overrides)
+        prepare(config)
+    except ValueError as e:  # ConfigError and CorpusError among them
+        sys.exit("prepare: error: %s" % e)
+
+
+if __name__ == "__main__":
+    main()

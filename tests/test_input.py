@@ -1,0 +1,115 @@
+"""input_fn: what it yields equals what was prepared; padding, buckets, towers."""
+
+import copy
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from data_pipeline.input import (
+    EVAL, TRAIN, bucket_batch_sizes, bucket_boundaries, input_fn, make_input_fn)
+from data_pipeline.tokenizer import BOS_ID, EOS_ID, Tokenizer
+
+
+def batches(make_dataset, limit=None):
+    """Runs a dataset in its own graph; returns up to `limit` (features, labels)."""
+    results = []
+    with tf.Graph().as_default():
+        next_batch = tf.data.make_one_shot_iterator(make_dataset()).get_next()
+        with tf.Session() as session:
+            while limit is None or len(results) < limit:
+                try:
+                    results.append(session.run(next_batch))
+                except tf.errors.OutOfRangeError:
+                    break
+    return results
+
+
+def with_train(config, **train):
+    config = copy.deepcopy(config)
+    config["train"].update(train)
+    return config
+
+
+def unpad(row, length):
+    """The first `length` entries, checking that the rest is padding."""
+    assert not row[length:].any(), row
+    return row[:length].tolist()
+
+
+def test_eval_yields_the_dev_set_in_order(tiny_config, tiny_data):
+    tokenizer = Tokenizer.load(tiny_data.data_dir)
+    source_path, target_path = tiny_data.raw_text["dev"]
+    with open(source_path, encoding="utf-8") as sources, open(target_path, encoding="utf-8") as targets:
+        expected = [(tokenizer.encode_source(s.rstrip("\n")), tokenizer.encode_target(t.rstrip("\n")))
+                    for s, t in zip(sources, targets)]
+    seen = []
+    for features, labels in batches(lambda: input_fn(EVAL, tiny_config)):
+        assert len(features["source_ids"]) <= tiny_config["train"]["eval_batch_size"]
+        for row in range(len(features["source_ids"])):
+            source = unpad(features["source_ids"][row], features["source_length"][row])
+            length = labels["target_length"][row]
+            target_input = unpad(labels["target_input"][row], length)
+            target_output = unpad(labels["target_output"][row], length)
+            assert target_input[0] == BOS_ID and target_output[-1] == EOS_ID
+            assert target_input[1:] == target_output[:-1]
+            seen.append((source, target_output[:-1]))
+    assert seen == expected
+
+
+def test_train_batches_shapes_dtypes_and_buckets(tiny_config, tiny_data):
+    width = tiny_config["train"]["bucket_width"]
+    for features, labels in batches(lambda: input_fn(TRAIN, tiny_config), limit=80):
+        arrays = list(features.values()) + list(labels.values())
+        assert all(array.dtype == np.int32 for array in arrays)
+        source_length, target_length = features["source_length"], labels["target_length"]
+        assert features["source_ids"].shape == (32, source_length.max())
+        for key in ("target_input", "target_output"):
+            assert labels[key].shape == (32, target_length.max())
+        buckets = (np.maximum(source_length, target_length) - 1) // width
+        assert len(set(buckets.tolist())) == 1, (source_length, target_length)
+
+
+def test_token_batches_stay_within_the_budget(tiny_config, tiny_data):
+    config = with_train(tiny_config, batch_tokens=256)
+    rows = set()
+    for features, labels in batches(lambda: input_fn(TRAIN, config), limit=40):
+        padded_tokens = features["source_ids"].size + labels["target_output"].size
+        assert padded_tokens <= 256
+        rows.add(len(features["source_ids"]))
+    assert len(rows) > 1  # short pairs come in bigger batches
+
+
+def test_tower_batches_split_evenly(tiny_config, tiny_data):
+    config = dict(with_train(tiny_config, batch_tokens=256), num_towers=3)
+    for features, _ in batches(lambda: input_fn(TRAIN, config), limit=40):
+        assert len(features["source_ids"]) % 3 == 0
+    config = dict(tiny_config, num_towers=3)
+    with pytest.raises(ValueError, match="train.batch_size 32 is not divisible by num_towers 3"):
+        batches(lambda: input_fn(TRAIN, config), limit=1)
+
+
+def test_bucket_sizes():
+    boundaries = bucket_boundaries(max_length=10, bucket_width=4)
+    assert boundaries == [5, 9]  # buckets 1-4, 5-8, 9-10
+    assert bucket_batch_sizes(boundaries, 10, batch_tokens=100, num_towers=1) == [12, 6, 5]
+    assert bucket_batch_sizes(boundaries, 10, batch_tokens=100, num_towers=4) == [12, 4, 4]
+
+
+def test_test_split_is_read_once(tiny_config, tiny_data):
+    rows = sum(len(features["source_ids"])
+               for features, _ in batches(make_input_fn(tiny_config, "test", EVAL)))
+    assert rows == tiny_data.manifest["splits"]["test"]["kept"]
+
+
+def test_unprepared_or_stale_data(tiny_config, tiny_data, tmp_path):
+    elsewhere = copy.deepcopy(tiny_config)
+    elsewhere["data"]["data_dir"] = str(tmp_path)
+    with pytest.raises(ValueError, match="no prepared data in"):
+        input_fn(TRAIN, elsewhere)
+    stale = copy.deepcopy(tiny_config)
+    stale["data"]["vocab_size"] += 1
+    with pytest.raises(ValueError, match="data.vocab_size: 300 -> 301"):
+        input_fn(TRAIN, stale)
+    with pytest.raises(ValueError, match="TRAIN and EVAL"):
+        input_fn(tf.estimator.ModeKeys.PREDICT, tiny_config)

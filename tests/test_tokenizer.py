@@ -1,0 +1,98 @@
+"""SentencePiece training and the Tokenizer wrapper."""
+
+import os
+
+import pytest
+import sentencepiece as spm
+
+from data_pipeline import embedded
+from data_pipeline.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
+from data_pipeline.vocabulary import train_tokenizer
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return embedded.generate(1000, 20, 0, seed=3, target_locale="pt_BR")
+
+
+@pytest.fixture(scope="module")
+def pairs(corpus):
+    return [(example.source, example.target) for example in corpus.train]
+
+
+@pytest.fixture(scope="module")
+def joint(pairs, tmp_path_factory):
+    return train_tokenizer(pairs, str(tmp_path_factory.mktemp("joint")), 200, "unigram", joint=True)
+
+
+def test_special_ids_are_fixed(joint):
+    processor = spm.SentencePieceProcessor(model_file=joint.model_files[0])
+    assert (PAD_ID, UNK_ID, BOS_ID, EOS_ID) == (0, 1, 2, 3)
+    assert [processor.id_to_piece(i) for i in range(4)] == ["<pad>", "<unk>", "<s>", "</s>"]
+    assert (processor.pad_id(), processor.unk_id(), processor.bos_id(), processor.eos_id()) == (0, 1, 2, 3)
+
+
+def test_unseen_sentence_round_trips(joint, corpus):
+    for example in corpus.dev:
+        assert joint.decode_source(joint.encode_source(example.source)) == example.source
+        assert joint.decode_target(joint.encode_target(example.target)) == example.target
+
+
+def test_encoding_adds_no_special_ids(joint):
+    ids = joint.encode_target("Eu comprei as duas casas vermelhas.")
+    assert ids and not {PAD_ID, UNK_ID, BOS_ID, EOS_ID} & set(ids)
+
+
+def test_decode_stops_at_the_first_eos_and_drops_pad_and_bos(joint):
+    sentence = "a terceira casa"
+    ids = joint.encode_target(sentence)
+    other = joint.encode_target("o terceiro carro")
+    assert joint.decode_target([BOS_ID] + ids + [EOS_ID] + other + [PAD_ID, PAD_ID]) == sentence
+    assert joint.decode_target(ids + [PAD_ID]) == sentence
+    assert joint.decode_source([BOS_ID] + ids + [EOS_ID] + other) == sentence
+
+
+def test_digits_are_single_pieces(joint):
+    pieces = spm.SentencePieceProcessor(model_file=joint.model_files[0]).encode("1234", out_type=str)
+    assert [piece.strip("\u2581") for piece in pieces if piece.strip("\u2581")] == list("1234")
+
+
+def test_joint_model_files_and_sizes(joint):
+    assert [os.path.basename(path) for path in joint.model_files] == ["spm.model"]
+    assert joint.source_vocab_size == joint.target_vocab_size == 200
+
+
+def test_separate_models_load_by_file_names(pairs, tmp_path):
+    trained = train_tokenizer(pairs, str(tmp_path), 150, "bpe", joint=False)
+    assert sorted(os.listdir(tmp_path)) == ["source.model", "target.model"]
+    loaded = Tokenizer.load(str(tmp_path))
+    assert loaded.model_files == trained.model_files
+    english, portuguese = pairs[0]
+    assert loaded.encode_source(english) == trained.encode_source(english)
+    assert loaded.decode_target(loaded.encode_target(portuguese)) == portuguese
+    # Each side has its own pieces: English ones are not in the target model.
+    target_pieces = spm.SentencePieceProcessor(model_file=str(tmp_path / "target.model"))
+    assert target_pieces.piece_to_id("\u2581bought") == UNK_ID
+
+
+def test_copy_to_makes_a_directory_that_loads_alone(joint, tmp_path):
+    copies = joint.copy_to(str(tmp_path / "model_dir"))
+    assert copies == [str(tmp_path / "model_dir" / "spm.model")]
+    copied = Tokenizer.load(str(tmp_path / "model_dir"))
+    sentence = "the two red cars"
+    assert copied.encode_source(sentence) == joint.encode_source(sentence)
+
+
+def test_load_from_a_directory_without_models(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no SentencePiece model in .*spm.model"):
+        Tokenizer.load(str(tmp_path))
+
+
+def test_vocab_size_is_a_soft_limit(pairs, tmp_path):
+    tokenizer = train_tokenizer(pairs[:200], str(tmp_path), 5000, "unigram", joint=True)
+    assert 100 < tokenizer.source_vocab_size < 5000
+
+
+def test_vocab_too_small_for_the_alphabet(pairs, tmp_path):
+    with pytest.raises(ValueError, match="data.vocab_size 10 is too small"):
+        train_tokenizer(pairs, str(tmp_path), 10, "unigram", joint=True)
