@@ -85,19 +85,15 @@ class GRU:
         projected_state = apply_kernel(state, kernel, bias)
         input_rz, input_n = tf.split(projected_input, [2 * units, units], axis=-1)
         state_rz, state_n = tf.split(projected_state, [2 * units, units], axis=-1)
-        # One sigmoid over both gates: fewer ops per step, and ops, not FLOPs,
-        # dominate a step at these sizes.
+        # One sigmoid for both gates: one op fewer per step.
         reset, update = tf.split(tf.sigmoid(input_rz + state_rz), 2, axis=-1)
         candidate = tf.tanh(input_n + reset * state_n)
         # (1 - z) * n + z * h, written with one op fewer.
         return candidate + update * (state - candidate)
 
 
-def unroll(steps, projected_inputs, initial_states):
-    """Runs independent recurrences side by side in ONE tf.while_loop over time.
-
-    Two directions of a bidirectional layer in one loop pay the per-iteration
-    loop overhead once and let their ops run concurrently.
+def unroll(step, projected_inputs, initial_state):
+    """Runs a recurrence over time in a tf.while_loop.
 
     Padding is not masked here: the state at step t depends only on inputs up
     to t, so callers with right-padded sequences read a sequence's final state
@@ -105,31 +101,25 @@ def unroll(steps, projected_inputs, initial_states):
     freezing the state with a select at every step).
 
     Args:
-      steps: a list of functions (projected_input [batch, in_i], state
-        [batch, units_i]) -> new state [batch, units_i], e.g. `GRU.step`.
-      projected_inputs: a list of [batch, time, in_i], one per step function,
-        with the same batch and time.
-      initial_states: a list of [batch, units_i].
+      step: a function (projected_input [batch, in], state [batch, units]) ->
+        new state [batch, units], e.g. `GRU.step`.
+      projected_inputs: [batch, time, in].
+      initial_state: [batch, units].
     Returns:
-      A list of [batch, time, units_i]: the states after every time step.
+      [batch, time, units]: the states after every time step.
     """
     with tf.name_scope("unroll"):
-        time_major = [tf.transpose(inputs, [1, 0, 2]) for inputs in projected_inputs]
-        num_steps = tf.shape(time_major[0])[0]
-        input_arrays = [
-            tf.TensorArray(inputs.dtype, size=num_steps, element_shape=inputs.shape[1:])
-            .unstack(inputs) for inputs in time_major]
-        output_arrays = [
-            tf.TensorArray(state.dtype, size=num_steps, element_shape=state.shape)
-            for state in initial_states]
+        time_major = tf.transpose(projected_inputs, [1, 0, 2])
+        num_steps = tf.shape(time_major)[0]
+        inputs = tf.TensorArray(time_major.dtype, size=num_steps,
+                                element_shape=time_major.shape[1:]).unstack(time_major)
+        outputs = tf.TensorArray(initial_state.dtype, size=num_steps,
+                                 element_shape=initial_state.shape)
 
-        def body(time, states, outputs):
-            states = [step(inputs.read(time), state)
-                      for step, inputs, state in zip(steps, input_arrays, states)]
-            outputs = [array.write(time, state) for array, state in zip(outputs, states)]
-            return time + 1, states, outputs
+        def body(time, state, outputs):
+            state = step(inputs.read(time), state)
+            return time + 1, state, outputs.write(time, state)
 
-        _, _, output_arrays = tf.while_loop(
-            lambda time, *_: time < num_steps, body,
-            (tf.constant(0), list(initial_states), output_arrays))
-        return [tf.transpose(array.stack(), [1, 0, 2]) for array in output_arrays]
+        _, _, outputs = tf.while_loop(lambda time, *_: time < num_steps, body,
+                                      (tf.constant(0), initial_state, outputs))
+        return tf.transpose(outputs.stack(), [1, 0, 2])

@@ -93,7 +93,7 @@ class Seq2SeqModel:
         """
         return self._decoder.teacher_forced_logits(encoder_output, target_input, training)
 
-    def step(self, encoder_output, state, prev_ids, training=False, input_table=None):
+    def step(self, encoder_output, state, prev_ids, training=False):
         """One decoder step, the template teacher forcing runs at every step.
 
         The memory comes in explicitly (not in `state`) so that a beam search
@@ -104,19 +104,13 @@ class Seq2SeqModel:
           state: {"h": [n, num_units]}.
           prev_ids: [n] int32.
           training: a Python bool (dropout on or off).
-          input_table: None, or `input_table()` to gather the decoder's input
-            projection from instead of computing it (inference only).
         Returns:
           new_state: {"h": [n, num_units]}.
           logits: [n, V_t] float32.
         """
-        return self._decoder.step(encoder_output, state, prev_ids, training, input_table)
+        return self._decoder.step(encoder_output, state, prev_ids, training)
 
-    def input_table(self):
-        """[V_t, 3 * num_units]: the decoder's input projection of every target token."""
-        return self._decoder.input_table()
-
-    def beam_update_fn(self, encoder_output, beam_width, use_input_table=False):
+    def beam_update_fn(self, encoder_output, beam_width):
         """Adapts `step` to the beam-search contract of DESIGN.md.
 
         The memory, keys and mask are tiled to [batch * beam, ...] once, here,
@@ -125,9 +119,6 @@ class Seq2SeqModel:
         Args:
           encoder_output: `encode(..., training=False)`'s result, [batch, ...].
           beam_width: K (1 for greedy decoding).
-          use_input_table: gather the decoder inputs from `input_table()`,
-            computed once here: worth it when batch * K * steps exceeds V_t
-            (the table costs one [V_t, E] x [E, 3H] product per run).
         Returns:
           update_fn: (state {"h": [batch, K, num_units]}, ids [batch, K] int32)
             -> (new_state {"h": [batch, K, num_units]}, logits [batch, K, V_t]).
@@ -136,12 +127,10 @@ class Seq2SeqModel:
         with tf.name_scope("tile_encoder_output"):
             tiled = tf.nest.map_structure(
                 lambda tensor: merge_beams(tile_beams(tensor, beam_width)), encoder_output)
-        input_table = self.input_table() if use_input_table else None
 
         def update_fn(state, ids):
             new_state, logits = self.step(
-                tiled, tf.nest.map_structure(merge_beams, state), merge_beams(ids),
-                training=False, input_table=input_table)
+                tiled, tf.nest.map_structure(merge_beams, state), merge_beams(ids))
             return (tf.nest.map_structure(lambda tensor: split_beams(tensor, beam_width), new_state),
                     split_beams(logits, beam_width))
 

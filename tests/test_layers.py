@@ -52,7 +52,7 @@ def test_gru_matches_numpy():
     initial = rng.randn(2, 4).astype(np.float32)
     with tf.Graph().as_default(), tf.Session() as sess:
         gru = GRU(4, name="gru")
-        states, = unroll([gru.step], [gru.project_inputs(tf.constant(inputs))], [tf.constant(initial)])
+        states = unroll(gru.step, gru.project_inputs(tf.constant(inputs)), tf.constant(initial))
         sess.run(tf.global_variables_initializer())
         weights = gru_weights(sess, "gru")
         got = sess.run(states)

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from seq2seq.common import merge_beams
 from seq2seq.losses import sequence_cross_entropy
 from seq2seq.model import Seq2SeqModel
 
@@ -49,7 +48,7 @@ def build_paths(model, source, source_length, target):
     enc = model.encode(tf.constant(source), tf.constant(source_length), training=False)
     logits = model.teacher_forced_logits(enc, tf.constant(target), training=False)
     _, step_logits = model.step(enc, enc.initial_state, tf.constant(target[:, 0]))
-    update_fn, initial_state = model.beam_update_fn(enc, beam_width=2, use_input_table=True)
+    update_fn, initial_state = model.beam_update_fn(enc, beam_width=2)
     beam_state = tf.nest.map_structure(lambda t: tf.stack([t, t], axis=1), initial_state)
     _, beam_logits = update_fn(beam_state, tf.constant(np.stack([target[:, :1]] * 2, 1)[:, :, 0]))
     return enc, logits, step_logits, beam_logits
@@ -167,7 +166,7 @@ def test_a_sentence_does_not_depend_on_its_batch_padding(variant):
     np.testing.assert_allclose(logits_b[0, :4], logits[0], atol=1e-5)
 
 
-def test_beam_update_fn_is_the_step_on_merged_beams_with_or_without_input_table():
+def test_beam_update_fn_is_the_step_on_merged_beams():
     batch, beam = 2, 3
     rng = np.random.RandomState(3)
     source, source_length = random_batch(rng, [4, 2])
@@ -176,34 +175,23 @@ def test_beam_update_fn_is_the_step_on_merged_beams_with_or_without_input_table(
     with tf.Graph().as_default(), tf.Session() as sess:
         model = Seq2SeqModel(PARAMS, VOCAB, VOCAB)
         enc = model.encode(tf.constant(source), tf.constant(source_length), training=False)
-        results = []
-        for use_input_table in (False, True):
-            update_fn, initial_state = model.beam_update_fn(enc, beam, use_input_table)
-            results.append(update_fn(tf.nest.map_structure(tf.constant, state), tf.constant(ids)))
-        # The reference: every beam row is its sentence's row, decoded by `step`.
+        update_fn, initial_state = model.beam_update_fn(enc, beam)
+        new_state, logits = update_fn(tf.nest.map_structure(tf.constant, state), tf.constant(ids))
+        # The reference: beam row b * beam + k is sentence b's row, decoded by `step`.
         rows = np.repeat(np.arange(batch), beam)
-        merged = type(enc)(*[tf.gather(t, rows) for t in enc[:3]], initial_state=None)
+        merged = enc._replace(**{field: tf.gather(getattr(enc, field), rows)
+                                 for field in ("memory", "keys", "mask")})
         reference = model.step(merged, {"h": tf.constant(state["h"].reshape(batch * beam, -1))},
                                tf.constant(ids.reshape(-1)))
         sess.run(tf.global_variables_initializer())
-        (matmul_path, table_path), (ref_state, ref_logits), initial = sess.run(
-            [results, reference, initial_state])
+        (new_state, logits), (ref_state, ref_logits), initial = sess.run(
+            [(new_state, logits), reference, initial_state])
 
     assert initial["h"].shape == (batch, PARAMS["num_units"])
-    for new_state, logits in (matmul_path, table_path):
-        assert new_state["h"].shape == (batch, beam, PARAMS["num_units"])
-        assert logits.shape == (batch, beam, VOCAB)
-        np.testing.assert_allclose(new_state["h"].reshape(batch * beam, -1), ref_state["h"], atol=1e-6)
-        np.testing.assert_allclose(logits.reshape(batch * beam, -1), ref_logits, atol=1e-6)
-
-
-def test_input_table_is_only_for_inference():
-    with tf.Graph().as_default():
-        model = Seq2SeqModel(PARAMS, VOCAB, VOCAB)
-        enc = model.encode(tf.constant([[4, 5]]), tf.constant([2]), training=False)
-        with pytest.raises(ValueError, match="inference only"):
-            model.step(enc, enc.initial_state, tf.constant([BOS]), training=True,
-                       input_table=model.input_table())
+    assert new_state["h"].shape == (batch, beam, PARAMS["num_units"])
+    assert logits.shape == (batch, beam, VOCAB)
+    np.testing.assert_allclose(new_state["h"].reshape(batch * beam, -1), ref_state["h"], atol=1e-6)
+    np.testing.assert_allclose(logits.reshape(batch * beam, -1), ref_logits, atol=1e-6)
 
 
 def test_dropout_is_active_only_when_training():
