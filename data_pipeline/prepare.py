@@ -15,7 +15,9 @@ import argparse
 import collections
 import os
 import random
+import shutil
 import sys
+import tempfile
 import time
 
 import tensorflow.compat.v1 as tf
@@ -62,6 +64,10 @@ _Split = collections.namedtuple("_Split", ["pairs", "skipped"])
 def prepare(config, verbose=True):
     """Prepares the data of `config` unless its manifest says it is up to date.
 
+    Everything is built in a staging directory inside data_dir and moved in
+    at the end, so an error (an unreadable corpus, an empty split) leaves the
+    previous data as it was.
+
     Args:
       config: the resolved config dict.
       verbose: print what is kept and skipped, and show progress bars.
@@ -73,44 +79,72 @@ def prepare(config, verbose=True):
     """
     log = print if verbose else _quiet
     started = time.time()
-    data = config["data"]
-    data_dir = data["data_dir"]
+    data_dir = config["data"]["data_dir"]
     wanted = manifest.data_fingerprint(config)
     existing = manifest.load(data_dir)
     if manifest.is_up_to_date(existing, data_dir, wanted):
         log("%s is up to date (fingerprint %s): nothing to do" % (data_dir, wanted))
         return _prepared_data(data_dir, existing)
-
-    os.makedirs(data_dir, exist_ok=True)
-    _remove_previous_outputs(data_dir, existing)
-    splits, notes = _read_splits(data)
+    splits, notes = _read_splits(config["data"])
     for note in notes:
         log(note)
-    tokenizer = train_tokenizer(splits["train"].pairs, data_dir, data["vocab_size"],
+    os.makedirs(data_dir, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".staging-", dir=data_dir)
+    try:
+        prepared = _build(config, splits, staging, log, verbose)
+        prepared.update(fingerprint=wanted, notes=notes)
+        _install(staging, data_dir, existing, prepared)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    log("prepared %s in %.1f s" % (data_dir, time.time() - started))
+    return _prepared_data(data_dir, prepared)
+
+
+def _build(config, splits, directory, log, verbose):
+    """Trains SentencePiece and writes every split into `directory`.
+
+    Returns:
+      The manifest without its fingerprint and notes.
+    """
+    data = config["data"]
+    tokenizer = train_tokenizer(splits["train"].pairs, directory, data["vocab_size"],
                                 data["spm_model_type"], data["joint_vocab"])
     log("SentencePiece %s (%s): %s pieces (data.vocab_size %d)"
         % (data["spm_model_type"], "joint" if data["joint_vocab"] else "source, target",
            _vocab_sizes_text(tokenizer), data["vocab_size"]))
-    split_records = {}
+    records = {}
     for split in SPLITS:
-        split_records[split] = _write_split(split, splits[split], tokenizer, data, data_dir, verbose)
-        record = split_records[split]
-        log("%-5s kept %d, skipped %d%s" % (
-            split, record["kept"], sum(record["skipped"].values()),
-            " (%s)" % format_skipped(record["skipped"]) if any(record["skipped"].values()) else ""))
-    prepared = {
-        "fingerprint": wanted,
+        record = records[split] = _write_split(split, splits[split], tokenizer, data, directory, verbose)
+        skipped = sum(record["skipped"].values())
+        log("%-5s kept %d, skipped %d%s" % (split, record["kept"], skipped,
+                                          " (%s)" % format_skipped(record["skipped"]) if skipped else ""))
+    return {
         "settings": manifest.data_settings(config),
         "inputs": manifest.input_files(config),
-        "notes": notes,
         "tokenizer_files": [os.path.basename(path) for path in tokenizer.model_files],
         "source_vocab_size": tokenizer.source_vocab_size,
         "target_vocab_size": tokenizer.target_vocab_size,
-        "splits": split_records,
+        "splits": records,
     }
+
+
+def _install(staging, data_dir, previous, prepared):
+    """Replaces the previous outputs in data_dir by the staged ones.
+
+    The old manifest goes first and the new one is written last, so a run
+    interrupted in between is never taken as up to date. A stale spm.model
+    would shadow new per-side models in Tokenizer.load, so the model names are
+    removed even when no manifest lists them.
+    """
+    if previous is not None:
+        os.remove(manifest.path(data_dir))
+    stale = set(manifest.listed_files(previous)) if previous else set()
+    for name in sorted(stale | {JOINT_MODEL, SOURCE_MODEL, TARGET_MODEL}):
+        if os.path.isfile(os.path.join(data_dir, name)):
+            os.remove(os.path.join(data_dir, name))
+    for name in manifest.listed_files(prepared):
+        os.replace(os.path.join(staging, name), os.path.join(data_dir, name))
     manifest.save(data_dir, prepared)
-    log("prepared %s in %.1f s" % (data_dir, time.time() - started))
-    return _prepared_data(data_dir, prepared)
 
 
 def _read_splits(data):
@@ -158,7 +192,7 @@ def _file_splits(data):
         for split, pairs in zip(carve, carved):
             splits[split] = _Split(pairs, collections.Counter())
         notes.append("no %s data given: carved %s out of %s (%d%% of its distinct sources each, "
-                     "at most %d pairs); %d more train pairs had one of their sources"
+                     "at most %d pairs); %d more train pairs repeating those sources were dropped"
                      % (" or ".join(carve), " and ".join("%d %s" % (len(pairs), split)
                                                          for split, pairs in zip(carve, carved)),
                         data["train_data"], round(CARVE_SHARE * 100), CARVE_MAX, dropped))
@@ -190,7 +224,7 @@ def _carve(pairs, num_sets):
     return held_out, remaining, dropped
 
 
-def _write_split(split, corpus_split, tokenizer, data, data_dir, verbose):
+def _write_split(split, corpus_split, tokenizer, data, directory, verbose):
     """Encodes, drops pairs over the length limits, writes shards and raw text.
 
     Returns:
@@ -204,39 +238,28 @@ def _write_split(split, corpus_split, tokenizer, data, data_dir, verbose):
             kept_pairs.append((source, target))
     skipped = corpus_split.skipped + collections.Counter({TOO_LONG: len(corpus_split.pairs) - len(encoded)})
     if not encoded:
-        raise CorpusError("the %s split is empty after skipping %s" % (split, format_skipped(skipped)))
+        raise CorpusError(
+            "the %s split is empty after skipping %s (limits: data.max_source_length %d, "
+            "data.max_target_length %d)" % (split, format_skipped(skipped),
+                                            data["max_source_length"], data["max_target_length"]))
     num_shards = min(data["num_shards"], len(encoded)) if split == "train" else 1
     shards = shard_names(split, num_shards)
-    write_shards(encoded, [os.path.join(data_dir, name) for name in shards],
+    write_shards(encoded, [os.path.join(directory, name) for name in shards],
                  "writing %s" % split, verbose)
     record = {"kept": len(encoded), "skipped": {reason: skipped[reason] for reason in sorted(skipped)},
               "shards": shards}
     if split != "train":
-        record["raw_text"] = _write_raw_text(split, kept_pairs, data_dir)
+        record["raw_text"] = _write_raw_text(split, kept_pairs, directory)
     return record
 
 
-def _write_raw_text(split, pairs, data_dir):
+def _write_raw_text(split, pairs, directory):
     """Writes split.src and split.tgt, one normalised sentence per line."""
     names = [split + ".src", split + ".tgt"]
     for name, side in zip(names, zip(*pairs)):
-        with open(os.path.join(data_dir, name), "w", encoding="utf-8") as f:
+        with open(os.path.join(directory, name), "w", encoding="utf-8") as f:
             f.writelines(sentence + "\n" for sentence in side)
     return names
-
-
-def _remove_previous_outputs(data_dir, previous):
-    """Removes what an earlier run wrote, the manifest last.
-
-    A stale spm.model would shadow new per-side models in Tokenizer.load.
-    """
-    stale = set(manifest.listed_files(previous)) if previous else set()
-    stale.update((JOINT_MODEL, SOURCE_MODEL, TARGET_MODEL))
-    for name in sorted(stale):
-        if os.path.isfile(os.path.join(data_dir, name)):
-            os.remove(os.path.join(data_dir, name))
-    if os.path.isfile(manifest.path(data_dir)):
-        os.remove(manifest.path(data_dir))
 
 
 def _prepared_data(data_dir, prepared):

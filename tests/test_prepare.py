@@ -7,6 +7,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from data_pipeline import embedded, prepare as prepare_module
+from data_pipeline.corpus import CorpusError
 from data_pipeline.prepare import prepare
 from data_pipeline.tokenizer import Tokenizer
 
@@ -93,6 +94,17 @@ def test_interrupted_rebuild_is_not_up_to_date(tiny_config, tmp_path):
     os.remove(tmp_path / "dev.tgt")
     rebuilt = prepare(config, verbose=False)
     assert len(lines(rebuilt.raw_text["dev"][1])) == 20
+
+
+def test_a_failed_rebuild_keeps_the_previous_data(tiny_config, tmp_path):
+    config = small_config(tiny_config, tmp_path)
+    prepare(config, verbose=False)
+    before = mtimes(tmp_path)
+    config["data"]["max_source_length"] = 1
+    with pytest.raises(CorpusError, match="the dev split is empty after skipping too_long 20 "
+                                          r"\(limits: data.max_source_length 1"):
+        prepare(config, verbose=False)
+    assert mtimes(tmp_path) == before
 
 
 def test_long_pairs_are_skipped_and_counted(tiny_config, tmp_path, capsys):

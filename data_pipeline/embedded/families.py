@@ -37,7 +37,7 @@ _LAST_DAY = datetime.date(2049, 12, 31).toordinal()
 # medium and the long form, which pt_BR tells apart ("3 de mai." / "3 de maio").
 _DATE_STYLES = ("long", "full")
 _DATE_SKELETONS = ("MMMMd", "yMMMM")
-# Share of noun phrases and amounts that appear bare rather than in a sentence.
+# Share of phrases that appear bare rather than in a sentence frame.
 _BARE_SHARE = 0.3
 
 

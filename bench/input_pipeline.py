@@ -1,0 +1,93 @@
+"""Input pipeline speed: pairs/s and tokens/s of input_fn in TRAIN mode.
+
+Prepares the config's data if needed (a no-op when up to date), then pulls
+batches from data_pipeline.input.input_fn(TRAIN, config) in one session, with
+no model attached, so the figure is the most the pipeline can feed a trainer.
+The first `--warmup` batches, which read and parse the shards before the
+cache holds them, are timed separately from the steady state that training
+runs in for all later epochs.
+
+Tokens are real (unpadded) source + target tokens, target counted with its
+EOS, the same count the training progress line reports; padded tokens are
+given too, and their ratio is the padding that bucketing leaves.
+
+Usage:
+  .venv/bin/python -m bench.input_pipeline [--config configs/default.yaml]
+      [--hparams k=v,...] [--warmup 400] [--batches 2000] [--json bench/out/input.json]
+"""
+
+import argparse
+import json
+import os
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import tensorflow.compat.v1 as tf  # noqa: E402
+
+from data_pipeline.input import TRAIN, input_fn  # noqa: E402
+from data_pipeline.prepare import prepare  # noqa: E402
+from seq2seq.config import load_config  # noqa: E402
+
+
+def batch_counts(config):
+    """Graph: the next TRAIN batch's pair, token and padded-token counts."""
+    features, labels = tf.data.make_one_shot_iterator(input_fn(TRAIN, config)).get_next()
+    return {
+        "pairs": tf.size(features["source_length"]),
+        "tokens": tf.reduce_sum(features["source_length"]) + tf.reduce_sum(labels["target_length"]),
+        "padded_tokens": tf.size(features["source_ids"]) + tf.size(labels["target_output"]),
+    }
+
+
+def measure(session, counts, num_batches):
+    """Runs `num_batches` batches; returns the summed counts and the seconds taken."""
+    totals = dict.fromkeys(counts, 0)
+    started = time.perf_counter()
+    for _ in range(num_batches):
+        for key, value in session.run(counts).items():
+            totals[key] += int(value)
+    return totals, time.perf_counter() - started
+
+
+def report(name, totals, seconds, num_batches):
+    result = dict(totals, seconds=seconds, batches=num_batches,
+                  pairs_per_second=totals["pairs"] / seconds,
+                  tokens_per_second=totals["tokens"] / seconds,
+                  padding=1 - totals["tokens"] / totals["padded_tokens"])
+    print("%-8s %6d batches  %9.0f pairs/s  %10.0f tokens/s  %4.1f%% padding  (%.1f pairs/batch)"
+          % (name, num_batches, result["pairs_per_second"], result["tokens_per_second"],
+             100 * result["padding"], totals["pairs"] / num_batches))
+    return result
+
+
+def main():
+    tf.disable_v2_behavior()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", default="configs/default.yaml")
+    parser.add_argument("--hparams", default="")
+    parser.add_argument("--warmup", type=int, default=400, help="batches timed as the first pass")
+    parser.add_argument("--batches", type=int, default=2000, help="batches timed in steady state")
+    parser.add_argument("--json", help="also write the results to this file")
+    args = parser.parse_args()
+    config = load_config(args.config, args.hparams)
+    prepare(config, verbose=False)
+    train = config["train"]
+    print("%s: batch_tokens %d, batch_size %d, bucket_width %d, shuffle_buffer %d"
+          % (args.config, train["batch_tokens"], train["batch_size"], train["bucket_width"],
+             train["shuffle_buffer"]))
+    with tf.Graph().as_default():
+        counts = batch_counts(config)
+        with tf.Session() as session:
+            results = {
+                "warmup": report("warm-up", *measure(session, counts, args.warmup), args.warmup),
+                "steady": report("steady", *measure(session, counts, args.batches), args.batches),
+            }
+    if args.json:
+        os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(dict(results, config=args.config, hparams=args.hparams), f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
