@@ -1,11 +1,14 @@
-"""Stops training at the first NaN or infinite loss, naming the step.
+"""Stops training at the first NaN or infinite loss or gradient, naming the step.
 
 The check is an assertion in the graph that the update depends on, rather than
 a `SessionRunHook` looking at the loss afterwards, for two reasons: the
 diverged step's gradients are never applied, so no checkpoint (not even one
 saved at that very step) holds NaN weights; and the Estimator's own
 `NanTensorHook`, which runs before any hook of ours, can only say "NaN loss
-during training." without the step.
+during training." without the step. The gradient norm is checked too: a
+finite loss can come with an infinite gradient, whose update writes NaN
+weights a step before the loss shows it (tests/test_train.py provokes this
+with an absurd learning rate).
 """
 
 import re
@@ -19,19 +22,23 @@ class NonFiniteLossError(RuntimeError):
     """The training loss became NaN or infinite."""
 
 
-def assert_finite_loss(loss, global_step):
-    """An op that fails, naming the step, when the loss is not finite.
+def assert_finite_step(loss, gradient_norm, global_step):
+    """An op that fails, naming the step, when the loss or gradient is not finite.
 
     Args:
       loss: scalar float tensor, the loss of the step about to be applied.
+      gradient_norm: scalar float tensor, the global norm of its gradients
+        (NaN or infinite when any element is).
       global_step: the global step variable, the number of updates so far.
     Returns:
       An op to put in the control dependencies of the update.
     """
     with tf.name_scope(_GUARD_NAME):
-        message = tf.strings.format("the training loss is {} at step {}",
-                                    (loss, global_step + 1))
-        return tf.Assert(tf.math.is_finite(loss), [message])
+        message = tf.strings.format(
+            "the training loss is {} (gradient norm {}) at step {}",
+            (loss, gradient_norm, global_step + 1))
+        finite = tf.logical_and(tf.math.is_finite(loss), tf.math.is_finite(gradient_norm))
+        return tf.Assert(finite, [message])
 
 
 def as_non_finite_loss_error(error):

@@ -10,7 +10,7 @@ import tensorflow.compat.v1 as tf
 from data_pipeline.tokenizer import BOS_ID, EOS_ID, Tokenizer
 from decode import while_loop_beam_search
 from seq2seq import losses, metrics, optimization, towers
-from seq2seq.loss_guard import assert_finite_loss
+from seq2seq.loss_guard import assert_finite_step
 from seq2seq.model import Seq2SeqModel
 from seq2seq.progress import ProgressHook
 
@@ -75,9 +75,16 @@ def _train_spec(model, features, labels, params, run_config):
     loss, grads_and_vars = towers.parallel_gradients(
         tower_loss, (features, labels), params.get("num_towers", 1))
     global_step = tf.train.get_or_create_global_step()
-    with tf.control_dependencies([assert_finite_loss(loss, global_step)]):
-        train_op, learning_rate, gradient_norm = optimization.apply_gradients(
-            grads_and_vars, train_params, global_step)
+    with tf.name_scope("optimization"):
+        learning_rate = optimization.learning_rate_schedule(
+            global_step, train_params["learning_rate"], train_params["warmup_steps"],
+            train_params["decay"], train_params["max_steps"])
+        gradients, variables = zip(*grads_and_vars)
+        clipped, gradient_norm = optimization.clip_gradients(
+            gradients, train_params["clip_gradient_norm"])
+        with tf.control_dependencies([assert_finite_step(loss, gradient_norm, global_step)]):
+            train_op = optimization.adam_update(
+                list(zip(clipped, variables)), learning_rate, global_step)
     tf.summary.scalar("learning_rate", learning_rate)
     tf.summary.scalar("gradient_norm", gradient_norm)
     progress = ProgressHook(

@@ -68,26 +68,16 @@ def clip_gradients(gradients, clip_norm):
         return clipped, global_norm
 
 
-def apply_gradients(grads_and_vars, train_config, global_step):
-    """Builds the update: learning rate, clipping and one Adam step.
+def adam_update(grads_and_vars, learning_rate, global_step):
+    """One Adam step on the given gradients, incrementing the global step.
 
     Args:
-      grads_and_vars: list of (gradient, variable) pairs, gradients of the loss
-        being minimised.
-      train_config: the config's "train" section (learning_rate, warmup_steps,
-        decay, max_steps, clip_gradient_norm).
-      global_step: the global step variable, incremented by the update.
+      grads_and_vars: list of (gradient, variable) pairs, already clipped.
+      learning_rate: scalar float tensor.
+      global_step: the global step variable.
     Returns:
-      (train_op, learning_rate, gradient_norm): the update op, the scalar rate
-      it used and the global gradient norm before clipping.
+      The update op.
     """
-    with tf.name_scope("optimization"):
-        learning_rate = learning_rate_schedule(
-            global_step, train_config["learning_rate"], train_config["warmup_steps"],
-            train_config["decay"], train_config["max_steps"])
-        gradients, variables = zip(*grads_and_vars)
-        clipped, gradient_norm = clip_gradients(gradients, train_config["clip_gradient_norm"])
-        optimizer = tf.train.AdamOptimizer(
-            learning_rate, beta1=ADAM_BETA1, beta2=ADAM_BETA2, epsilon=ADAM_EPSILON)
-        train_op = optimizer.apply_gradients(zip(clipped, variables), global_step=global_step)
-        return train_op, learning_rate, gradient_norm
+    optimizer = tf.train.AdamOptimizer(
+        learning_rate, beta1=ADAM_BETA1, beta2=ADAM_BETA2, epsilon=ADAM_EPSILON)
+    return optimizer.apply_gradients(grads_and_vars, global_step=global_step)
