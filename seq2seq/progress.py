@@ -75,13 +75,15 @@ class ProgressHook(tf.train.SessionRunHook):
 
     def begin(self):
         self._global_step = tf.train.get_global_step()
-        self._fetches["step"] = self._global_step
         self._summary_writer = (tf.summary.FileWriterCache.get(self._summary_dir)
                                 if self._summary_dir else None)
 
     def after_create_session(self, session, coord):
         self._last_step = session.run(self._global_step)
         self._last_time = time.time()
+        # The global step this process expects after its own updates: exact
+        # on one machine, a lower bound when other workers also train.
+        self._expected_step = self._last_step
         self._loss_sum, self._tokens, self._steps = 0.0, 0, 0
 
     def before_run(self, run_context):
@@ -92,10 +94,11 @@ class ProgressHook(tf.train.SessionRunHook):
         self._loss_sum += results["loss"]
         self._tokens += int(results["tokens"])
         self._steps += 1
-        # The step read during the run may not yet include this run's update.
-        step = results["step"] + 1
-        if step // self._every_n_steps > self._last_step // self._every_n_steps:
-            self._report(step, results["learning_rate"])
+        self._expected_step += 1
+        if self._expected_step // self._every_n_steps > self._last_step // self._every_n_steps:
+            # Fetching the step with the update would race with its increment:
+            # read it after the run, and only when logging.
+            self._report(run_context.session.run(self._global_step), results["learning_rate"])
 
     def _report(self, step, learning_rate):
         elapsed = max(time.time() - self._last_time, 1e-9)
@@ -110,5 +113,5 @@ class ProgressHook(tf.train.SessionRunHook):
             summary = tf.Summary(value=[
                 tf.Summary.Value(tag="tokens_per_sec", simple_value=tokens_per_sec)])
             self._summary_writer.add_summary(summary, step)
-        self._last_step, self._last_time = step, time.time()
+        self._last_step, self._last_time, self._expected_step = step, time.time(), step
         self._loss_sum, self._tokens, self._steps = 0.0, 0, 0
