@@ -1,0 +1,202 @@
+"""Training end to end on the tiny config, and the pieces train.py is built from."""
+
+import logging
+import math
+import os
+import re
+import shutil
+
+import numpy as np
+import pytest
+import sacrebleu
+import tensorflow.compat.v1 as tf
+
+import train
+from data_pipeline.input import make_input_fn
+from data_pipeline.tokenizer import Tokenizer
+from seq2seq import metrics, optimization
+from seq2seq.best_checkpoint import read_best
+from seq2seq.config import ConfigError, load_config
+from seq2seq.loss_guard import NonFiniteLossError
+
+EVAL = tf.estimator.ModeKeys.EVAL
+
+
+@pytest.fixture(scope="module")
+def trained(tiny_config, tiny_data, tmp_path_factory):
+    """A tiny model after train_and_evaluate to step 20: (model_dir, returned metrics)."""
+    model_dir = str(tmp_path_factory.mktemp("train_and_evaluate"))
+    return model_dir, train.run(tiny_config, model_dir, max_steps=20)
+
+
+def _latest_step(model_dir):
+    return tf.train.load_checkpoint(model_dir).get_tensor(tf.GraphKeys.GLOBAL_STEP)
+
+
+def test_train_and_evaluate_reports_finite_metrics(trained):
+    _, result = trained
+    assert result["global_step"] == 20
+    for name in ("loss", "perplexity", "token_accuracy", "bleu"):
+        assert math.isfinite(result[name]), name
+    assert result["perplexity"] >= 1.0
+    assert 0.0 <= result["token_accuracy"] <= 1.0
+    assert 0.0 <= result["bleu"] <= 100.0
+
+
+def test_model_dir_is_self_contained(trained, tiny_config):
+    model_dir, result = trained
+    written = load_config(os.path.join(model_dir, "config.yaml"))
+    assert written["model"] == tiny_config["model"]
+    assert written["train"]["max_steps"] == 20
+    assert Tokenizer.load(model_dir).target_vocab_size > 0
+    assert os.path.isdir(result["export_path"])
+    assert os.path.dirname(result["export_path"]) == os.path.join(model_dir, "export")
+
+
+def test_best_checkpoint_is_a_model_dir(trained):
+    model_dir, _ = trained
+    best_dir = os.path.join(model_dir, "best")
+    record = read_best(best_dir)
+    assert record["metric"] == "bleu"
+    assert record["global_step"] in (10, 20)
+    checkpoint = tf.train.latest_checkpoint(best_dir)
+    assert checkpoint.endswith("model.ckpt-%d" % record["global_step"])
+    assert tf.train.load_checkpoint(best_dir).get_tensor("global_step") == record["global_step"]
+    assert os.path.exists(os.path.join(best_dir, "config.yaml"))
+    Tokenizer.load(best_dir)
+
+
+def test_rerun_resumes_from_the_last_checkpoint(trained, tiny_config, caplog, tmp_path):
+    model_dir, _ = trained
+    resumed = str(tmp_path / "resumed")
+    shutil.copytree(model_dir, resumed)
+    caplog.set_level(logging.INFO, logger="seq2seq")
+    result = train.run(tiny_config, resumed, schedule="train", max_steps=30)
+    assert result["global_step"] == 30
+    logged_steps = [int(step) for step in re.findall(r"step (\d+)/30", caplog.text)]
+    # A progress line every 10 steps: a run restarted from 0 would log 10 and 20.
+    assert logged_steps == [30]
+
+
+def test_evaluate_bleu_equals_sacrebleu_on_predictions(tiny_config, tiny_data, tiny_model_dir):
+    """The streaming BLEU metric against sacrebleu on estimator.predict's translations."""
+    result = train.run(tiny_config, tiny_model_dir, schedule="evaluate")
+    assert result["global_step"] == 200
+    estimator = train.build_estimator(tiny_config, tiny_model_dir, num_towers=1)
+    tokenizer = Tokenizer.load(tiny_model_dir)
+    count = tiny_config["train"]["eval_bleu_sentences"]
+    hypotheses = []
+    for prediction in estimator.predict(make_input_fn(tiny_config, "dev", EVAL)):
+        hypotheses.append(tokenizer.decode_target(prediction["ids"][0]))
+        if len(hypotheses) == count:
+            break
+    with open(tiny_data.raw_text["dev"][1], encoding="utf-8") as f:
+        references = [line.rstrip("\n") for line in f][:count]
+    expected = sacrebleu.corpus_bleu(hypotheses, [references]).score
+    assert expected > 0.0, "the tiny model should translate something after 200 steps"
+    assert result["bleu"] == pytest.approx(expected, abs=1e-3)
+
+
+def test_shape_change_is_refused_naming_the_keys(tiny_config, tiny_data, tiny_model_dir, tmp_path, caplog):
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    shutil.copy(os.path.join(tiny_model_dir, "config.yaml"), str(model_dir))
+    args = ["--config", os.path.join(os.path.dirname(train.DEFAULT_CONFIG), "tiny.yaml"),
+            "--model_dir", str(model_dir), "--schedule", "train", "--max_steps", "1",
+            "--hparams", "data.data_dir=%s,model.num_units=64,model.attention=luong"
+            % tiny_config["data"]["data_dir"]]
+    assert train.main(args) == 1
+    assert "model.num_units: 32 -> 64" in caplog.text
+    assert "model.attention: 'bahdanau' -> 'luong'" in caplog.text
+    assert "embedding_size" not in caplog.text
+    assert not (model_dir / "checkpoint").exists()
+
+
+def test_other_changes_are_accepted(tiny_config, tiny_model_dir):
+    changed = load_config(os.path.join(tiny_model_dir, "config.yaml"),
+                          hparams="train.learning_rate=0.5,model.dropout=0.3")
+    train.check_model_dir(changed, tiny_model_dir, Tokenizer.load(tiny_model_dir))
+    changed["model"]["embedding_size"] = 8
+    with pytest.raises(ConfigError, match="model.embedding_size: 16 -> 8"):
+        train.check_model_dir(changed, tiny_model_dir, Tokenizer.load(tiny_model_dir))
+
+
+def test_diverging_loss_stops_naming_the_step(tiny_config, tiny_data, tmp_path):
+    # A first update of 1e38 per weight (Adam's step is about the learning
+    # rate) makes the next step's products overflow float32.
+    config = load_config(hparams="train.learning_rate=1e38,train.warmup_steps=1,"
+                                 "train.decay=constant,train.clip_gradient_norm=0",
+                         overrides={key: tiny_config[key] for key in ("data", "model")})
+    # A checkpoint every step: the diverged step is also a checkpoint step.
+    config["train"].update(batch_size=16, batch_tokens=0, save_checkpoints_steps=1)
+    model_dir = str(tmp_path)
+    with pytest.raises(NonFiniteLossError) as error:
+        train.run(config, model_dir, schedule="train", max_steps=50)
+    found = re.search(r"the training loss is (\S+) \(gradient norm (\S+)\) at step (\d+)",
+                      str(error.value))
+    loss, gradient_norm, step = float(found.group(1)), float(found.group(2)), int(found.group(3))
+    assert not (math.isfinite(loss) and math.isfinite(gradient_norm))
+    assert 1 < step <= 50
+    assert _latest_step(model_dir) == step - 1
+    # The diverged update was never applied: every saved weight is finite.
+    reader = tf.train.load_checkpoint(model_dir)
+    for name, dtype in reader.get_variable_to_dtype_map().items():
+        if dtype.is_floating:
+            assert np.all(np.isfinite(reader.get_tensor(name))), name
+
+
+@pytest.mark.parametrize("decay", ["rsqrt", "constant", "cosine"])
+def test_learning_rate_schedule(decay):
+    peak, warmup, max_steps = 0.01, 10, 100
+    steps = [0, 4, 9, 10, 30, 99]
+    with tf.Graph().as_default(), tf.Session() as session:
+        step = tf.placeholder(tf.int64, [])
+        rate = optimization.learning_rate_schedule(step, peak, warmup, decay, max_steps)
+        rates = [session.run(rate, {step: s}) for s in steps]
+    for s, value in zip(steps, rates):
+        n = s + 1  # the rate of the (s + 1)-th update
+        expected = peak * min(1.0, n / warmup)
+        if decay == "rsqrt":
+            expected *= math.sqrt(warmup / max(n, warmup))
+        elif decay == "cosine":
+            progress = min(max((n - warmup) / (max_steps - warmup), 0.0), 1.0)
+            expected *= 0.5 * (1 + math.cos(math.pi * progress))
+        assert value == pytest.approx(expected, rel=1e-5), (decay, s)
+
+
+def test_clip_gradients_scales_to_the_norm_and_reports_it():
+    with tf.Graph().as_default(), tf.Session() as session:
+        gradients = [tf.constant([3.0, 0.0]), tf.constant([[4.0]])]
+        clipped, norm = optimization.clip_gradients(gradients, 1.0)
+        unclipped, _ = optimization.clip_gradients(gradients, 0.0)
+        clipped, norm, unclipped = session.run([clipped, norm, unclipped])
+    assert norm == pytest.approx(5.0)
+    np.testing.assert_allclose(clipped[0], [0.6, 0.0], rtol=1e-6)
+    np.testing.assert_allclose(clipped[1], [[0.8]], rtol=1e-6)
+    np.testing.assert_allclose(unclipped[1], [[4.0]])
+
+
+def test_streaming_bleu_equals_corpus_bleu_and_stops_decoding():
+    batches = [(["the cat sat on the mat", "one two three"], ["the cat sat on a mat", "one two three"]),
+               (["ninety nine", "a b c d"], ["ninety nine", "a b c e"]),
+               (["never scored", "x"], ["never", "y"])]
+    decoded_batches = []
+    with tf.Graph().as_default(), tf.Session() as session:
+        hypotheses = tf.placeholder(tf.string, [None])
+        references = tf.placeholder(tf.string, [None])
+
+        def translate():
+            def record(texts):
+                decoded_batches.append(len(texts))
+                return texts
+            return tf.py_func(record, [hypotheses], tf.string)
+
+        bleu, update = metrics.corpus_bleu(translate, references, max_sentences=3)
+        session.run(tf.local_variables_initializer())
+        for hyp, ref in batches:
+            session.run(update, {hypotheses: hyp, references: ref})
+        value = session.run(bleu)
+    flat_hyp = [h for hyp, _ in batches for h in hyp][:3]
+    flat_ref = [r for _, ref in batches for r in ref][:3]
+    assert value == pytest.approx(sacrebleu.corpus_bleu(flat_hyp, [flat_ref]).score, abs=1e-4)
+    assert decoded_batches == [2, 2], "the third batch must not be decoded"
