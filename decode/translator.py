@@ -1,0 +1,597 @@
+"""Translation with a trained model: one graph and one session, loaded once.
+
+`Translator` reads a model directory once (config, SentencePiece models, the
+checkpoint) and then translates any number of batches with any decoder
+variant. It never reloads per call, the mistake tensorflow/nmt's users most
+complained about: each variant's ops are added to the one graph the first time
+they are asked for, cached, and run by the one session from then on.
+
+Decoder variants:
+- "while_loop": `while_loop_beam_search`, one graph per beam width; the most
+  tokens to generate is a tensor computed from the batch.
+- "unrolled": `rnn_beam_search`, one graph per beam width and length bucket
+  (the unrolled graph's size is its length, a Python int).
+- "greedy": `greedy_search`, one graph.
+
+Sentences are batched by length (sorted by source tokens, batches of
+`decode.batch_size`) so that little padding is encoded and few steps are run
+for sentences that finished long ago; results come back in input order.
+
+Length limits are per sentence: a sentence of n source tokens gets at most
+ceil(max_length_ratio * n) + max_length_extra target tokens, its end token
+included; at the last one, the end token is the only token allowed (as
+fairseq forces EOS at its max length). A limit computed per batch instead, as
+the decoders' scalar `sequence_length` alone would give, makes a sentence's
+translation depend on the longest sentence it is batched with, and a beam cut
+off mid-sentence would be scored unlike one that ended. With per-sentence
+limits every hypothesis ends with the end token, so the three variants, any
+batching, and the unrolled search's extra steps (see UNROLLED_LENGTH_STEP)
+all give the same result.
+"""
+
+import collections
+import os
+import threading
+import time
+
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+from data_pipeline.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
+from decode import greedy_search, rnn_beam_search, while_loop_beam_search
+from seq2seq.best_checkpoint import BEST_DIR
+from seq2seq.common import get_shape
+from seq2seq.config import load_config
+from seq2seq.model import Seq2SeqModel
+from seq2seq.model_fn import SERVING_SIGNATURE
+
+DECODERS = ("while_loop", "unrolled", "greedy")
+
+# The unrolled search is rebuilt for every distinct output length. Rounding
+# the length up to a multiple of this many steps bounds the number of graphs
+# (and the seconds spent building them) to max_length / 8 per beam width,
+# where exact lengths would build a new graph for nearly every new batch
+# (each source token adds `max_length_ratio` steps; on the tiny test model a
+# 48-step beam-3 graph is 9,000 ops and takes seconds to build). The price is
+# up to 7 extra steps per batch, which change no result: by the batch's
+# longest limit every hypothesis has ended.
+UNROLLED_LENGTH_STEP = 8
+
+Translation = collections.namedtuple("Translation", "text score n_best")
+Translation.__doc__ = """One sentence's translation.
+
+Fields:
+  text: the best hypothesis's text (n_best[0].text).
+  score: its score (n_best[0].score).
+  n_best: a list of `Hypothesis`, best first.
+"""
+
+Hypothesis = collections.namedtuple("Hypothesis", "text score")
+Hypothesis.__doc__ = """One hypothesis: its text and its length-penalised log-probability."""
+
+SearchResult = collections.namedtuple("SearchResult", "ids scores")
+SearchResult.__doc__ = """One sentence's beam, before detokenization.
+
+Fields:
+  ids: a list of beam_width lists of target token ids, best first, the end
+    token and anything after it left out.
+  scores: a list of beam_width floats, best first.
+"""
+
+Variant = collections.namedtuple(
+    "Variant", "decoder beam_width max_length build_seconds num_ops")
+Variant.__doc__ = """A decoder graph the translator has built.
+
+Fields:
+  decoder: "while_loop", "unrolled" or "greedy".
+  beam_width: its beam width (1 for greedy).
+  max_length: the unrolled search's length (its length bucket); None for the
+    others, whose loop bound is computed from the batch in the graph.
+  build_seconds: the wall time spent adding its ops to the graph.
+  num_ops: how many ops building it added to the graph.
+"""
+
+
+def output_length_limit(source_length, decode_params):
+    """The most target tokens, end token included, for a sentence of `source_length` tokens.
+
+    ceil(max_length_ratio * source_length) + max_length_extra, in float32 as
+    `output_length_limits` and `model_fn.max_decode_length` compute it in the
+    graph, so that the Python and graph limits never differ by rounding.
+    """
+    scaled = np.float32(decode_params["max_length_ratio"]) * np.float32(source_length)
+    return int(np.ceil(scaled)) + decode_params["max_length_extra"]
+
+
+def output_length_limits(source_length, decode_params):
+    """`output_length_limit` of every sentence of a batch, in the graph.
+
+    Args:
+      source_length: [batch] int32.
+      decode_params: the config's "decode" dict.
+    Returns:
+      [batch] int32.
+    """
+    with tf.name_scope("output_length_limits"):
+        scaled = tf.ceil(decode_params["max_length_ratio"] * tf.cast(source_length, tf.float32))
+        return tf.cast(scaled, tf.int32) + decode_params["max_length_extra"]
+
+
+def unrolled_length_bucket(max_source_length, decode_params):
+    """The unrolled search's length for a batch: its longest limit, rounded up."""
+    length = output_length_limit(max_source_length, decode_params)
+    return -(-length // UNROLLED_LENGTH_STEP) * UNROLLED_LENGTH_STEP
+
+
+def end_at_length_limits(update_fn, initial_state, limits):
+    """Makes every hypothesis of a sentence end by that sentence's length limit.
+
+    Wraps a decoder-contract `update_fn`: the state gains a count of the
+    tokens generated so far, and at a sentence's last allowed step every
+    token but the end token gets probability 0 (logit -inf), so the end token
+    is chosen with log-probability 0: the hypothesis's score is the sum over
+    the tokens the model chose, penalised for the length including the end.
+
+    Args:
+      update_fn: `(state, ids [batch, beam]) -> (new_state, logits [batch, beam, vocab])`.
+      initial_state: nested structure of [batch, ...] tensors.
+      limits: [batch] int32 >= 1, the most tokens per sentence, end token included.
+    Returns:
+      (update_fn, initial_state) for the decoders, with the same contract.
+    """
+    def limited_update_fn(state, ids):
+        new_model_state, logits = update_fn(state["model"], ids)
+        with tf.name_scope("end_at_length_limit"):
+            generated = state["generated"] + 1                    # [batch, beam]
+            at_limit = tf.greater_equal(generated, limits[:, None])
+            only_end = tf.one_hot(EOS_ID, get_shape(logits)[-1], on_value=0.0,
+                                  off_value=-np.inf, dtype=logits.dtype)  # [vocab]
+            logits = tf.where_v2(at_limit[..., None], only_end, logits)
+        return {"model": new_model_state, "generated": generated}, logits
+
+    return limited_update_fn, {"model": initial_state, "generated": tf.zeros_like(limits)}
+
+
+def length_sorted_batches(lengths, batch_size):
+    """Groups sentence indices into batches of similar length.
+
+    Args:
+      lengths: one length per sentence.
+      batch_size: the most sentences per batch.
+    Returns:
+      A list of lists of indices into `lengths`: every index once, shortest
+      sentences first, ties in input order.
+    """
+    order = sorted(range(len(lengths)), key=lambda index: lengths[index])
+    return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
+
+
+def pad_batch(sequences):
+    """Pads token id lists into a batch.
+
+    Args:
+      sequences: a non-empty list of lists of int.
+    Returns:
+      (ids [batch, max_len] int32 padded with PAD_ID, lengths [batch] int32).
+    """
+    lengths = np.array([len(sequence) for sequence in sequences], np.int32)
+    ids = np.full([len(sequences), lengths.max()], PAD_ID, np.int32)
+    for row, sequence in enumerate(sequences):
+        ids[row, :len(sequence)] = sequence
+    return ids, lengths
+
+
+def find_checkpoint(model_dir):
+    """The checkpoint a model directory serves: its best-BLEU one if it keeps one.
+
+    Args:
+      model_dir: a directory written by train.py.
+    Returns:
+      A checkpoint path prefix.
+    Raises:
+      ValueError: if the directory holds no checkpoint.
+    """
+    best_dir = os.path.join(model_dir, BEST_DIR)
+    path = tf.train.latest_checkpoint(best_dir) if os.path.isdir(best_dir) else None
+    path = path or tf.train.latest_checkpoint(model_dir)
+    if not path:
+        raise ValueError("%s holds no checkpoint: train a model into it first "
+                         "(python train.py --model_dir %s)" % (model_dir, model_dir))
+    return path
+
+
+class _CheckpointSearch:
+    """Every decoder variant, built on demand into one graph and run by one session.
+
+    The encoder is built once, at construction; every variant decodes from its
+    output. Variables are restored from the checkpoint as the builds create
+    them, by loading their values into the session (a Saver would add
+    save/restore ops and blur every variant's op count).
+    """
+
+    decoders = DECODERS
+
+    def __init__(self, config, source_vocab_size, target_vocab_size, checkpoint):
+        self.default_beam_width = config["decode"]["beam_width"]
+        self._decode_params = config["decode"]
+        self._reader = tf.train.load_checkpoint(checkpoint)
+        self._checkpoint = checkpoint
+        self._lock = threading.Lock()
+        self._built = {}  # (decoder, beam_width, max_length) -> (fetches, Variant)
+        self._restored = set()
+        self._graph = tf.Graph()
+        with self._graph.as_default():
+            with tf.name_scope("inputs"):
+                self._source_ids = tf.placeholder(tf.int32, [None, None], name="source_ids")
+                self._source_length = tf.placeholder(tf.int32, [None], name="source_length")
+            self._model = Seq2SeqModel(config["model"], source_vocab_size, target_vocab_size)
+            with tf.name_scope("encode"):
+                self._encoded = self._model.encode(
+                    self._source_ids, self._source_length, training=False)
+            self._limits = output_length_limits(self._source_length, self._decode_params)
+            self._max_length = tf.reduce_max(self._limits, name="max_output_length")
+        self._session = tf.Session(graph=self._graph)
+        self._restore_new_variables()
+
+    @property
+    def step(self):
+        """The checkpoint's global step."""
+        return int(self._reader.get_tensor(tf.GraphKeys.GLOBAL_STEP))
+
+    @property
+    def variants(self):
+        """The `Variant`s built so far, in build order."""
+        return [variant for _, variant in list(self._built.values())]
+
+    def check_supported(self, decoder, beam_width):
+        """Any decoder and beam width can be built from a checkpoint."""
+        del decoder, beam_width  # all supported
+
+    def run(self, decoder, beam_width, source_ids, source_length):
+        """Decodes one padded batch.
+
+        Args:
+          decoder: one of DECODERS.
+          beam_width: K (1 for greedy).
+          source_ids: [batch, src_time] int32, PAD_ID-padded.
+          source_length: [batch] int32, every length >= 1.
+        Returns:
+          (ids [batch, K, time] int32, scores [batch, K] float32,
+           lengths [batch, K] int32), as the decoder contract defines them.
+        """
+        max_length = (unrolled_length_bucket(int(source_length.max()), self._decode_params)
+                      if decoder == "unrolled" else None)
+        fetches = self._fetches(decoder, beam_width, max_length)
+        return self._session.run(fetches, {self._source_ids: source_ids,
+                                           self._source_length: source_length})
+
+    def _fetches(self, decoder, beam_width, max_length):
+        """The cached (ids, scores, lengths) of a variant, built on first use."""
+        key = (decoder, beam_width, max_length)
+        built = self._built.get(key)
+        if built is None:
+            # Double-checked: a variant enters `_built` only once it is built
+            # and restored, so readers outside the lock never see half of one.
+            with self._lock:
+                built = self._built.get(key)
+                if built is None:
+                    built = self._build(decoder, beam_width, max_length)
+                    self._restore_new_variables()
+                    self._built[key] = built
+        return built[0]
+
+    def _build(self, decoder, beam_width, max_length):
+        """Adds one decoder variant to the graph; returns (fetches, Variant)."""
+        alpha = self._decode_params["length_penalty"]
+        start_seconds, start_ops = time.perf_counter(), len(self._graph.get_operations())
+        scope = "%s_beam%d" % (decoder, beam_width) + ("_len%d" % max_length if max_length else "")
+        with self._graph.as_default(), tf.name_scope(scope):
+            update_fn, initial_state = end_at_length_limits(
+                *self._model.beam_update_fn(self._encoded, beam_width), self._limits)
+            if decoder == "greedy":
+                fetches = greedy_search(update_fn, initial_state, self._max_length,
+                                        BOS_ID, EOS_ID, length_penalty=alpha)
+            elif decoder == "while_loop":
+                fetches = while_loop_beam_search(update_fn, initial_state, self._max_length,
+                                                 beam_width, BOS_ID, EOS_ID, length_penalty=alpha)
+            else:
+                fetches = rnn_beam_search(update_fn, initial_state, max_length,
+                                          beam_width, BOS_ID, EOS_ID, length_penalty=alpha)
+        variant = Variant(decoder, beam_width, max_length,
+                          build_seconds=time.perf_counter() - start_seconds,
+                          num_ops=len(self._graph.get_operations()) - start_ops)
+        return fetches, variant
+
+    def _restore_new_variables(self):
+        """Loads the checkpoint's values into the variables not yet restored."""
+        for variable in self._graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES):
+            name = variable.op.name
+            if name in self._restored:
+                continue
+            if not self._reader.has_tensor(name):
+                raise ValueError("checkpoint %s has no variable %s: was it trained with "
+                                 "a different model config?" % (self._checkpoint, name))
+            variable.load(self._reader.get_tensor(name), self._session)
+            self._restored.add(name)
+
+
+class _SavedModelSearch:
+    """A SavedModel's serving signature: the one decoder and beam width it was exported with.
+
+    `model_fn` exports the while_loop beam search at the config's beam width;
+    the signature's "scores" output, [batch, K], tells K. Its length limit is
+    `model_fn`'s, per batch, without the forced end token: a sentence that
+    reaches a limit can be translated differently than from the checkpoint.
+    """
+
+    decoders = ("while_loop",)
+
+    def __init__(self, export_dir):
+        self._export_dir = export_dir
+        if not tf.saved_model.loader.maybe_saved_model_directory(export_dir):
+            raise ValueError("%s holds no SavedModel (saved_model.pb)" % export_dir)
+        self._graph = tf.Graph()
+        self._session = tf.Session(graph=self._graph)
+        meta_graph = tf.saved_model.loader.load(
+            self._session, [tf.saved_model.tag_constants.SERVING], export_dir)
+        signature = meta_graph.signature_def.get(SERVING_SIGNATURE)
+        if signature is None:
+            raise ValueError("the SavedModel in %s has no %r signature"
+                             % (export_dir, SERVING_SIGNATURE))
+        self._inputs = {name: self._tensor(signature.inputs, name)
+                        for name in ("source_ids", "source_length")}
+        self._outputs = [self._tensor(signature.outputs, name)
+                         for name in ("ids", "scores", "lengths")]
+        self.default_beam_width = self._outputs[1].shape.as_list()[1]
+        if self.default_beam_width is None:
+            raise ValueError("the SavedModel in %s does not say its beam width (its scores "
+                             "are shaped %s)" % (export_dir, self._outputs[1].shape))
+        self._step = int(self._session.run(tf.train.get_global_step(self._graph)))
+
+    def _tensor(self, tensor_infos, name):
+        """The graph tensor of a signature's input or output `name`."""
+        if name not in tensor_infos:
+            raise ValueError("the SavedModel in %s has no %r in its %r signature"
+                             % (self._export_dir, name, SERVING_SIGNATURE))
+        return self._graph.get_tensor_by_name(tensor_infos[name].name)
+
+    @property
+    def step(self):
+        """The global step of the exported checkpoint."""
+        return self._step
+
+    @property
+    def variants(self):
+        """Nothing is built: the SavedModel's graph is fixed."""
+        return []
+
+    def check_supported(self, decoder, beam_width):
+        """Raises ValueError unless the signature serves this decoder and beam width."""
+        if decoder not in self.decoders or beam_width != self.default_beam_width:
+            raise ValueError(
+                "the SavedModel in %s serves only the %s decoder at beam_width %d, got %s "
+                "at beam_width %d; translate from the checkpoint (no export_dir) for others"
+                % (self._export_dir, self.decoders[0], self.default_beam_width,
+                   decoder, beam_width))
+
+    def run(self, decoder, beam_width, source_ids, source_length):
+        """Decodes one padded batch with the signature; see `_CheckpointSearch.run`."""
+        self.check_supported(decoder, beam_width)
+        return self._session.run(self._outputs, {self._inputs["source_ids"]: source_ids,
+                                                 self._inputs["source_length"]: source_length})
+
+
+class Translator:
+    """Translates text with a model directory's model; see the module docstring.
+
+    Thread-safe: several threads may call `translate` at once (graph building
+    is serialised by a lock; `Session.run` is thread-safe).
+
+    Attributes:
+      config: the model directory's resolved config.
+      model_name: config["name"].
+      step: the global step of the checkpoint (or SavedModel) in use.
+      source_vocab_size, target_vocab_size: the SentencePiece vocabulary sizes.
+      decoders: the decoders it serves: all three from a checkpoint, the
+        exported one from a SavedModel.
+      max_beam_width: config decode.max_beam_width.
+    """
+
+    def __init__(self, model_dir, export_dir=None, checkpoint=None):
+        """Loads the model: config, tokenizer, graph, session and weights.
+
+        Args:
+          model_dir: a directory written by train.py (config.yaml, the
+            SentencePiece model(s), checkpoints).
+          export_dir: a SavedModel to serve instead of a checkpoint; then
+            only the decoder and beam width its signature offers.
+          checkpoint: a checkpoint path prefix to restore instead of the
+            model directory's best-BLEU checkpoint (MODEL_DIR/best/), or
+            its latest when it keeps no best one.
+        Raises:
+          ValueError: if the directory is not a model directory, holds no
+            checkpoint, or the checkpoint does not fit the config.
+        """
+        config_path = os.path.join(model_dir, "config.yaml")
+        if not os.path.isfile(config_path):
+            raise ValueError("%s has no config.yaml: is it a model directory written by "
+                             "train.py?" % model_dir)
+        if export_dir and checkpoint:
+            raise ValueError("pass export_dir or checkpoint, not both")
+        self.config = load_config(config_path)
+        self.model_name = self.config["name"]
+        self._tokenizer = Tokenizer.load(model_dir)
+        self.source_vocab_size = self._tokenizer.source_vocab_size
+        self.target_vocab_size = self._tokenizer.target_vocab_size
+        self.max_beam_width = self.config["decode"]["max_beam_width"]
+        if export_dir:
+            self._search = _SavedModelSearch(export_dir)
+        else:
+            self._search = _CheckpointSearch(
+                self.config, self.source_vocab_size, self.target_vocab_size,
+                checkpoint or find_checkpoint(model_dir))
+        self.decoders = self._search.decoders
+        self.step = self._search.step
+
+    @property
+    def variants(self):
+        """The `Variant`s (decoder graphs) built so far, in build order."""
+        return self._search.variants
+
+    def tokenize(self, text):
+        """Source text -> its list of SentencePiece ids (no begin or end token)."""
+        return self._tokenizer.encode_source(text)
+
+    def detokenize(self, ids):
+        """Target ids -> text, up to the first end token."""
+        return self._tokenizer.decode_target(ids)
+
+    def count_tokens(self, text):
+        """The number of source subword tokens `text` encodes to."""
+        return len(self.tokenize(text))
+
+    def check_options(self, decoder, beam_width=None, n_best=1):
+        """Validates translation options and resolves the default beam width.
+
+        Args:
+          decoder: one of `decoders`.
+          beam_width: 1..max_beam_width, or None for the default (the
+            config's decode.beam_width). Greedy decoding ignores it (acts as 1).
+          n_best: how many hypotheses to return, 1..beam_width (1 for greedy).
+        Returns:
+          The beam width to decode with.
+        Raises:
+          ValueError: naming the bad option and its allowed values.
+        """
+        if decoder not in self.decoders:
+            raise ValueError("decoder must be one of %s, got %r"
+                             % (", ".join(self.decoders), decoder))
+        if decoder == "greedy":
+            beam_width = 1
+        elif beam_width is None:
+            beam_width = self._search.default_beam_width
+        elif not _is_int(beam_width) or not 1 <= beam_width <= self.max_beam_width:
+            raise ValueError("beam_width must be an integer in 1..%d, got %r"
+                             % (self.max_beam_width, beam_width))
+        if not _is_int(n_best) or not 1 <= n_best <= beam_width:
+            raise ValueError("n_best must be an integer in 1..%d (the beam width%s), got %r"
+                             % (beam_width, "; greedy decoding keeps one hypothesis"
+                                if decoder == "greedy" else "", n_best))
+        self._search.check_supported(decoder, beam_width)
+        return int(beam_width)
+
+    def search(self, token_ids, decoder="while_loop", beam_width=None):
+        """Decodes tokenized sentences, batched by length.
+
+        Args:
+          token_ids: a list of source token id lists, each non-empty.
+          decoder: one of `decoders`.
+          beam_width: as for `check_options`.
+        Returns:
+          A list of `SearchResult`, in input order.
+        Raises:
+          ValueError: for bad options or a sentence without tokens.
+        """
+        beam_width = self.check_options(decoder, beam_width)
+        for index, ids in enumerate(token_ids):
+            if not len(ids):
+                raise ValueError("sentence %d has no source tokens" % index)
+        results = [None] * len(token_ids)
+        for batch in length_sorted_batches([len(ids) for ids in token_ids],
+                                           self.config["decode"]["batch_size"]):
+            source_ids, source_length = pad_batch([token_ids[index] for index in batch])
+            ids, scores, lengths = self._search.run(decoder, beam_width, source_ids, source_length)
+            for row, index in enumerate(batch):
+                results[index] = _search_result(ids[row], scores[row], lengths[row])
+        return results
+
+    def translate(self, texts, decoder="while_loop", beam_width=None, n_best=1):
+        """Translates sentences.
+
+        Args:
+          texts: a list of strings, one sentence each.
+          decoder: "while_loop", "unrolled" or "greedy".
+          beam_width: 1..max_beam_width, None for the config's default; greedy
+            ignores it.
+          n_best: hypotheses per sentence, 1..beam_width (1 for greedy).
+        Returns:
+          A list of `Translation`, one per text, in input order.
+        Raises:
+          ValueError: for a bad option, a text that is not a string, or one
+            without source tokens (empty or blank).
+        """
+        beam_width = self.check_options(decoder, beam_width, n_best)
+        if isinstance(texts, str):
+            raise ValueError("texts must be a list of strings, got one string "
+                             "(wrap a single sentence in a list)")
+        token_ids = []
+        for index, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise ValueError("texts[%d] must be a string, got %s"
+                                 % (index, type(text).__name__))
+            ids = self.tokenize(text)
+            if not ids:
+                raise ValueError("texts[%d] is empty (no source tokens)" % index)
+            token_ids.append(ids)
+        translations = []
+        for result in self.search(token_ids, decoder, beam_width):
+            n_best_list = [Hypothesis(self.detokenize(ids), score)
+                           for ids, score in zip(result.ids[:n_best], result.scores[:n_best])]
+            translations.append(Translation(n_best_list[0].text, n_best_list[0].score, n_best_list))
+        return translations
+
+    def warm_up(self, decoders=None, beam_widths=None, max_source_length=None):
+        """Builds decoder variants now, and runs each once, so no request waits for them.
+
+        The first `Session.run` of new ops also costs extra (TensorFlow prunes
+        and optimises the graph for each new set of fetches): running each
+        variant once on a dummy sentence pays that here too.
+
+        Args:
+          decoders: the decoders to build (None: all of `decoders`).
+          beam_widths: the beam widths to build (None: the default one);
+            greedy is built once whatever they are.
+          max_source_length: for "unrolled", build every length bucket that
+            sources of up to this many tokens need (None: the config's
+            data.max_source_length). Each bucket is a graph of its own.
+        Returns:
+          The `Variant`s this call built.
+        Raises:
+          ValueError: for a decoder or beam width that cannot be served.
+        """
+        max_source_length = max_source_length or self.config["data"]["max_source_length"]
+        already_built = len(self.variants)
+        for decoder in decoders or self.decoders:
+            widths = {self.check_options(decoder, width) for width in beam_widths or [None]}
+            for beam_width in sorted(widths):
+                for source_length in _warm_up_source_lengths(
+                        decoder, max_source_length, self.config["decode"]):
+                    self._search.run(decoder, beam_width,
+                                     np.full([1, source_length], UNK_ID, np.int32),
+                                     np.array([source_length], np.int32))
+        return self.variants[already_built:]
+
+
+def _warm_up_source_lengths(decoder, max_source_length, decode_params):
+    """One source length per graph `decoder` needs for sources up to the given length."""
+    if decoder != "unrolled":
+        return [1]
+    first_length_of_bucket = {}
+    for length in range(1, max_source_length + 1):
+        first_length_of_bucket.setdefault(unrolled_length_bucket(length, decode_params), length)
+    return sorted(first_length_of_bucket.values())
+
+
+def _search_result(ids, scores, lengths):
+    """A `SearchResult` from one sentence's [K, time] ids, [K] scores and [K] lengths."""
+    hypotheses = []
+    for beam_ids, length in zip(ids, lengths):
+        tokens = beam_ids[:length].tolist()
+        if tokens and tokens[-1] == EOS_ID:
+            tokens.pop()
+        hypotheses.append(tokens)
+    return SearchResult(hypotheses, [float(score) for score in scores])
+
+
+def _is_int(value):
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
