@@ -93,7 +93,8 @@ class BidirectionalEncoder:
             # In reversed time: step 0 of the sentence is the last valid step.
             reversed_states = unroll(
                 backward.step, backward.project_inputs(_reverse(inputs, lengths)), initial_state)
-        final_state = tf.concat([_state_at_length(forward_states, lengths),
-                                 _state_at_length(reversed_states, lengths)], axis=-1)
+        with tf.name_scope("final_state"):
+            final_state = tf.concat([_state_at_length(forward_states, lengths),
+                                     _state_at_length(reversed_states, lengths)], axis=-1)
         outputs = tf.concat([forward_states, _reverse(reversed_states, lengths)], axis=-1)
         return outputs * mask, final_state

@@ -74,10 +74,12 @@ class Seq2SeqModel:
         """
         embedded = self._embeddings.embed_source(source_ids, training)
         memory, final_state = self._encoder(embedded, source_length, training)
+        with tf.name_scope("source_mask"):
+            mask = sequence_mask(source_length, tf.shape(source_ids)[1])
         return EncoderOutput(
             memory=memory,
             keys=self._decoder.attention_keys(memory),
-            mask=sequence_mask(source_length, tf.shape(source_ids)[1]),
+            mask=mask,
             initial_state=self._decoder.initial_state(final_state))
 
     def teacher_forced_logits(self, encoder_output, target_input, training):
@@ -129,9 +131,10 @@ class Seq2SeqModel:
                 lambda tensor: merge_beams(tile_beams(tensor, beam_width)), encoder_output)
 
         def update_fn(state, ids):
-            new_state, logits = self.step(
-                tiled, tf.nest.map_structure(merge_beams, state), merge_beams(ids))
-            return (tf.nest.map_structure(lambda tensor: split_beams(tensor, beam_width), new_state),
-                    split_beams(logits, beam_width))
+            with tf.name_scope("beam_update"):
+                new_state, logits = self.step(
+                    tiled, tf.nest.map_structure(merge_beams, state), merge_beams(ids))
+                return (tf.nest.map_structure(lambda t: split_beams(t, beam_width), new_state),
+                        split_beams(logits, beam_width))
 
         return update_fn, encoder_output.initial_state
