@@ -54,8 +54,9 @@ def split_batch(inputs, num_towers):
     Returns:
       A list of `num_towers` structures like `inputs`, tensors [batch / N, ...].
     """
-    splits = tf.nest.map_structure(lambda t: tf.split(t, num_towers, axis=0), inputs)
-    return [tf.nest.map_structure(lambda s, i=i: s[i], splits) for i in range(num_towers)]
+    pieces = [tf.split(tensor, num_towers, axis=0) for tensor in tf.nest.flatten(inputs)]
+    return [tf.nest.pack_sequence_as(inputs, [tensor_pieces[i] for tensor_pieces in pieces])
+            for i in range(num_towers)]
 
 
 def _sum_and_scale(gradients, scale):

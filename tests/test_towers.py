@@ -1,0 +1,101 @@
+"""Two towers on virtual CPU devices against one device, same batch, same start."""
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from data_pipeline.input import make_dataset
+from data_pipeline.tokenizer import Tokenizer
+from seq2seq import towers
+from seq2seq.model_fn import model_fn
+
+TRAIN = tf.estimator.ModeKeys.TRAIN
+
+
+@pytest.fixture(scope="module")
+def batch(tiny_config, tiny_data):
+    """One training batch (features, labels) as NumPy arrays, rows divisible by 2."""
+    with tf.Graph().as_default():
+        dataset = make_dataset(dict(tiny_config, num_towers=2), "train", TRAIN)
+        next_batch = tf.data.make_one_shot_iterator(dataset).get_next()
+        with tf.Session() as session:
+            return session.run(next_batch)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tiny_data, tmp_path_factory):
+    """A directory with the SentencePiece model, which model_fn reads the vocabulary from."""
+    directory = str(tmp_path_factory.mktemp("towers_model"))
+    Tokenizer.load(tiny_data.data_dir).copy_to(directory)
+    return directory
+
+
+def _train_step(config, batch, model_dir, num_towers, initial_values=None):
+    """Builds model_fn's TRAIN graph on `num_towers` towers and runs one update.
+
+    Returns:
+      (initial values, values after the update, the device of every op), the
+      values as {variable name: array} over all global variables (weights,
+      Adam's moments, the global step).
+    """
+    with tf.Graph().as_default() as graph:
+        tf.set_random_seed(config["train"]["seed"])
+        features, labels = tf.nest.map_structure(tf.constant, batch)
+        spec = model_fn(features, labels, TRAIN, dict(config, num_towers=num_towers),
+                        tf.estimator.RunConfig(model_dir=model_dir))
+        variables = tf.global_variables()
+        with tf.Session(config=towers.session_config(2)) as session:
+            session.run(tf.global_variables_initializer())
+            if initial_values is not None:
+                for variable in variables:
+                    variable.load(initial_values[variable.op.name], session)
+            before = {v.op.name: value for v, value in zip(variables, session.run(variables))}
+            session.run(spec.train_op)
+            after = {v.op.name: value for v, value in zip(variables, session.run(variables))}
+        devices = {op.name: op.device for op in graph.get_operations()}
+    return before, after, devices
+
+
+def test_two_towers_update_equals_one_device(tiny_config, batch, model_dir):
+    assert tiny_config["model"]["dropout"] == 0.0
+    source_lengths = np.split(batch[0]["source_length"], 2)
+    assert source_lengths[0].sum() != source_lengths[1].sum(), \
+        "the halves should hold different numbers of tokens, to test the weighting"
+    initial, one_device, _ = _train_step(tiny_config, batch, model_dir, num_towers=1)
+    _, two_towers, devices = _train_step(tiny_config, batch, model_dir, num_towers=2,
+                                         initial_values=initial)
+    assert set(one_device) == set(two_towers)
+    # Adam's first moment after one step is 0.1 * gradient: comparing it
+    # compares the gradients themselves, not only the signs Adam's first
+    # update mostly depends on.
+    assert any(name.endswith("/Adam") for name in one_device)
+    for name, value in one_device.items():
+        np.testing.assert_allclose(two_towers[name], value, rtol=1e-5, atol=1e-5, err_msg=name)
+        if name.endswith("/kernel"):
+            assert not np.allclose(value, initial[name]), name + " did not change"
+
+    for tower in (0, 1):
+        placed = [device for name, device in devices.items()
+                  if name.startswith("tower_%d/" % tower) and device]
+        on_own_device = sum(device.endswith("CPU:%d" % tower) for device in placed)
+        # The rest: embedding lookups and their gradients, which tf.nn.embedding_lookup
+        # colocates with the shared table on CPU:0.
+        assert on_own_device > 0.9 * len(placed), tower
+
+
+def test_split_batch_keeps_the_structure():
+    with tf.Graph().as_default(), tf.Session() as session:
+        inputs = ({"a": tf.reshape(tf.range(8), [4, 2])}, {"b": tf.range(4)})
+        halves = session.run(towers.split_batch(inputs, 2))
+    np.testing.assert_array_equal(halves[0][0]["a"], [[0, 1], [2, 3]])
+    np.testing.assert_array_equal(halves[1][1]["b"], [2, 3])
+
+
+def test_a_tower_creating_variables_is_an_error():
+    def unshared_loss(inputs):
+        weight = tf.Variable(1.0)
+        return tf.reduce_sum(inputs) * weight, tf.constant(1.0)
+
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="tower 1 created new variables"):
+            towers.parallel_gradients(unshared_loss, tf.ones([4]), 2)
