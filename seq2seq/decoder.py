@@ -46,7 +46,8 @@ class Decoder:
         """
         self._embeddings = embeddings
         with tf.variable_scope(None, default_name=name):
-            self._bridge = tf.make_template("bridge", _bridge, create_scope_now_=True, units=num_units)
+            self._bridge = tf.make_template(
+                "bridge", _bridge, create_scope_now_=True, units=num_units)
             self._cell = GRU(num_units)
             self._attention = make_attention(attention, attention_size, query_size=num_units)
             self._output = OutputLayer(

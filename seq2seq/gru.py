@@ -13,10 +13,9 @@ Keras' `reset_after=True`), which is what makes the fused h W_h possible:
     n = tanh(x_n + r * h_n)                 candidate (reset applied after W_h)
     h' = (1 - z) * n + z * h
 
-Initialisation: Glorot-uniform W_x, an orthogonal block per gate in W_h (keeps
-the recurrent map norm-preserving at the start), zero biases, so the update
-gate starts at z = 0.5: halfway between keeping and replacing the state, the
-cuDNN/Keras default; our sentences are short enough not to need a carry bias.
+Initialisation: Glorot-uniform W_x, an orthogonal block per gate in W_h (the
+recurrent map starts norm-preserving), and zero biases, as in Keras: the
+update gate starts at z = 0.5, halfway between keeping and replacing the state.
 """
 
 import tensorflow.compat.v1 as tf
@@ -97,8 +96,8 @@ def unroll(step, projected_inputs, initial_state):
 
     Padding is not masked here: the state at step t depends only on inputs up
     to t, so callers with right-padded sequences read a sequence's final state
-    at its length and zero the outputs past it, outside the loop (cheaper than
-    freezing the state with a select at every step).
+    at its length and zero the outputs past it, outside the loop, rather than
+    freezing the state with a select at every step.
 
     Args:
       step: a function (projected_input [batch, in], state [batch, units]) ->

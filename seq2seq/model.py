@@ -29,7 +29,11 @@ Fields:
 
 
 class Seq2SeqModel:
-    """The model, configured by the "model" section of the config."""
+    """The model, configured by the "model" section of the config.
+
+    Attributes:
+      scope_name: the variable scope that holds all of its variables.
+    """
 
     def __init__(self, model_params, source_vocab_size, target_vocab_size, name="seq2seq"):
         """Creates every template (no variables until the first call).
@@ -42,20 +46,22 @@ class Seq2SeqModel:
           target_vocab_size: V_t.
           name: the variable scope, made unique if taken.
         """
-        params = model_params
+        embedding_size = model_params["embedding_size"]
+        num_units = model_params["num_units"]
+        dropout_rate = model_params["dropout"]
+        tied = model_params["tie_output_projection"]
         with tf.variable_scope(None, default_name=name) as scope:
             self.scope_name = scope.name
             self._embeddings = Embeddings(
-                source_vocab_size, target_vocab_size, params["embedding_size"],
-                share=params["share_embeddings"], dropout_rate=params["dropout"])
+                source_vocab_size, target_vocab_size, embedding_size,
+                share=model_params["share_embeddings"], dropout_rate=dropout_rate)
             self._encoder = BidirectionalEncoder(
-                params["num_units"], params["encoder_layers"], params["dropout"])
-            tied = params["tie_output_projection"]
+                num_units, model_params["encoder_layers"], dropout_rate)
             self._decoder = Decoder(
-                self._embeddings, target_vocab_size, params["num_units"],
-                params["attention"], params["attention_size"],
-                pre_output_size=params["embedding_size"] if tied else params["num_units"],
-                tie_output_projection=tied, dropout_rate=params["dropout"])
+                self._embeddings, target_vocab_size, num_units,
+                model_params["attention"], model_params["attention_size"],
+                pre_output_size=embedding_size if tied else num_units,
+                tie_output_projection=tied, dropout_rate=dropout_rate)
 
     @property
     def variables(self):

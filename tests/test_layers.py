@@ -34,7 +34,8 @@ def numpy_gru(inputs, h, w_x, b_x, w_h, b_h):
 
 def gru_weights(sess, scope):
     """The four GRU variables under `scope`, as NumPy arrays (with nonzero biases)."""
-    names = ["input_projection/kernel", "input_projection/bias", "recurrent/kernel", "recurrent/bias"]
+    names = ["input_projection/kernel", "input_projection/bias",
+             "recurrent/kernel", "recurrent/bias"]
     variables = {v.op.name: v for v in tf.global_variables()}
     rng = np.random.RandomState(7)
     values = []
@@ -65,7 +66,8 @@ def test_gru_recurrent_kernel_is_orthogonal_per_gate():
         gru = GRU(6, name="gru")
         gru.step(tf.zeros([1, 18]), tf.zeros([1, 6]))
         sess.run(tf.global_variables_initializer())
-        kernel, = sess.run([v for v in tf.global_variables() if v.op.name == "gru/recurrent/kernel"])
+        kernel, = [sess.run(v) for v in tf.global_variables()
+                   if v.op.name == "gru/recurrent/kernel"]
     for gate in range(3):
         block = kernel[:, 6 * gate:6 * (gate + 1)]
         np.testing.assert_allclose(block.T @ block, np.eye(6), atol=1e-5)
@@ -112,7 +114,8 @@ def test_attention_matches_numpy(kind):
         attention = (BahdanauAttention(attention_size=7, name="attention") if kind == "bahdanau"
                      else LuongAttention(query_size=4, name="attention"))
         keys = attention.project_keys(tf.constant(memory))
-        context, weights = attention(tf.constant(query), keys, tf.constant(memory), tf.constant(mask))
+        context, weights = attention(
+            tf.constant(query), keys, tf.constant(memory), tf.constant(mask))
         sess.run(tf.global_variables_initializer())
         variables = {v.op.name: v for v in tf.global_variables()}
         if kind == "bahdanau":
@@ -121,7 +124,8 @@ def test_attention_matches_numpy(kind):
         got_context, got_weights = sess.run([context, weights])
 
     if kind == "bahdanau":
-        keys = memory @ values["attention/key_projection/kernel"] + values["attention/key_projection/bias"]
+        keys = (memory @ values["attention/key_projection/kernel"]
+                + values["attention/key_projection/bias"])
         projected = query @ values["attention/query_projection/kernel"]
         scores = np.tanh(projected[:, :, None] + keys[:, None]) @ values["attention/score/v"]
     else:

@@ -95,6 +95,31 @@ def test_variables_are_created_once_and_named_by_component():
     }
 
 
+def test_a_first_step_inside_a_while_loop_creates_the_same_variables():
+    """How a beam search meets the decoder: its first call inside tf.while_loop."""
+    source, source_length = random_batch(np.random.RandomState(0), [3, 5])
+    names = []
+    for first_call_in_loop in (False, True):
+        with tf.Graph().as_default(), tf.Session() as sess:
+            model = Seq2SeqModel(make_params("separate_tied_2_layers"), VOCAB, VOCAB)
+            enc = model.encode(tf.constant(source), tf.constant(source_length), training=False)
+            if not first_call_in_loop:
+                model.step(enc, enc.initial_state, tf.fill([2], BOS))
+            update_fn, initial_state = model.beam_update_fn(enc, beam_width=2)
+
+            def body(time, state, ids):
+                state, logits = update_fn(state, ids)
+                return time + 1, state, tf.argmax(logits, -1, output_type=tf.int32)
+
+            beam_state = tf.nest.map_structure(lambda t: tf.stack([t, t], axis=1), initial_state)
+            _, _, ids = tf.while_loop(lambda time, *_: time < 3, body,
+                                      (tf.constant(0), beam_state, tf.fill([2, 2], BOS)))
+            sess.run(tf.global_variables_initializer())
+            assert sess.run(ids).shape == (2, 2)
+            names.append(sorted(v.op.name for v in model.variables))
+    assert names[0] == names[1]
+
+
 def test_variants_share_variables_and_two_models_do_not():
     rng = np.random.RandomState(0)
     source, source_length = random_batch(rng, [3, 5])
