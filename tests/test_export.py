@@ -1,0 +1,73 @@
+"""The exported SavedModel translates like the checkpoint it was made from."""
+
+import glob
+import os
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+import yaml
+
+import train
+from data_pipeline.tokenizer import Tokenizer
+
+SENTENCES = ["twenty one", "three hundred and five", "one", "forty two thousand"]
+
+
+@pytest.fixture(scope="module")
+def source_batch(tiny_model_dir):
+    """A padded batch of encoded sentences of different lengths."""
+    tokenizer = Tokenizer.load(tiny_model_dir)
+    encoded = [tokenizer.encode_source(text) for text in SENTENCES]
+    lengths = np.array([len(ids) for ids in encoded], np.int32)
+    ids = np.zeros([len(encoded), lengths.max()], np.int32)
+    for row, sentence in enumerate(encoded):
+        ids[row, :len(sentence)] = sentence
+    return {"source_ids": ids, "source_length": lengths}
+
+
+def _latest_export(model_dir):
+    exports = sorted(glob.glob(os.path.join(model_dir, "export", "[0-9]*")))
+    assert exports, "training should end with an export"
+    return exports[-1]
+
+
+def _run_saved_model(export_dir, inputs):
+    with tf.Graph().as_default(), tf.Session() as session:
+        meta_graph = tf.saved_model.loader.load(session, [tf.saved_model.tag_constants.SERVING],
+                                                export_dir)
+        signature = meta_graph.signature_def[tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY]
+        feeds = {signature.inputs[name].name: value for name, value in inputs.items()}
+        fetches = {name: info.name for name, info in signature.outputs.items()}
+        return session.run(fetches, feeds)
+
+
+def test_saved_model_equals_checkpoint_predictions(tiny_config, tiny_model_dir, source_batch):
+    served = _run_saved_model(_latest_export(tiny_model_dir), source_batch)
+
+    estimator = train.build_estimator(tiny_config, tiny_model_dir, num_towers=1)
+    predicted = list(estimator.predict(
+        lambda: tf.data.Dataset.from_tensors(source_batch), yield_single_examples=False))[0]
+
+    beam_width = tiny_config["decode"]["beam_width"]
+    assert served["ids"].shape[:2] == (len(SENTENCES), beam_width)
+    assert served["scores"].shape == served["lengths"].shape == (len(SENTENCES), beam_width)
+    np.testing.assert_array_equal(served["ids"], predicted["ids"])
+    np.testing.assert_array_equal(served["lengths"], predicted["lengths"])
+    np.testing.assert_allclose(served["scores"], predicted["scores"], rtol=1e-5, atol=1e-5)
+    assert np.all(np.diff(served["scores"], axis=1) <= 0), "n-best must come best first"
+
+
+def test_saved_model_carries_config_and_sentencepiece(tiny_model_dir):
+    assets = os.path.join(_latest_export(tiny_model_dir), "assets.extra")
+    with open(os.path.join(assets, "config.yaml"), encoding="utf-8") as f:
+        assert yaml.safe_load(f)["name"] == "tiny"
+    tokenizer = Tokenizer.load(assets)
+    assert tokenizer.target_vocab_size == Tokenizer.load(tiny_model_dir).target_vocab_size
+
+
+def test_export_schedule_writes_a_new_export(tiny_config, tiny_model_dir):
+    before = set(glob.glob(os.path.join(tiny_model_dir, "export", "[0-9]*")))
+    result = train.run(tiny_config, tiny_model_dir, schedule="export")
+    assert result["export_path"] not in before
+    assert os.path.exists(os.path.join(result["export_path"], "saved_model.pb"))
