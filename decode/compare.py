@@ -1,0 +1,339 @@
+"""Compares the decoder variants on the same inputs.
+
+    python -m decode.compare --model_dir runs/default --beam_widths 1,4,8 \
+        --json bench/out/compare.json --plot bench/out/compare.png
+
+Every variant (greedy once; while_loop and unrolled at every beam width)
+decodes the same sentences with one `Translator`, and is measured for:
+- graph: the graphs built for these inputs (the unrolled search builds one per
+  length bucket), their build time and the ops they added to the graph;
+- latency: the first call (graph building and TensorFlow's first run
+  included), then the median of --runs further calls, as ms, sentences/s and
+  generated tokens/s;
+- quality: BLEU (sacrebleu) when references are given, and the mean length
+  of the best hypotheses;
+- agreement: unrolled against while_loop at each beam width, and greedy
+  against while_loop at beam width 1: identical best texts, identical n-best
+  ids, and the largest score difference (the two searches should agree to
+  1e-5);
+- per-sentence latency against output length (one sentence per call), for
+  greedy and both beam searches at the largest beam width.
+
+The figures hold only for this machine, model, inputs and batch size.
+"""
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+import sacrebleu
+import tensorflow.compat.v1 as tf
+
+from decode.translator import Translator
+
+STEADY_COLUMNS = (
+    ("decoder", "decoder", "%s"), ("beam", "beam_width", "%d"), ("graphs", "graphs", "%d"),
+    ("build s", "build_seconds", "%.2f"), ("ops", "num_ops", "%d"),
+    ("first ms", "first_call_ms", "%.1f"), ("steady ms", "steady_ms", "%.1f"),
+    ("sent/s", "sentences_per_second", "%.1f"), ("tok/s", "tokens_per_second", "%.0f"),
+    ("out len", "mean_output_tokens", "%.1f"), ("BLEU", "bleu", "%.2f"),
+)
+AGREEMENT_COLUMNS = (
+    ("variant", "variant", "%s"), ("against", "against", "%s"),
+    ("same text %", "identical_texts_percent", "%.1f"),
+    ("same ids %", "identical_ids_percent", "%.1f"),
+    ("max |score diff|", "max_score_difference", "%.2g"),
+)
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="python -m decode.compare", description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("\n\n", 2)[2], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model_dir", required=True, help="a model directory written by train.py")
+    parser.add_argument("--input", help="source sentences, one per line (default: the model's "
+                                        "prepared test set, else its dev set)")
+    parser.add_argument("--reference", help="reference translations, one per line, for BLEU "
+                                            "(default with the default input: its targets)")
+    parser.add_argument("--beam_widths", default="1,4,8",
+                        help="comma-separated beam widths (default: %(default)s)")
+    parser.add_argument("--max_sentences", type=int, default=200,
+                        help="use the first N sentences (default: %(default)s; 0: all)")
+    parser.add_argument("--runs", type=int, default=3,
+                        help="timed calls after the first, for the median (default: %(default)s)")
+    parser.add_argument("--latency_sentences", type=int, default=16,
+                        help="sentences timed one by one for latency against output length "
+                             "(default: %(default)s)")
+    parser.add_argument("--json", help="write the full report to this JSON file")
+    parser.add_argument("--plot", help="write latency charts to this PNG file")
+    args = parser.parse_args(argv)
+    try:
+        args.beam_widths = sorted({int(width) for width in args.beam_widths.split(",")})
+    except ValueError:
+        parser.error("--beam_widths must be comma-separated integers, got %r" % args.beam_widths)
+    if args.reference and not args.input:
+        parser.error("--reference needs --input (the default input brings its own references)")
+    for name in ("max_sentences", "latency_sentences"):
+        if getattr(args, name) < 0:
+            parser.error("--%s must be >= 0" % name)
+    if args.runs < 1:
+        parser.error("--runs must be >= 1")
+    return args
+
+
+def default_input_files(config):
+    """The model's prepared test set, else its dev set: (source path, target path).
+
+    Raises:
+      ValueError: if the config's data directory holds neither.
+    """
+    data_dir = config["data"]["data_dir"]
+    for split in ("test", "dev"):
+        source, target = (os.path.join(data_dir, "%s.%s" % (split, side))
+                          for side in ("src", "tgt"))
+        if os.path.isfile(source):
+            return source, target if os.path.isfile(target) else None
+    raise ValueError("no --input given and no prepared test or dev set in %s (the model's "
+                     "data.data_dir): pass --input FILE [--reference FILE]" % data_dir)
+
+
+def read_lines(path):
+    with open(path, encoding="utf-8") as f:
+        return [line.strip() for line in f]
+
+
+def load_inputs(translator, source_path, reference_path, max_sentences):
+    """Reads the sentences (and references), dropping blank sources.
+
+    Returns:
+      (token_ids: list of source id lists, references: list of str or None).
+    Raises:
+      ValueError: if the reference file's line count differs from the input's,
+        or no sentence is left.
+    """
+    sources = read_lines(source_path)
+    references = read_lines(reference_path) if reference_path else None
+    if references is not None and len(references) != len(sources):
+        raise ValueError("%s has %d lines but %s has %d: they must be aligned"
+                         % (source_path, len(sources), reference_path, len(references)))
+    token_ids = [translator.tokenize(sentence) for sentence in sources]
+    kept = [index for index, ids in enumerate(token_ids) if ids]
+    if max_sentences:
+        kept = kept[:max_sentences]
+    if not kept:
+        raise ValueError("%s holds no sentence to translate" % source_path)
+    return ([token_ids[index] for index in kept],
+            [references[index] for index in kept] if references is not None else None)
+
+
+def variants_to_compare(beam_widths):
+    """(decoder, beam_width) pairs: greedy once, then both beam searches per width."""
+    return [("greedy", 1)] + [(decoder, width) for width in beam_widths
+                              for decoder in ("while_loop", "unrolled")]
+
+
+def measure(translator, token_ids, references, decoder, beam_width, runs):
+    """Decodes the inputs with one variant, timing the first and the steady calls.
+
+    Returns:
+      (row: dict of the STEADY_COLUMNS fields, results: list of SearchResult).
+    """
+    already_built = len(translator.variants)
+    start = time.perf_counter()
+    results = translator.search(token_ids, decoder, beam_width)
+    first_call_seconds = time.perf_counter() - start
+    built = translator.variants[already_built:]
+    timings = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        translator.search(token_ids, decoder, beam_width)
+        timings.append(time.perf_counter() - start)
+    steady_seconds = statistics.median(timings)
+    output_tokens = [len(result.ids[0]) for result in results]
+    texts = [translator.detokenize(result.ids[0]) for result in results]
+    row = {
+        "decoder": decoder,
+        "beam_width": beam_width,
+        "graphs": len(built),
+        "build_seconds": sum(variant.build_seconds for variant in built),
+        "num_ops": sum(variant.num_ops for variant in built),
+        "first_call_ms": 1000 * first_call_seconds,
+        "steady_ms": 1000 * steady_seconds,
+        "steady_runs_ms": [1000 * seconds for seconds in timings],
+        "sentences_per_second": len(token_ids) / steady_seconds,
+        "tokens_per_second": sum(output_tokens) / steady_seconds,
+        "mean_output_tokens": float(np.mean(output_tokens)),
+        "bleu": (sacrebleu.corpus_bleu(texts, [references]).score
+                 if references is not None else None),
+    }
+    return row, results
+
+
+def agreement(translator, results, reference_results):
+    """How far two variants' results on the same inputs agree.
+
+    Args:
+      results, reference_results: lists of SearchResult for the same sentences.
+        Only the first min(beam widths) hypotheses of each are compared.
+    Returns:
+      {"identical_texts_percent": best texts equal, "identical_ids_percent":
+       compared n-best ids all equal, "max_score_difference": the largest
+       |score difference| of the compared hypotheses}.
+    """
+    same_texts = same_ids = 0
+    max_difference = 0.0
+    for result, reference in zip(results, reference_results):
+        beams = min(len(result.ids), len(reference.ids))
+        same_texts += (translator.detokenize(result.ids[0])
+                       == translator.detokenize(reference.ids[0]))
+        same_ids += result.ids[:beams] == reference.ids[:beams]
+        max_difference = max(max_difference, float(np.max(np.abs(
+            np.subtract(result.scores[:beams], reference.scores[:beams])))))
+    return {"identical_texts_percent": 100.0 * same_texts / len(results),
+            "identical_ids_percent": 100.0 * same_ids / len(results),
+            "max_score_difference": max_difference}
+
+
+def agreement_pairs(beam_widths):
+    """(variant, reference variant) pairs whose results should be identical."""
+    pairs = [(("unrolled", width), ("while_loop", width)) for width in beam_widths]
+    if 1 in beam_widths:
+        pairs.insert(0, (("greedy", 1), ("while_loop", 1)))
+    return pairs
+
+
+def sentence_latencies(translator, token_ids, decoder, beam_width, count, runs):
+    """Latency of translating sentences one at a time, against their output length.
+
+    Each sentence is decoded once untimed (building any graph it needs), then
+    timed `runs` times.
+
+    Returns:
+      A list of {"decoder", "beam_width", "source_tokens", "output_tokens",
+      "ms" (the median)}.
+    """
+    points = []
+    for ids in token_ids[:count]:
+        result = translator.search([ids], decoder, beam_width)[0]
+        timings = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            translator.search([ids], decoder, beam_width)
+            timings.append(time.perf_counter() - start)
+        points.append({"decoder": decoder, "beam_width": beam_width,
+                       "source_tokens": len(ids), "output_tokens": len(result.ids[0]),
+                       "ms": 1000 * statistics.median(timings)})
+    return points
+
+
+def format_table(rows, columns):
+    """A plain-text table of `rows` (dicts); None values print as "-"."""
+    cells = [[header for header, _, _ in columns]]
+    for row in rows:
+        cells.append([("-" if row[key] is None else fmt % row[key]) for _, key, fmt in columns])
+    widths = [max(len(line[column]) for line in cells) for column in range(len(columns))]
+    return "\n".join("  ".join(cell.rjust(width) if column else cell.ljust(width)
+                               for column, (cell, width) in enumerate(zip(line, widths)))
+                     for line in cells)
+
+
+def plot(report, path):
+    """Writes two charts to a PNG: steady latency against beam width, and
+    per-sentence latency against output length."""
+    import matplotlib  # only --plot needs it
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (by_beam, by_length) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for decoder, marker in (("while_loop", "o-"), ("unrolled", "s-"), ("greedy", "^")):
+        rows = [row for row in report["results"] if row["decoder"] == decoder]
+        by_beam.plot([row["beam_width"] for row in rows], [row["steady_ms"] for row in rows],
+                     marker, label=decoder)
+        points = [point for point in report["sentence_latency"] if point["decoder"] == decoder]
+        if points:
+            by_length.scatter([point["output_tokens"] for point in points],
+                              [point["ms"] for point in points], marker=marker[0],
+                              label="%s (beam %d)" % (decoder, points[0]["beam_width"]))
+    by_beam.set_xticks(sorted({row["beam_width"] for row in report["results"]}))
+    by_beam.set(xlabel="beam width", ylabel="ms per call (%d sentences, median)"
+                % report["inputs"]["sentences"], title="steady-state latency")
+    by_length.set(xlabel="output tokens (best hypothesis)", ylabel="ms (one sentence)",
+                  title="latency against output length")
+    for axes in (by_beam, by_length):
+        axes.grid(alpha=0.3)
+        axes.legend()
+    figure.suptitle("%s, step %d: this machine and these inputs only"
+                    % (report["model"]["name"], report["model"]["step"]))
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def compare(translator, token_ids, references, beam_widths, runs, latency_sentences):
+    """Runs every measurement; returns the report's "results", "agreement" and
+    "sentence_latency" entries."""
+    rows, results = [], {}
+    for decoder, width in variants_to_compare(beam_widths):
+        row, results[decoder, width] = measure(
+            translator, token_ids, references, decoder, width, runs)
+        rows.append(row)
+    agreements = [dict({"variant": "%s@%d" % variant, "against": "%s@%d" % reference},
+                       **agreement(translator, results[variant], results[reference]))
+                  for variant, reference in agreement_pairs(beam_widths)]
+    latencies = []
+    for decoder, width in (("greedy", 1), ("while_loop", beam_widths[-1]),
+                           ("unrolled", beam_widths[-1])):
+        latencies += sentence_latencies(translator, token_ids, decoder, width,
+                                        latency_sentences, runs)
+    return {"results": rows, "agreement": agreements, "sentence_latency": latencies}
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    tf.logging.set_verbosity(tf.logging.ERROR)
+    tf.disable_v2_behavior()
+    try:
+        translator = Translator(args.model_dir)
+        for width in args.beam_widths:
+            translator.check_options("while_loop", width)
+        source_path, reference_path = args.input, args.reference
+        if not source_path:
+            source_path, reference_path = default_input_files(translator.config)
+        token_ids, references = load_inputs(translator, source_path, reference_path,
+                                            args.max_sentences)
+    except (ValueError, OSError) as error:
+        print("error: %s" % error, file=sys.stderr)
+        return 2
+    report = {
+        "model": {"model_dir": args.model_dir, "name": translator.model_name,
+                  "step": translator.step},
+        "inputs": {"source": source_path, "reference": reference_path,
+                   "sentences": len(token_ids),
+                   "source_tokens": sum(len(ids) for ids in token_ids)},
+        "decode": translator.config["decode"],
+        "machine": {"platform": platform.platform(), "processor": platform.processor(),
+                    "cpus": os.cpu_count(), "tensorflow": tf.__version__},
+    }
+    report.update(compare(translator, token_ids, references, args.beam_widths, args.runs,
+                          args.latency_sentences))
+    print("%s (step %d), %d sentences from %s, batch size %d"
+          % (translator.model_name, translator.step, len(token_ids), source_path,
+             translator.config["decode"]["batch_size"]))
+    print(format_table(report["results"], STEADY_COLUMNS))
+    print()
+    print(format_table(report["agreement"], AGREEMENT_COLUMNS))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=2)
+    if args.plot:
+        plot(report, args.plot)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
