@@ -22,6 +22,7 @@ import collections
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+from decode import top_k
 from seq2seq.common import batch_gather, get_shape
 
 Beam = collections.namedtuple("Beam", ["log_probs", "lengths", "finished"])
@@ -89,11 +90,15 @@ def select_best(logits, beam, step, end_token_id, alpha):
 
     Two stages, for speed, with the same result as one top_k over all
     beam x vocab candidates: first the best `beam_width` tokens of every beam
-    row, then the best `beam_width` of those beam x beam candidates. Exact
-    because any candidate among the global best `beam_width` is also among the
-    best `beam_width` of its own row, and a row's order by logit is its order by
-    score. The log-softmax normaliser is one logsumexp per row ([batch, beam,
-    1]) instead of batch x beam x vocab log-probabilities.
+    row (by the chunked `top_k.top_k`), then the best `beam_width` of those
+    beam x beam candidates. Exact because any candidate among the global best
+    `beam_width` is also among the best `beam_width` of its own row, and a
+    row's order by logit is its order by score. The log-softmax normaliser is
+    one logsumexp per row ([batch, beam, 1]); only the beam x beam candidates
+    become log-probabilities. At batch 32, beam 5, vocab 4000 this step takes
+    0.6-0.7 ms against 2.0 ms for log-softmax and one tf.nn.top_k over
+    beam x vocab; nearly all of the gain is the chunked top-k (two stages
+    with tf.nn.top_k per row: 1.9 ms). Measured by bench/decode_speed.py.
 
     Args:
       logits: [batch, beam, vocab] float32, unnormalised, from update_fn.
@@ -112,7 +117,7 @@ def select_best(logits, beam, step, end_token_id, alpha):
             row_width = min(beam_width, vocab_size)
 
         log_normaliser = tf.reduce_logsumexp(logits, axis=-1, keepdims=True)
-        row_logits, row_tokens = tf.nn.top_k(logits, k=row_width)            # [b, k, r]
+        row_logits, row_tokens = top_k.top_k(logits, row_width)               # [b, k, r]
         alive_log_probs = beam.log_probs[..., None] + (row_logits - log_normaliser)
         alive_scores = alive_log_probs / length_penalty(step + 1, alpha)
 

@@ -72,6 +72,15 @@ def test_matches_numpy_reference(search, alpha, beam_width):
     assert_well_formed(*actual)
 
 
+@pytest.mark.parametrize("search", sorted(SEARCHES))
+def test_matches_numpy_reference_over_a_vocabulary_long_enough_to_chunk(search):
+    # 400 tokens: select_best takes each row's best tokens with the chunked top_k.
+    toy = ToyDecoder(vocab_size=400, hidden_size=6, seed=9, logit_scale=1.0)
+    batch_state = toy.initial_state([-3.0, 0.5])
+    actual = run_search(SEARCHES[search], toy, batch_state, 5, 3, 0.6)
+    assert_same_result(actual, run_reference(toy, batch_state, 5, 3, 0.6))
+
+
 @pytest.mark.parametrize("alpha", [0.0, 1.0])
 @pytest.mark.parametrize("search", sorted(SEARCHES))
 def test_exhaustive_beam_finds_every_sequence_in_order(search, alpha):

@@ -1,0 +1,32 @@
+"""decode.top_k.top_k against tf.nn.top_k, ties included."""
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from decode.top_k import chunk_size, top_k
+
+
+@pytest.mark.parametrize("shape, k, chunked", [
+    ((3, 4, 400), 5, True),
+    ((2, 2000), 10, True),      # no beam dimension
+    ((2, 3, 7), 3, False),      # too short to chunk: tf.nn.top_k
+    ((2, 3, 401), 5, False),    # 401 is prime: tf.nn.top_k
+])
+@pytest.mark.parametrize("distinct_values", [3, 1000000])  # 3: ties everywhere
+def test_equals_tf_top_k_ties_included(shape, k, chunked, distinct_values):
+    assert (chunk_size(shape[-1], k) is not None) == chunked
+    values = np.random.RandomState(0).randint(distinct_values, size=shape).astype(np.float32)
+    values[..., :shape[-1] // 2] -= 1.0  # the best in the second half: a tie order matters
+    with tf.Graph().as_default():
+        inputs = tf.constant(values)
+        with tf.Session() as session:
+            got, expected = session.run([top_k(inputs, k), tf.nn.top_k(inputs, k)])
+    np.testing.assert_array_equal(got[1], expected[1])
+    np.testing.assert_array_equal(got[0], expected[0])
+
+
+def test_chunk_size_minimises_the_elements_left_to_sort():
+    assert chunk_size(4000, 5) == 25      # 160 chunk maxima + 5 * 25 candidates
+    assert chunk_size(7, 3) is None       # prime
+    assert chunk_size(40, 5) is None      # less than 4x fewer elements: not worth it
