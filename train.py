@@ -165,7 +165,7 @@ def _train_and_evaluate(estimator, config, model_dir):
     train_spec = tf.estimator.TrainSpec(input_fn, max_steps=train["max_steps"])
     eval_spec = tf.estimator.EvalSpec(
         input_fn, steps=None, start_delay_secs=0, throttle_secs=train["throttle_secs"],
-        exporters=[BestCheckpointExporter(model_dir_files(model_dir))])
+        exporters=[BestCheckpointExporter(model_dir_files)])
     result = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
     if not estimator.config.is_chief:
         return {}

@@ -61,13 +61,14 @@ class BestCheckpointExporter(tf.estimator.Exporter):
     """After each evaluation: prints the metrics, keeps the checkpoint if it is the best.
 
     Args:
-      model_dir_files: names of files in the model directory to copy along
-        (config.yaml, the SentencePiece models).
+      model_dir_files: function(model_dir) -> names of the files in the model
+        directory to copy along (config.yaml, the SentencePiece models);
+        called at each export, when they exist.
       metric: the evaluation metric to maximise.
     """
 
     def __init__(self, model_dir_files, metric="bleu"):
-        self._model_dir_files = list(model_dir_files)
+        self._model_dir_files = model_dir_files
         self._metric = metric
 
     @property
@@ -98,7 +99,8 @@ class BestCheckpointExporter(tf.estimator.Exporter):
             "checkpoint": os.path.basename(checkpoint_path),
             "metrics": {name: float(v) for name, v in eval_result.items()},
         }
-        files = [os.path.join(estimator.model_dir, name) for name in self._model_dir_files]
+        files = [os.path.join(estimator.model_dir, name)
+                 for name in self._model_dir_files(estimator.model_dir)]
         _copy_checkpoint(checkpoint_path, files, record, best_dir)
         logger.info("%s %.2f is the best so far: checkpoint copied to %s",
                     self._metric, value, best_dir)

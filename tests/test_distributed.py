@@ -1,0 +1,79 @@
+"""Between-graph replicated training: chief, worker and parameter server on 127.0.0.1.
+
+Three `train.py` processes with TF_CONFIG, as on three machines. The
+Estimator's parameter server runs `server.join()` forever, so the test stops it
+once the chief and the worker have finished.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import tensorflow.compat.v1 as tf
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MAX_STEPS = 50
+TIMEOUT_SECS = 120  # a bound for a hung run; the test takes well under a minute
+
+
+def _free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def _tail(path, lines=15):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return "".join(f.readlines()[-lines:])
+
+
+def test_chief_worker_and_ps_train_together(tiny_config, tiny_data, tmp_path):
+    chief_port, worker_port, ps_port = _free_ports(3)
+    cluster = {"chief": ["127.0.0.1:%d" % chief_port],
+               "worker": ["127.0.0.1:%d" % worker_port],
+               "ps": ["127.0.0.1:%d" % ps_port]}
+    model_dir = str(tmp_path / "model")
+    command = [sys.executable, os.path.join(REPO, "train.py"),
+               "--config", os.path.join(REPO, "configs", "tiny.yaml"),
+               "--model_dir", model_dir,
+               "--hparams", "data.data_dir=%s" % tiny_config["data"]["data_dir"],
+               "--max_steps", str(MAX_STEPS)]
+
+    processes, logs = {}, {}
+    try:
+        for task in ("ps", "chief", "worker"):
+            env = dict(os.environ, TF_CONFIG=json.dumps(
+                {"cluster": cluster, "task": {"type": task, "index": 0}}))
+            logs[task] = str(tmp_path / ("%s.log" % task))
+            with open(logs[task], "w") as log:
+                processes[task] = subprocess.Popen(command, env=env, cwd=REPO, stdout=log,
+                                                   stderr=subprocess.STDOUT)
+        deadline = time.time() + TIMEOUT_SECS
+        while any(processes[task].poll() is None for task in ("chief", "worker")):
+            assert processes["ps"].poll() is None, "the ps stopped:\n" + _tail(logs["ps"])
+            assert time.time() < deadline, "timed out:\n" + _tail(logs["chief"])
+            time.sleep(0.5)
+        for task in ("chief", "worker"):
+            assert processes[task].returncode == 0, "%s failed:\n%s" % (task, _tail(logs[task]))
+    finally:
+        for process in processes.values():
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+
+    global_step = tf.train.load_checkpoint(model_dir).get_tensor(tf.GraphKeys.GLOBAL_STEP)
+    assert global_step >= MAX_STEPS, _tail(logs["chief"])
+    # Only the chief writes the model directory and exports.
+    assert os.path.exists(os.path.join(model_dir, "config.yaml"))
+    assert os.listdir(os.path.join(model_dir, "export"))
