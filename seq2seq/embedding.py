@@ -14,7 +14,13 @@ def _table(vocab_size, embedding_size):
 
 
 class Embeddings:
-    """The embedding tables: `shared/table`, or `source/table` and `target/table`."""
+    """The embedding tables: `shared/table`, or `source/table` and `target/table`.
+
+    Attributes:
+      source_table: a template returning the [V_s, E] source table variable.
+      target_table: a template returning the [V_t, E] target table variable
+        (the same template as `source_table` when shared).
+    """
 
     def __init__(self, source_vocab_size, target_vocab_size, embedding_size, share,
                  dropout_rate, name="embeddings"):

@@ -32,8 +32,8 @@ def apply_kernel(inputs, kernel, bias=None, transpose_kernel=False):
     return tf.reshape(outputs, shape[:-1] + get_shape(outputs)[-1:])
 
 
-def dense(inputs, units, use_bias=True, kernel_initializer=None):
-    """An affine map of the last axis, with `kernel` and `bias` variables.
+def dense(inputs, units, use_bias=True):
+    """An affine map of the last axis, with `kernel` (Glorot-uniform) and `bias` (zero).
 
     The variables are created in the current variable scope (the calling
     template's), so one template holds one dense layer.
@@ -41,15 +41,13 @@ def dense(inputs, units, use_bias=True, kernel_initializer=None):
     Args:
       inputs: [..., in_units], in_units known when the graph is built.
       units: out_units.
-      use_bias: whether to add a bias (initialised to zero).
-      kernel_initializer: defaults to Glorot-uniform.
+      use_bias: whether to add a bias.
     Returns:
       [..., units].
     """
     in_units = inputs.shape.as_list()[-1]
-    kernel = tf.get_variable(
-        "kernel", [in_units, units],
-        initializer=kernel_initializer or tf.glorot_uniform_initializer())
+    kernel = tf.get_variable("kernel", [in_units, units],
+                             initializer=tf.glorot_uniform_initializer())
     bias = (tf.get_variable("bias", [units], initializer=tf.zeros_initializer())
             if use_bias else None)
     return apply_kernel(inputs, kernel, bias)
