@@ -9,7 +9,7 @@ carried over unchanged), with a beam dimension of 1.
 import tensorflow.compat.v1 as tf
 
 from decode import checks, scoring
-from seq2seq.common import batch_free_shape_invariants, batch_gather, tile_beams
+from seq2seq.common import batch_free_shape_invariants, tile_beams
 
 
 def greedy_search(update_fn, initial_state, sequence_length, begin_token_id, end_token_id,
@@ -56,10 +56,9 @@ def greedy_search(update_fn, initial_state, sequence_length, begin_token_id, end
             new_state, logits = update_fn(state, ids)
             checks.check_step_outputs(state, new_state, logits, end_token_id)
             with tf.name_scope("choose"):
-                best = tf.argmax(logits, axis=-1, output_type=tf.int32)        # [b, 1]
-                best_logit = batch_gather(logits[:, 0], best)                     # [b, 1]
-                best_log_prob = best_logit - tf.reduce_logsumexp(logits[:, 0], axis=-1,
-                                                                 keepdims=True)
+                best = tf.argmax(logits, axis=-1, output_type=tf.int32)           # [b, 1]
+                best_log_prob = (tf.reduce_max(logits, axis=-1)
+                                 - tf.reduce_logsumexp(logits, axis=-1))             # [b, 1]
                 ids = tf.where_v2(finished, end_token_id, best)
                 log_probs = tf.where_v2(finished, log_probs, log_probs + best_log_prob)
                 lengths = tf.where_v2(finished, lengths, step + 1)

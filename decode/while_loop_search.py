@@ -68,6 +68,10 @@ def while_loop_beam_search(update_fn, initial_state, sequence_length, beam_width
                     parent_ids.write(step, choice.parent_ids))
 
         loop_vars = (tf.constant(0), state, ids, beam, token_ids, parent_ids)
+        # back_prop=False: decoding is never differentiated. parallel_iterations
+        # stays at its default: every iteration needs the previous one's state,
+        # and 1 and 10 measured alike (batch 1, beam 5, 40 steps: 20.9 and
+        # 21.0 ms; batch 32: 194 and 183 ms, within this machine's noise).
         _, _, _, beam, token_ids, parent_ids = tf.while_loop(
             not_done, body, loop_vars,
             shape_invariants=batch_free_shape_invariants(loop_vars),
