@@ -110,7 +110,10 @@ def select_best(logits, beam, step, end_token_id, alpha):
       A Choice: the new Beam, best first, and how it was reached.
     """
     with tf.name_scope("select_best"):
-        batch_size, beam_width, vocab_size = get_shape(logits)
+        # The beam's own shape, which the searches keep static, rather than the
+        # logits', which an update_fn may have lost.
+        batch_size, beam_width = get_shape(beam.log_probs)
+        vocab_size = get_shape(logits)[2]
         if isinstance(vocab_size, tf.Tensor):
             row_width = tf.minimum(beam_width, vocab_size)
         else:

@@ -177,6 +177,24 @@ def test_while_loop_graph_size_does_not_grow_with_length():
     assert op_count(rnn_beam_search, 5) < op_count(rnn_beam_search, 10)
 
 
+@pytest.mark.parametrize("search", sorted(SEARCHES))
+def test_update_fn_without_static_shapes(search):
+    toy = ToyDecoder(seed=13)
+
+    def shapeless_update_fn(state, ids):
+        new_state, logits = toy.update_fn(state, ids)
+        hide = lambda tensor: tf.reshape(tensor, tf.shape(tensor))  # noqa: E731
+        return tf.nest.map_structure(hide, new_state), hide(logits)
+
+    batch_state = toy.initial_state(MIXED_ROWS)
+    with tf.Graph().as_default():
+        outputs = SEARCHES[search](shapeless_update_fn, tf.nest.map_structure(tf.constant, batch_state),
+                                   5, 3, BEGIN, END, 0.6)
+        with tf.Session() as session:
+            actual = session.run(outputs)
+    assert_same_result(actual, run_reference(toy, batch_state, 5, 3, 0.6))
+
+
 def test_template_update_fn_shares_its_variables_across_steps():
     def step(state, ids):
         weights = tf.get_variable("weights", [4, 4])
