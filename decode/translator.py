@@ -52,9 +52,10 @@ DECODERS = ("while_loop", "unrolled", "greedy")
 # (and the seconds spent building them) to max_length / 8 per beam width,
 # where exact lengths would build a new graph for nearly every new batch
 # (each source token adds `max_length_ratio` steps; on the tiny test model a
-# 48-step beam-3 graph is 9,000 ops and takes seconds to build). The price is
-# up to 7 extra steps per batch, which change no result: by the batch's
-# longest limit every hypothesis has ended.
+# 48-step graph is 12,000 ops, ~5 s to build and ~10 s more for TensorFlow's
+# first run of it, on 2 busy CPU cores). The price is up to 7 extra steps per
+# batch, which change no result: by the batch's longest limit every
+# hypothesis has ended.
 UNROLLED_LENGTH_STEP = 8
 
 Translation = collections.namedtuple("Translation", "text score n_best")
@@ -204,8 +205,9 @@ class _CheckpointSearch:
     """Every decoder variant, built on demand into one graph and run by one session.
 
     The encoder is built once, at construction; every variant decodes from its
-    output. Variables are restored from the checkpoint as the builds create
-    them, by loading their values into the session (a Saver would add
+    output. The decoder's variables only appear with the first variant built,
+    so variables are restored as the builds create them, by loading the
+    checkpoint's values into the session (a Saver per build would add
     save/restore ops and blur every variant's op count).
     """
 
@@ -242,6 +244,10 @@ class _CheckpointSearch:
     def variants(self):
         """The `Variant`s built so far, in build order."""
         return [variant for _, variant in list(self._built.values())]
+
+    def close(self):
+        """Frees the session's resources."""
+        self._session.close()
 
     def check_supported(self, decoder, beam_width):
         """Any decoder and beam width can be built from a checkpoint."""
@@ -311,7 +317,12 @@ class _CheckpointSearch:
             if not self._reader.has_tensor(name):
                 raise ValueError("checkpoint %s has no variable %s: was it trained with "
                                  "a different model config?" % (self._checkpoint, name))
-            variable.load(self._reader.get_tensor(name), self._session)
+            value = self._reader.get_tensor(name)
+            if list(value.shape) != variable.shape.as_list():
+                raise ValueError("checkpoint %s holds %s with shape %s, the config's model "
+                                 "needs %s" % (self._checkpoint, name, list(value.shape),
+                                               variable.shape.as_list()))
+            variable.load(value, self._session)
             self._restored.add(name)
 
 
@@ -364,6 +375,10 @@ class _SavedModelSearch:
     def variants(self):
         """Nothing is built: the SavedModel's graph is fixed."""
         return []
+
+    def close(self):
+        """Frees the session's resources."""
+        self._session.close()
 
     def check_supported(self, decoder, beam_width):
         """Raises ValueError unless the signature serves this decoder and beam width."""
@@ -437,6 +452,10 @@ class Translator:
     def variants(self):
         """The `Variant`s (decoder graphs) built so far, in build order."""
         return self._search.variants
+
+    def close(self):
+        """Frees the session's resources; the translator cannot translate afterwards."""
+        self._search.close()
 
     def tokenize(self, text):
         """Source text -> its list of SentencePiece ids (no begin or end token)."""
