@@ -4,12 +4,12 @@
         --json bench/out/compare.json --plot bench/out/compare.png
 
 Every variant (greedy once; while_loop and unrolled at every beam width)
-decodes the same sentences with one `Translator`, and is measured for:
+decodes the same sentences, each with a fresh `Translator`, and is measured for:
 - graph: the graphs built for these inputs (the unrolled search builds one per
   length bucket), their build time and the ops they added to the graph;
 - latency: the first call (graph building and TensorFlow's first run
   included), then the median of --runs further calls, as ms, sentences/s and
-  generated tokens/s;
+  output tokens/s (of the best hypotheses);
 - quality: BLEU (sacrebleu) when references are given, and the mean length
   of the best hypotheses;
 - agreement: unrolled against while_loop at each beam width, and greedy
@@ -103,6 +103,7 @@ def default_input_files(config):
 
 
 def read_lines(path):
+    """The lines of a UTF-8 text file, stripped."""
     with open(path, encoding="utf-8") as f:
         return [line.strip() for line in f]
 
@@ -174,10 +175,11 @@ def measure(translator, token_ids, references, decoder, beam_width, runs):
     return row, results
 
 
-def agreement(translator, results, reference_results):
+def agreement(detokenizer, results, reference_results):
     """How far two variants' results on the same inputs agree.
 
     Args:
+      detokenizer: has `detokenize(ids) -> text` (a `Translator`).
       results, reference_results: lists of SearchResult for the same sentences.
         Only the first min(beam widths) hypotheses of each are compared.
     Returns:
@@ -189,8 +191,8 @@ def agreement(translator, results, reference_results):
     max_difference = 0.0
     for result, reference in zip(results, reference_results):
         beams = min(len(result.ids), len(reference.ids))
-        same_texts += (translator.detokenize(result.ids[0])
-                       == translator.detokenize(reference.ids[0]))
+        same_texts += (detokenizer.detokenize(result.ids[0])
+                       == detokenizer.detokenize(reference.ids[0]))
         same_ids += result.ids[:beams] == reference.ids[:beams]
         max_difference = max(max_difference, float(np.max(np.abs(
             np.subtract(result.scores[:beams], reference.scores[:beams])))))
@@ -274,22 +276,42 @@ def plot(report, path):
     plt.close(figure)
 
 
-def compare(translator, token_ids, references, beam_widths, runs, latency_sentences):
-    """Runs every measurement; returns the report's "results", "agreement" and
-    "sentence_latency" entries."""
-    rows, results = [], {}
+def compare(model_dir, detokenizer, token_ids, references, beam_widths, runs,
+            latency_sentences):
+    """Runs every measurement.
+
+    Each variant is measured with a fresh `Translator`: TensorFlow's first run
+    of new ops takes time in proportion to the whole graph, so graphs built
+    for the variants measured before would slow this one's first call (on the
+    tiny model, four unrolled graphs tripled a later while_loop's first call).
+
+    Args:
+      model_dir: the model directory.
+      detokenizer: a `Translator` of the model, for `agreement`.
+      token_ids, references: from `load_inputs`.
+      beam_widths: sorted beam widths.
+      runs: timed calls per measurement.
+      latency_sentences: sentences timed one by one per latency variant.
+    Returns:
+      The report's "results", "agreement" and "sentence_latency" entries.
+    """
+    latency_variants = {("greedy", 1), ("while_loop", beam_widths[-1]),
+                        ("unrolled", beam_widths[-1])}
+    rows, results, latencies = [], {}, []
     for decoder, width in variants_to_compare(beam_widths):
-        row, results[decoder, width] = measure(
-            translator, token_ids, references, decoder, width, runs)
+        translator = Translator(model_dir)
+        try:
+            row, results[decoder, width] = measure(
+                translator, token_ids, references, decoder, width, runs)
+            if (decoder, width) in latency_variants:
+                latencies += sentence_latencies(translator, token_ids, decoder, width,
+                                                latency_sentences, runs)
+        finally:
+            translator.close()
         rows.append(row)
     agreements = [dict({"variant": "%s@%d" % variant, "against": "%s@%d" % reference},
-                       **agreement(translator, results[variant], results[reference]))
+                       **agreement(detokenizer, results[variant], results[reference]))
                   for variant, reference in agreement_pairs(beam_widths)]
-    latencies = []
-    for decoder, width in (("greedy", 1), ("while_loop", beam_widths[-1]),
-                           ("unrolled", beam_widths[-1])):
-        latencies += sentence_latencies(translator, token_ids, decoder, width,
-                                        latency_sentences, runs)
     return {"results": rows, "agreement": agreements, "sentence_latency": latencies}
 
 
@@ -319,8 +341,8 @@ def main(argv=None):
         "machine": {"platform": platform.platform(), "processor": platform.processor(),
                     "cpus": os.cpu_count(), "tensorflow": tf.__version__},
     }
-    report.update(compare(translator, token_ids, references, args.beam_widths, args.runs,
-                          args.latency_sentences))
+    report.update(compare(args.model_dir, translator, token_ids, references, args.beam_widths,
+                          args.runs, args.latency_sentences))
     print("%s (step %d), %d sentences from %s, batch size %d"
           % (translator.model_name, translator.step, len(token_ids), source_path,
              translator.config["decode"]["batch_size"]))
