@@ -105,7 +105,10 @@ def main(argv=None):
         except (ValueError, OSError) as error:
             print("error: %s" % error, file=sys.stderr)
             return 2
-        chunk_size = BATCHES_PER_CHUNK * translator.config["decode"]["batch_size"]
+        # Typed at a terminal, each line is answered at once rather than after
+        # a chunk's worth of lines.
+        chunk_size = (1 if source.isatty()
+                      else BATCHES_PER_CHUNK * translator.config["decode"]["batch_size"])
         for lines in chunks(source, chunk_size):
             sink.write(translate_lines(translator, lines, args.decoder, args.beam_width,
                                        args.n_best))
