@@ -38,6 +38,9 @@ def parse_args(argv):
                         help="serve this exported SavedModel instead of the latest checkpoint")
     parser.add_argument("--no_batching", action="store_true",
                         help="translate every request alone (same as serve.batch_window_ms: 0)")
+    parser.add_argument("--warm_up_source_tokens", type=int, default=16,
+                        help="before saying ready, build the unrolled decoder's graphs for "
+                             "sources of up to this many tokens (0: none; default: 16)")
     return parser.parse_args(argv)
 
 
@@ -63,7 +66,8 @@ def main(argv=None):
     print("listening on %s (loading the model)" % server.url, flush=True)
 
     loader = BackgroundLoader(model, args.model_dir, args.export_dir,
-                              warm_up_beam_widths=[config["decode"]["beam_width"]])
+                              warm_up_beam_widths=[config["decode"]["beam_width"]],
+                              warm_up_source_tokens=args.warm_up_source_tokens)
     loader.start(on_ready=lambda: print("ready: %s" % server.url, flush=True),
                  on_failure=server.request_stop)
     server.serve()

@@ -7,9 +7,9 @@ responses. So this class runs waitress's loop itself, one poll at a time, and
 on a stop request:
 
 1. closes the listening socket (new connections are refused at once),
-2. keeps polling until no connection has a request being parsed, queued,
-   computed or not yet fully sent (at most ``drain_timeout_s``), meanwhile
-   answering with ``Connection: close`` so keep-alive clients go away,
+2. keeps polling until no connection has a request queued, being computed
+   or not yet fully sent (at most ``drain_timeout_s``; a keep-alive client
+   that goes on sending requests meanwhile is served until then),
 3. stops the worker threads and closes the remaining idle connections.
 
 ``request_stop`` only sets a flag and wakes the loop, so it is safe as a
@@ -41,9 +41,8 @@ class GracefulServer:
         self._stopping = threading.Event()
         self._socket_map = {}
         self._drain_timeout_s = drain_timeout_s
-        self._server = waitress.create_server(
-            _close_connections_when(self._stopping, app), map=self._socket_map,
-            host=host, port=port, threads=threads)
+        self._server = waitress.create_server(app, map=self._socket_map, host=host, port=port,
+                                              threads=threads)
 
     @property
     def url(self):
@@ -80,17 +79,3 @@ class GracefulServer:
         return any(channel.requests or channel.total_outbufs_len
                    for channel in list(self._server.active_channels.values()))
 
-
-def _close_connections_when(stopping, app):
-    """Wraps a WSGI app so that its answers close the connection once `stopping` is set."""
-
-    def application(environ, start_response):
-        def start_closing_response(status, headers, exc_info=None):
-            if stopping.is_set():
-                headers = [(name, value) for name, value in headers
-                           if name.lower() != "connection"] + [("Connection", "close")]
-            return start_response(status, headers, exc_info)
-
-        return app(environ, start_closing_response)
-
-    return application

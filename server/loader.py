@@ -16,13 +16,18 @@ class BackgroundLoader:
       export_dir: a SavedModel to load instead of the latest checkpoint, or None.
       warm_up_beam_widths: the beam widths whose graphs are built before the
         server says it is ready, so the first requests pay no graph building.
+      warm_up_source_tokens: the unrolled decoder has one graph per output
+        length bucket, each seconds to build: build those that sources of up
+        to this many tokens need (0: none). Longer sources build theirs on
+        first use.
     """
 
-    def __init__(self, slot, model_dir, export_dir, warm_up_beam_widths):
+    def __init__(self, slot, model_dir, export_dir, warm_up_beam_widths, warm_up_source_tokens):
         self._slot = slot
         self._model_dir = model_dir
         self._export_dir = export_dir
         self._warm_up_beam_widths = warm_up_beam_widths
+        self._warm_up_source_tokens = warm_up_source_tokens
         self.failed = False
 
     def start(self, on_ready, on_failure):
@@ -43,7 +48,7 @@ class BackgroundLoader:
 
             tf.disable_v2_behavior()
             translator = Translator(self._model_dir, export_dir=self._export_dir)
-            translator.warm_up(translator.decoders, self._warm_up_beam_widths)
+            self._warm_up(translator)
         except Exception:  # whatever it is, the server cannot serve without a model
             LOG.exception("loading the model from %s failed", self._model_dir)
             self.failed = True
@@ -53,3 +58,10 @@ class BackgroundLoader:
         LOG.info("model %s (step %d) loaded in %.1fs", translator.model_name, translator.step,
                  time.monotonic() - started)
         on_ready()
+
+    def _warm_up(self, translator):
+        one_graph_each = [decoder for decoder in translator.decoders if decoder != "unrolled"]
+        translator.warm_up(one_graph_each, self._warm_up_beam_widths)
+        if self._warm_up_source_tokens > 0 and "unrolled" in translator.decoders:
+            translator.warm_up(["unrolled"], self._warm_up_beam_widths,
+                               max_source_length=self._warm_up_source_tokens)

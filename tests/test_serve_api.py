@@ -1,0 +1,290 @@
+"""The HTTP API through Flask's test client, with a real tiny model.
+
+Every bad input of the issue has a case: its status, its error code, a piece
+of its message, that no internals leak, and that the next valid request is
+answered as usual.
+"""
+
+import json
+import logging
+
+import pytest
+
+from server.app import create_app
+from server.model_slot import ModelSlot
+
+
+@pytest.fixture(scope="session")
+def translator(tiny_model_dir):
+    from decode.translator import Translator
+    return Translator(tiny_model_dir)
+
+
+@pytest.fixture(scope="module")
+def config(translator):
+    return translator.config
+
+
+@pytest.fixture(scope="module")
+def client(translator, config):
+    return create_app(ModelSlot(translator), config).test_client()
+
+
+def assert_error(response, status, code, message_part):
+    assert response.status_code == status, response.get_data(as_text=True)
+    assert response.mimetype == "application/json"
+    body = response.get_json()
+    assert set(body) == {"error"} and set(body["error"]) == {"code", "message"}
+    assert body["error"]["code"] == code
+    assert message_part in body["error"]["message"]
+    text = response.get_data(as_text=True)
+    assert "Traceback" not in text and ".py" not in text
+
+
+def assert_serves(client):
+    response = client.post("/translate", json={"text": "twenty one"})
+    assert response.status_code == 200
+    assert response.get_json()["translations"][0]["text"]
+
+
+# --- Valid requests ---------------------------------------------------------------------------
+
+def test_translate_one_text(client, translator, config):
+    response = client.post("/translate", json={"text": "  three hundred and twelve  "})
+    assert response.status_code == 200
+    body = response.get_json()
+    assert list(body) == ["translations", "decoder", "beam_width", "elapsed_ms", "model"]
+    assert body["decoder"] == "while_loop"
+    assert body["beam_width"] == config["decode"]["beam_width"]
+    assert body["elapsed_ms"] > 0
+    assert body["model"] == {"name": translator.model_name, "step": translator.step}
+    [translation] = body["translations"]
+    [expected] = translator.translate(["three hundred and twelve"])
+    assert translation["text"] == expected.text
+    assert translation["score"] == pytest.approx(expected.score, abs=1e-4)
+    assert translation["n_best"] == [{"text": translation["text"], "score": translation["score"]}]
+
+
+@pytest.mark.parametrize("decoder", ["while_loop", "unrolled"])
+def test_translate_texts_with_an_n_best_list(client, decoder):
+    texts = ["one", "forty two", "nine thousand"]
+    response = client.post("/translate", json={"texts": texts, "decoder": decoder,
+                                               "beam_width": 4, "n_best": 3})
+    assert response.status_code == 200
+    body = response.get_json()
+    assert (body["decoder"], body["beam_width"]) == (decoder, 4)
+    assert len(body["translations"]) == len(texts)
+    for translation in body["translations"]:
+        scores = [hypothesis["score"] for hypothesis in translation["n_best"]]
+        assert len(scores) == 3 and scores == sorted(scores, reverse=True)
+        assert translation["n_best"][0] == {"text": translation["text"], "score": translation["score"]}
+
+
+def test_greedy_reports_beam_width_one(client):
+    response = client.post("/translate", json={"text": "seven", "decoder": "greedy", "beam_width": 5})
+    assert response.status_code == 200
+    assert response.get_json()["beam_width"] == 1
+
+
+def test_charset_utf8_and_non_ascii_text_are_accepted(client):
+    response = client.post("/translate", data=json.dumps({"text": "sete mil e ação"}),
+                           content_type="application/json; charset=UTF-8")
+    assert response.status_code == 200
+
+
+def test_info_reports_the_model_and_the_limits(client, translator, config):
+    response = client.get("/v1/info")
+    assert response.status_code == 200
+    info = response.get_json()
+    assert info["model"] == {"name": translator.model_name, "step": translator.step,
+                             "source_vocab_size": translator.source_vocab_size,
+                             "target_vocab_size": translator.target_vocab_size}
+    assert info["decoders"] == ["while_loop", "unrolled", "greedy"]
+    assert info["defaults"] == {"decoder": "while_loop",
+                                "beam_width": config["decode"]["beam_width"], "n_best": 1}
+    serve = config["serve"]
+    assert info["limits"] == {
+        "max_body_bytes": serve["max_body_bytes"], "max_texts": serve["max_texts"],
+        "max_chars": serve["max_chars"], "max_tokens": serve["max_tokens"],
+        "max_beam_width": config["decode"]["max_beam_width"],
+        "max_n_best": config["decode"]["max_beam_width"]}
+    assert info["batching"] == {"enabled": True, "window_ms": serve["batch_window_ms"],
+                                "max_batch_sentences": serve["max_batch_sentences"]}
+
+
+def test_healthz(client):
+    response = client.get("/healthz")
+    assert (response.status_code, response.get_json()) == (200, {"status": "ok"})
+
+
+def test_the_page_is_self_contained(client):
+    response = client.get("/")
+    assert response.status_code == 200 and response.mimetype == "text/html"
+    page = response.get_data(as_text=True)
+    assert "<script" in page and "<style" in page
+    assert "http://" not in page and "https://" not in page, "no CDN: nothing loaded from elsewhere"
+    assert "default-src 'none'" in response.headers["Content-Security-Policy"]
+
+
+def test_one_log_line_per_request(client, caplog):
+    with caplog.at_level(logging.INFO, logger="seq2seq.serve.access"):
+        client.post("/translate", json={"texts": ["one", "two"]})
+        client.get("/nowhere")
+    lines = [record.getMessage() for record in caplog.records if record.name == "seq2seq.serve.access"]
+    assert len(lines) == 2
+    assert lines[0].startswith("POST /translate 200 ") and lines[0].endswith("ms sentences=2")
+    assert lines[1].startswith("GET /nowhere 404 ") and lines[1].endswith("ms sentences=0")
+
+
+# --- Bad input: one case per kind ---------------------------------------------------------------
+
+def json_body(value):
+    return {"data": json.dumps(value), "content_type": "application/json"}
+
+
+def raw_body(data):
+    return {"data": data, "content_type": "application/json"}
+
+
+LONG_WORD = "abcdefghijklmnopqrstuvwxyz" * 19  # 494 characters, within the character limit
+
+BAD_REQUESTS = [
+    # (case id, request arguments, status, code, part of the message)
+    ("invalid json", raw_body('{"text": "one"'), 400, "bad_request", "not valid JSON"),
+    ("empty body", raw_body(""), 400, "bad_request", "the body is empty"),
+    ("json list", json_body(["one"]), 400, "bad_request", "must be a JSON object, got an array"),
+    ("json number", json_body(3), 400, "bad_request", "got a number"),
+    ("json null", json_body(None), 400, "bad_request", "got null"),
+    ("json string", json_body("one"), 400, "bad_request", "got a string"),
+    ("nan", raw_body('{"text": "one", "beam_width": NaN}'), 400, "bad_request", "not valid JSON"),
+    ("deep nesting", raw_body("[" * 20000 + "]" * 20000), 400, "bad_request", "nested too deeply"),
+    ("no text", json_body({"decoder": "greedy"}), 400, "bad_request", "exactly one of"),
+    ("text and texts", json_body({"text": "a", "texts": ["b"]}), 400, "bad_request",
+     "exactly one of"),
+    ("unknown field", json_body({"text": "one", "beam": 4}), 400, "bad_request",
+     'unknown field "beam"'),
+    ("empty text", json_body({"text": ""}), 400, "bad_request", "text is empty"),
+    ("blank text", json_body({"text": " \t "}), 400, "bad_request", "text is empty"),
+    ("text not a string", json_body({"text": 12}), 400, "bad_request",
+     "text must be a string, got a number"),
+    ("texts not a list", json_body({"texts": "one"}), 400, "bad_request",
+     "texts must be a list of strings, got a string"),
+    ("texts holds a non-string", json_body({"texts": ["one", None]}), 400, "bad_request",
+     "texts[1] must be a string, got null"),
+    ("texts holds a list", json_body({"texts": [["one"]]}), 400, "bad_request",
+     "texts[0] must be a string, got an array"),
+    ("texts empty", json_body({"texts": []}), 400, "bad_request", "texts is empty"),
+    ("one of texts empty", json_body({"texts": ["one", "two", ""]}), 400, "bad_request",
+     "texts[2] is empty"),
+    ("too many texts", json_body({"texts": ["one"] * 33}), 400, "bad_request",
+     "texts has 33 entries; the limit is 32"),
+    ("too many characters", json_body({"text": "one " * 130}), 400, "bad_request",
+     "text has 519 characters; the limit is 500"),
+    ("too many tokens", json_body({"text": "a " * 249 + "a"}), 400, "bad_request",
+     "tokens; the limit is 128"),
+    ("very long word", json_body({"text": LONG_WORD}), 400, "bad_request",
+     "tokens; the limit is 128"),
+    ("control character", json_body({"texts": ["one", "tw\u0007o"]}), 400, "bad_request",
+     "texts[1] contains the control character U+0007 at position 2"),
+    ("nul character", json_body({"text": "one\u0000"}), 400, "bad_request", "U+0000"),
+    ("unpaired surrogate", raw_body('{"text": "one \\ud800"}'), 400, "bad_request",
+     "unpaired surrogate U+D800"),
+    ("invalid utf-8", raw_body(b'{"text": "caf\xe9"}'), 400, "bad_request",
+     "not valid UTF-8 (byte 0xe9 at offset 13)"),
+    ("unknown decoder", json_body({"text": "one", "decoder": "beam"}), 400, "bad_request",
+     'decoder must be one of while_loop, unrolled, greedy, got "beam"'),
+    ("decoder not a string", json_body({"text": "one", "decoder": 2}), 400, "bad_request",
+     "decoder must be one of"),
+    ("beam width zero", json_body({"text": "one", "beam_width": 0}), 400, "bad_request",
+     "beam_width must be between 1 and 8, got 0"),
+    ("beam width too large", json_body({"text": "one", "beam_width": 9}), 400, "bad_request",
+     "beam_width must be between 1 and 8, got 9"),
+    ("beam width a string", json_body({"text": "one", "beam_width": "4"}), 400, "bad_request",
+     'beam_width must be an integer, got "4"'),
+    ("beam width a float", json_body({"text": "one", "beam_width": 2.0}), 400, "bad_request",
+     "beam_width must be an integer, got 2.0"),
+    ("beam width a boolean", json_body({"text": "one", "beam_width": True}), 400, "bad_request",
+     "beam_width must be an integer, got true"),
+    ("n-best zero", json_body({"text": "one", "n_best": 0}), 400, "bad_request",
+     "n_best must be between 1 and 3"),
+    ("n-best over the beam", json_body({"text": "one", "beam_width": 2, "n_best": 3}), 400,
+     "bad_request", "n_best must be between 1 and 2"),
+    ("n-best with greedy", json_body({"text": "one", "decoder": "greedy", "n_best": 2}), 400,
+     "bad_request", "n_best must be 1"),
+    ("n-best a boolean", json_body({"text": "one", "n_best": False}), 400, "bad_request",
+     "n_best must be an integer, got false"),
+    ("body over the limit", raw_body(json.dumps({"text": "x" * 70000})), 413, "payload_too_large",
+     "over the limit of 65536 bytes"),
+    ("text/plain", {"data": '{"text": "one"}', "content_type": "text/plain"}, 415,
+     "unsupported_media_type", "Content-Type: application/json"),
+    ("form", {"data": {"text": "one"}}, 415, "unsupported_media_type",
+     'got "application/x-www-form-urlencoded"'),
+    ("no content type", {"data": '{"text": "one"}'}, 415, "unsupported_media_type",
+     "got no Content-Type"),
+    ("latin-1 charset", {"data": '{"text": "one"}', "content_type": "application/json; charset=latin-1"},
+     415, "unsupported_media_type", "must be UTF-8"),
+]
+
+
+@pytest.mark.parametrize("arguments,status,code,message_part",
+                         [case[1:] for case in BAD_REQUESTS], ids=[case[0] for case in BAD_REQUESTS])
+def test_bad_translate_request(client, arguments, status, code, message_part):
+    assert_error(client.post("/translate", **arguments), status, code, message_part)
+    assert_serves(client)
+
+
+@pytest.mark.parametrize("method,path,status,code,message_part", [
+    ("GET", "/translate", 405, "method_not_allowed", "GET is not allowed on /translate; use POST"),
+    ("PUT", "/healthz", 405, "method_not_allowed", "use GET"),
+    ("DELETE", "/v1/info", 405, "method_not_allowed", "use GET"),
+    ("GET", "/v2/translate", 404, "not_found", "no such path: /v2/translate"),
+    ("POST", "/", 405, "method_not_allowed", "use GET"),
+])
+def test_bad_method_or_path(client, method, path, status, code, message_part):
+    response = client.open(path, method=method)
+    assert_error(response, status, code, message_part)
+    if status == 405:
+        assert response.headers["Allow"], "a 405 names the methods that are allowed"
+    assert_serves(client)
+
+
+# --- Failures inside the server ----------------------------------------------------------------
+
+class ExplodingTranslator:
+    """The real translator, except that one text makes translate() fail with internals."""
+
+    def __init__(self, translator):
+        self._translator = translator
+
+    def __getattr__(self, name):
+        return getattr(self._translator, name)
+
+    def translate(self, texts, **options):
+        if "boom" in texts:
+            raise RuntimeError("failed in /srv/secret/decode/translator.py line 12")
+        return self._translator.translate(texts, **options)
+
+
+def test_an_internal_error_is_a_generic_500_and_is_logged(translator, config, caplog):
+    client = create_app(ModelSlot(ExplodingTranslator(translator)), config).test_client()
+    with caplog.at_level(logging.ERROR, logger="seq2seq.serve"):
+        response = client.post("/translate", json={"text": "boom"})
+    assert_error(response, 500, "internal_error", "the server has logged the details")
+    assert "secret" not in response.get_data(as_text=True)
+    assert any("/srv/secret" in record.getMessage() or
+               (record.exc_info and "/srv/secret" in str(record.exc_info[1]))
+               for record in caplog.records)
+    assert_serves(client)
+
+
+def test_503_until_the_model_is_loaded(translator, config):
+    slot = ModelSlot()
+    client = create_app(slot, config).test_client()
+    health = client.get("/healthz")
+    assert (health.status_code, health.get_json()) == (503, {"status": "loading"})
+    assert_error(client.post("/translate", json={"text": "one"}), 503, "unavailable", "loading")
+    assert_error(client.get("/v1/info"), 503, "unavailable", "loading")
+    assert client.get("/").status_code == 200, "the page loads and waits for the model"
+    slot.fill(translator)
+    assert client.get("/healthz").status_code == 200
+    assert_serves(client)

@@ -1,0 +1,138 @@
+"""serve.py as a real process on 127.0.0.1: start-up, translations, and a graceful stop."""
+
+import http.client
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+START_TIMEOUT_S = 180
+STOP_TIMEOUT_S = 20
+
+
+class ServerProcess:
+    """`python serve.py` on a free port of 127.0.0.1, its log kept in a file."""
+
+    def __init__(self, model_dir, log_path):
+        self.log_path = log_path
+        self._log = open(log_path, "w", encoding="utf-8")
+        self.process = subprocess.Popen(
+            [sys.executable, "serve.py", "--model_dir", model_dir, "--host", "127.0.0.1",
+             "--port", "0", "--warm_up_source_tokens", "0"],
+            cwd=REPO, stdout=subprocess.PIPE, stderr=self._log, text=True)
+        first_line = self.process.stdout.readline()
+        match = re.match(r"listening on http://127\.0\.0\.1:(\d+)/ \(loading the model\)", first_line)
+        assert match, "unexpected first line %r; log: %s" % (first_line, self.log())
+        self.port = int(match.group(1))
+
+    def connection(self):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+
+    def request(self, method, path, body=None):
+        """Returns (status, parsed JSON body) of one request on a new connection."""
+        connection = self.connection()
+        try:
+            headers = {"Content-Type": "application/json"} if body is not None else {}
+            connection.request(method, path, body=None if body is None else json.dumps(body),
+                               headers=headers)
+            response = connection.getresponse()
+            return response.status, json.loads(response.read())
+        finally:
+            connection.close()
+
+    def wait_until_ready(self):
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, "serve.py exited early: %s" % self.log()
+            if self.request("GET", "/healthz")[0] == 200:
+                return
+            time.sleep(0.2)
+        pytest.fail("serve.py was not ready within %ds: %s" % (START_TIMEOUT_S, self.log()))
+
+    def log(self):
+        self._log.flush()
+        with open(self.log_path, encoding="utf-8") as log_file:
+            return log_file.read()
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.process.stdout.close()
+        self._log.close()
+
+
+@pytest.fixture
+def server(tiny_model_dir, tmp_path):
+    process = ServerProcess(tiny_model_dir, str(tmp_path / "serve.log"))
+    yield process
+    process.stop()
+
+
+def test_starts_serves_and_stops_gracefully_on_sigterm(server):
+    # The HTTP server is up before the model: 503 while it loads, then 200.
+    assert server.request("GET", "/healthz") == (503, {"status": "loading"})
+    server.wait_until_ready()
+    assert server.process.stdout.readline().strip() == "ready: http://127.0.0.1:%d/" % server.port
+
+    status, body = server.request("POST", "/translate", {"text": "three hundred and twelve"})
+    assert status == 200 and body["translations"][0]["text"]
+    status, body = server.request("POST", "/translate", {"texts": ["one", "two"], "decoder": "greedy"})
+    assert status == 200 and len(body["translations"]) == 2
+    status, body = server.request("POST", "/translate", {"text": ""})
+    assert (status, body["error"]["code"]) == (400, "bad_request")
+    assert server.request("GET", "/v1/info")[1]["model"]["step"] > 0
+
+    # A long request (its unrolled graph is built on first use) is in flight
+    # when SIGTERM arrives: it is still answered, then the process exits 0.
+    connection = server.connection()
+    connection.request("POST", "/translate", body=json.dumps(
+        {"texts": ["I bought these two chairs."] * 32, "decoder": "unrolled", "beam_width": 8,
+         "n_best": 8}), headers={"Content-Type": "application/json"})
+    sent = time.monotonic()
+    time.sleep(0.5)
+    server.process.send_signal(signal.SIGTERM)
+    signalled = time.monotonic()
+    response = connection.getresponse()
+    body = json.loads(response.read())
+    assert response.status == 200, body
+    assert len(body["translations"]) == 32 and len(body["translations"][0]["n_best"]) == 8
+    assert body["elapsed_ms"] > (signalled - sent) * 1000, "the request was in flight at SIGTERM"
+    assert server.process.wait(timeout=STOP_TIMEOUT_S) == 0
+    log = server.log()
+    assert re.search(r"POST /translate 200 [\d.]+ms sentences=32", log)
+    assert re.search(r"POST /translate 400 [\d.]+ms sentences=0", log)
+    assert "Traceback" not in log
+
+
+def test_refuses_new_connections_while_draining(server):
+    server.wait_until_ready()
+    outcome = {}
+
+    def long_request():
+        outcome["status"] = server.request("POST", "/translate", {
+            "texts": ["Where are the three yellow chairs?"] * 32, "decoder": "unrolled",
+            "beam_width": 7})[0]
+
+    worker = threading.Thread(target=long_request)
+    worker.start()
+    time.sleep(0.5)
+    server.process.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    with pytest.raises(ConnectionRefusedError):
+        server.request("GET", "/healthz")
+    worker.join(timeout=STOP_TIMEOUT_S)
+    assert outcome == {"status": 200}
+    assert server.process.wait(timeout=STOP_TIMEOUT_S) == 0
+
+
+def test_stops_promptly_while_the_model_is_loading(server):
+    server.process.send_signal(signal.SIGTERM)
+    assert server.process.wait(timeout=STOP_TIMEOUT_S) == 0
