@@ -1,0 +1,125 @@
+"""The page in real headless Chromium, against the app served by waitress on 127.0.0.1.
+
+Skipped only where Chromium is missing outside CI; under CI (the CI variable
+set) a missing browser is a failure.
+"""
+
+import os
+import threading
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import WebDriverWait
+
+from server.app import create_app
+from server.graceful_server import GracefulServer
+from server.model_slot import ModelSlot
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+# Nothing but the page: no first-run UI, no network beyond 127.0.0.1.
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--window-size=1280,900")
+WAIT_S = 60
+
+
+@pytest.fixture(scope="module")
+def translator(tiny_model_dir):
+    from decode.translator import Translator
+    return Translator(tiny_model_dir)
+
+
+@pytest.fixture(scope="module")
+def page_url(translator):
+    server = GracefulServer(create_app(ModelSlot(translator), translator.config),
+                            "127.0.0.1", 0, threads=8)
+    thread = threading.Thread(target=server.serve, name="waitress", daemon=True)
+    thread.start()
+    yield server.url
+    server.request_stop()
+    thread.join(timeout=30)
+
+
+@pytest.fixture
+def browser(tmp_path):
+    if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
+        if os.environ.get("CI"):
+            pytest.fail("CI must run the browser test, but %s or %s is missing"
+                        % (CHROMIUM, CHROMEDRIVER))
+        pytest.skip("Chromium is not installed (apt-get install chromium chromium-driver); "
+                    "CI installs it and runs this test")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    options.add_argument("--user-data-dir=%s" % (tmp_path / "chromium-profile"))
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    # An explicit driver path: Selenium Manager is never asked to download anything.
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    yield driver
+    driver.quit()
+
+
+def open_page(browser, page_url):
+    browser.get(page_url)
+    wait = WebDriverWait(browser, WAIT_S)
+    wait.until(expected_conditions.element_to_be_clickable((By.ID, "translate")))
+    return wait
+
+
+def set_number(browser, element_id, value):
+    field = browser.find_element(By.ID, element_id)
+    field.clear()
+    field.send_keys(str(value))
+
+
+def column_hypotheses(browser, decoder):
+    column = browser.find_element(By.CSS_SELECTOR, 'section.decoder[data-decoder="%s"]' % decoder)
+    return [(item.find_element(By.CLASS_NAME, "text").text,
+             float(item.find_element(By.CLASS_NAME, "score").text))
+            for item in column.find_elements(By.CSS_SELECTOR, "li.hypothesis")]
+
+
+def test_a_person_compares_the_two_beam_searches(browser, page_url, translator):
+    wait = open_page(browser, page_url)
+    checked = [box.get_attribute("value")
+               for box in browser.find_elements(By.CSS_SELECTOR, "#decoders input:checked")]
+    assert checked == ["while_loop", "unrolled"]
+    browser.find_element(By.ID, "text").send_keys("I bought these two chairs.")
+    set_number(browser, "beam_width", 4)
+    set_number(browser, "n_best", 3)
+    browser.find_element(By.ID, "translate").click()
+    for decoder in ("unrolled", "while_loop"):
+        wait.until(expected_conditions.presence_of_element_located(
+            (By.CSS_SELECTOR, 'section.decoder[data-decoder="%s"] .elapsed' % decoder)))
+    wait.until(expected_conditions.element_to_be_clickable((By.ID, "translate")))
+
+    for decoder in ("unrolled", "while_loop"):
+        [expected] = translator.translate(["I bought these two chairs."], decoder=decoder,
+                                          beam_width=4, n_best=3)
+        shown = column_hypotheses(browser, decoder)
+        assert [text for text, _ in shown] == [hypothesis.text for hypothesis in expected.n_best]
+        assert [score for _, score in shown] == pytest.approx(
+            [hypothesis.score for hypothesis in expected.n_best], abs=1e-3)
+        elapsed = browser.find_element(
+            By.CSS_SELECTOR, 'section.decoder[data-decoder="%s"] .elapsed' % decoder).text
+        assert elapsed.endswith(" ms") and float(elapsed[:-3]) > 0
+    assert not browser.find_element(By.ID, "error").is_displayed()
+    severe = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+    assert severe == [], "the page logged errors (a blocked resource, a script error)"
+
+
+def test_errors_are_shown_in_the_page(browser, page_url):
+    wait = open_page(browser, page_url)
+    browser.find_element(By.ID, "text").send_keys("seven " * 100)
+    browser.find_element(By.ID, "translate").click()
+    wait.until(expected_conditions.visibility_of_element_located((By.ID, "error")))
+    message = browser.find_element(By.ID, "error").text
+    assert "characters; the limit is 500" in message
+    assert "unrolled" in message and "while_loop" in message
+    failed = browser.find_elements(By.CSS_SELECTOR, "section.decoder .failed")
+    assert len(failed) == 2 and all("the limit is 500" in column.text for column in failed)
