@@ -21,7 +21,10 @@ cross-entropy has none) and a constant learning rate.
 
 Tokens are real source + target tokens (target with its EOS), the unit of the
 training progress line. The first `--warmup` steps (graph building, tracing,
-the first allocation) are not timed.
+the first allocation) are not timed. Two rates are given: tokens per second of
+wall-clock time, and tokens per CPU-second of the process (all its threads),
+which other jobs on a shared machine disturb far less and which measures the
+work each implementation does for the same batches.
 
 Usage:
   .venv/bin/python -m bench.train_speed [--config configs/default.yaml]
@@ -70,15 +73,26 @@ def num_tokens(batch):
     return int(batch["source_length"].sum() + batch["target_length"].sum())
 
 
-def tokens_per_second(batches, step_end_times, warmup):
-    """Tokens of the timed steps over the time from the end of warm-up to the last step."""
-    timed = batches[warmup:len(step_end_times)]
-    seconds = step_end_times[-1] - step_end_times[warmup - 1]
-    return sum(num_tokens(b) for b in timed) / seconds, seconds
+def step_clock():
+    """(wall-clock seconds, CPU seconds of this process), read at the end of a step."""
+    return time.perf_counter(), time.process_time()
+
+
+def rates(batches, step_end_clocks, warmup):
+    """Tokens of the timed steps per wall-clock second and per CPU-second.
+
+    The timed steps are those after `warmup`, timed from the end of the last
+    warm-up step to the end of the last step.
+    """
+    tokens = sum(num_tokens(b) for b in batches[warmup:len(step_end_clocks)])
+    wall = step_end_clocks[-1][0] - step_end_clocks[warmup - 1][0]
+    cpu = step_end_clocks[-1][1] - step_end_clocks[warmup - 1][1]
+    return {"tokens_per_second": tokens / wall, "tokens_per_cpu_second": tokens / cpu,
+            "seconds": wall, "cpu_seconds": cpu, "steps": len(step_end_clocks) - warmup}
 
 
 def run_ours(config, batches, num_towers, warmup):
-    """Trains seq2seq's model_fn graph on `batches`; returns the end time of each step."""
+    """Trains seq2seq's model_fn graph on `batches`; returns each step's `step_clock()`."""
     import tensorflow.compat.v1 as tf
     from data_pipeline.tokenizer import Tokenizer
     from seq2seq import towers
@@ -101,7 +115,7 @@ def run_ours(config, batches, num_towers, warmup):
             times = []
             for batch in batches:
                 session.run(spec.train_op, {placeholders[key]: batch[key] for key in BATCH_KEYS})
-                times.append(time.perf_counter())
+                times.append(step_clock())
     return times
 
 
@@ -129,7 +143,7 @@ def keras_model(vocab_size, model_params):
 
 
 def run_keras(config, batches, warmup):
-    """Trains the Keras peer with model.fit on `batches`; returns the end time of each step."""
+    """Trains the Keras peer with model.fit on `batches`; returns each step's `step_clock()`."""
     import tensorflow as tf2
     from data_pipeline.tokenizer import Tokenizer
 
@@ -152,7 +166,7 @@ def run_keras(config, batches, warmup):
 
     class StepTimes(tf2.keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
-            times.append(time.perf_counter())
+            times.append(step_clock())
 
     model.fit(dataset, epochs=1, steps_per_epoch=len(batches), verbose=0, callbacks=[StepTimes()])
     return times
@@ -168,9 +182,7 @@ def worker(variant, config_path, hparams, batches_path, warmup):
         times = run_keras(config, batches, warmup)
     else:
         times = run_ours(config, batches, int(variant[-1]), warmup)
-    rate, seconds = tokens_per_second(batches, times, warmup)
-    print(json.dumps({"variant": variant, "tokens_per_second": rate, "seconds": seconds,
-                      "steps": len(times) - warmup}))
+    print(json.dumps(dict(rates(batches, times, warmup), variant=variant)))
 
 
 def main():
@@ -194,6 +206,7 @@ def main():
     config = load_config(args.config, args.hparams)
     prepare(config, verbose=False)
     results = {variant: [] for variant in VARIANTS}
+    units = ("tokens_per_second", "tokens_per_cpu_second")
     with tempfile.TemporaryDirectory() as scratch:
         batches_path = os.path.join(scratch, "batches.npz")
         dump_batches(config, args.warmup + args.steps, batches_path)
@@ -209,14 +222,17 @@ def main():
                      "--batches", batches_path, "--warmup", str(args.warmup)],
                     check=True, capture_output=True, text=True).stdout
                 result = json.loads(output.strip().splitlines()[-1])
-                results[variant].append(result["tokens_per_second"])
-                print("%-7s %8.0f tokens/s  (%d steps in %.1f s)"
-                      % (variant, result["tokens_per_second"], result["steps"], result["seconds"]))
-    median = {variant: float(np.median(rates)) for variant, rates in results.items()}
-    print("median tokens/s: " + ", ".join("%s %.0f" % item for item in median.items()))
-    print("ours_1 / keras %.2f, ours_2 / keras %.2f, ours_2 / ours_1 %.2f"
-          % (median["ours_1"] / median["keras"], median["ours_2"] / median["keras"],
-             median["ours_2"] / median["ours_1"]))
+                results[variant].append(result)
+                print("%-7s %8.0f tokens/s  %8.0f tokens/CPU-s  (%d steps in %.1f s, %.1f CPU-s)"
+                      % (variant, result["tokens_per_second"], result["tokens_per_cpu_second"],
+                         result["steps"], result["seconds"], result["cpu_seconds"]))
+    median = {unit: {variant: float(np.median([r[unit] for r in runs]))
+                     for variant, runs in results.items()} for unit in units}
+    for unit in units:
+        m = median[unit]
+        print("median %s: %s; ours_1/keras %.2f, ours_2/keras %.2f, ours_2/ours_1 %.2f"
+              % (unit, ", ".join("%s %.0f" % item for item in m.items()),
+                 m["ours_1"] / m["keras"], m["ours_2"] / m["keras"], m["ours_2"] / m["ours_1"]))
     if args.json:
         os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
         with open(args.json, "w", encoding="utf-8") as f:

@@ -53,6 +53,8 @@ class ProgressHook(tf.train.SessionRunHook):
     line, the learning rate, steps/s, tokens/s (source + target tokens, padding
     excluded) and the time left until `max_steps` at the current speed. With
     towers a step holds N times the data, so tokens/s is the figure to compare.
+    The rates are wall-clock: an interval that holds a checkpoint evaluation
+    shows a lower rate, as the ETA should.
     """
 
     def __init__(self, loss, num_tokens, learning_rate, max_steps, every_n_steps,
