@@ -43,7 +43,6 @@ from seq2seq.progress import format_metrics_table  # noqa: E402
 
 DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs", "default.yaml")
 CONFIG_FILE = "config.yaml"
-SCHEDULES = ("train_and_evaluate", "train", "evaluate", "export")
 
 logger = logging.getLogger("seq2seq")
 
@@ -87,19 +86,14 @@ def write_model_dir(config, model_dir, tokenizer):
 
     Each file is written under a temporary name and renamed, so that the
     other tasks of a distributed run never read a half-written file.
-
-    Returns:
-      The names of the files written, relative to `model_dir`.
     """
     staging = os.path.join(model_dir, ".staging-%d" % os.getpid())
     os.makedirs(staging, exist_ok=True)
     save_config(config, os.path.join(staging, CONFIG_FILE))
     tokenizer.copy_to(staging)
-    names = sorted(os.listdir(staging))
-    for name in names:
+    for name in os.listdir(staging):
         os.replace(os.path.join(staging, name), os.path.join(model_dir, name))
     shutil.rmtree(staging)
-    return names
 
 
 def model_dir_files(model_dir):
@@ -189,6 +183,8 @@ _SCHEDULES = {
     "evaluate": _evaluate,
     "export": _export,
 }
+SCHEDULES = tuple(_SCHEDULES)
+TRAINING_SCHEDULES = ("train_and_evaluate", "train")
 
 
 def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=None):
@@ -223,7 +219,9 @@ def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=
         tokenizer = Tokenizer.load(prepared.data_dir)
         os.makedirs(model_dir, exist_ok=True)
         check_model_dir(config, model_dir, tokenizer)
-        if estimator.config.is_chief:
+        # Only training records its config: evaluating or exporting with
+        # other non-shape settings leaves the trained model's record alone.
+        if estimator.config.is_chief and schedule in TRAINING_SCHEDULES:
             write_model_dir(config, model_dir, tokenizer)
     try:
         return _SCHEDULES[schedule](estimator, config, model_dir)
@@ -258,7 +256,8 @@ def quiet_tensorflow():
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default=DEFAULT_CONFIG, help="YAML config (default: %(default)s)")
+    parser.add_argument("--config", default=DEFAULT_CONFIG,
+                        help="YAML config (default: %(default)s)")
     parser.add_argument("--model_dir", help="model directory (default: runs/<config name>)")
     parser.add_argument("--hparams", default="", help="overrides: section.key=value,...")
     parser.add_argument("--train_data", help="TSV file (source<TAB>target) or src_file,tgt_file")

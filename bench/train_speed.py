@@ -59,7 +59,8 @@ def dump_batches(config, count, path):
         batch = dict(features, **labels)
         with tf.Session() as session:
             batches = [session.run(batch) for _ in range(count)]
-    np.savez(path, **{"%d/%s" % (i, key): b[key] for i, b in enumerate(batches) for key in BATCH_KEYS})
+    np.savez(path, **{"%d/%s" % (i, key): batch[key]
+                      for i, batch in enumerate(batches) for key in BATCH_KEYS})
 
 
 def load_batches(path):
@@ -131,7 +132,8 @@ def keras_model(vocab_size, model_params):
     memory, forward, backward = layers.Bidirectional(layers.GRU(
         units // 2, return_sequences=True, return_state=True))(
             layers.Dropout(dropout)(embedding(source)))
-    initial_state = layers.Dense(units, activation="tanh")(layers.Concatenate()([forward, backward]))
+    initial_state = layers.Dense(units, activation="tanh")(
+        layers.Concatenate()([forward, backward]))
     states = layers.GRU(units, return_sequences=True)(
         layers.Dropout(dropout)(embedding(target_input)), initial_state=initial_state)
     query = layers.Dense(model_params["attention_size"], use_bias=False)(states)

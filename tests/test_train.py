@@ -97,7 +97,8 @@ def test_evaluate_bleu_equals_sacrebleu_on_predictions(tiny_config, tiny_data, t
     assert result["bleu"] == pytest.approx(expected, abs=1e-3)
 
 
-def test_shape_change_is_refused_naming_the_keys(tiny_config, tiny_data, tiny_model_dir, tmp_path, caplog):
+def test_shape_change_is_refused_naming_the_keys(tiny_config, tiny_data, tiny_model_dir, tmp_path,
+                                                 caplog):
     model_dir = tmp_path / "model"
     model_dir.mkdir()
     shutil.copy(os.path.join(tiny_model_dir, "config.yaml"), str(model_dir))
@@ -177,7 +178,8 @@ def test_clip_gradients_scales_to_the_norm_and_reports_it():
 
 
 def test_streaming_bleu_equals_corpus_bleu_and_stops_decoding():
-    batches = [(["the cat sat on the mat", "one two three"], ["the cat sat on a mat", "one two three"]),
+    batches = [(["the cat sat on the mat", "one two three"],
+                ["the cat sat on a mat", "one two three"]),
                (["ninety nine", "a b c d"], ["ninety nine", "a b c e"]),
                (["never scored", "x"], ["never", "y"])]
     decoded_batches = []
