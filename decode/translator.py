@@ -17,16 +17,7 @@ Sentences are batched by length (sorted by source tokens, batches of
 `decode.batch_size`) so that little padding is encoded and few steps are run
 for sentences that finished long ago; results come back in input order.
 
-Length limits are per sentence: a sentence of n source tokens gets at most
-ceil(max_length_ratio * n) + max_length_extra target tokens, its end token
-included; at the last one, the end token is the only token allowed (as
-fairseq forces EOS at its max length). A limit computed per batch instead, as
-the decoders' scalar `sequence_length` alone would give, makes a sentence's
-translation depend on the longest sentence it is batched with, and a beam cut
-off mid-sentence would be scored unlike one that ended. With per-sentence
-limits every hypothesis ends with the end token, so the three variants, any
-batching, and the unrolled search's extra steps (see UNROLLED_LENGTH_STEP)
-all give the same result.
+Length limits are per sentence; see `decode.length_limits`.
 """
 
 import collections
@@ -37,26 +28,13 @@ import time
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from data_pipeline.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
-from decode import greedy_search, rnn_beam_search, while_loop_beam_search
+from data_pipeline.tokenizer import EOS_ID, PAD_ID, UNK_ID, Tokenizer
+from decode.length_limits import unrolled_length_bucket
+from decode.model_search import DECODERS, search_encoded
 from seq2seq.best_checkpoint import BEST_DIR
-from seq2seq.common import get_shape
 from seq2seq.config import load_config
 from seq2seq.model import Seq2SeqModel
 from seq2seq.model_fn import SERVING_SIGNATURE
-
-DECODERS = ("while_loop", "unrolled", "greedy")
-
-# The unrolled search is rebuilt for every distinct output length. Rounding
-# the length up to a multiple of this many steps bounds the number of graphs
-# (and the seconds spent building them) to max_length / 8 per beam width,
-# where exact lengths would build a new graph for nearly every new batch
-# (each source token adds `max_length_ratio` steps; on the tiny test model a
-# 48-step graph is 12,000 ops, ~5 s to build and ~10 s more for TensorFlow's
-# first run of it, on 2 busy CPU cores). The price is up to 7 extra steps per
-# batch, which change no result: by the batch's longest limit every
-# hypothesis has ended.
-UNROLLED_LENGTH_STEP = 8
 
 Translation = collections.namedtuple("Translation", "text score n_best")
 Translation.__doc__ = """One sentence's translation.
@@ -91,66 +69,6 @@ Fields:
   build_seconds: the wall time spent adding its ops to the graph.
   num_ops: how many ops building it added to the graph.
 """
-
-
-def output_length_limit(source_length, decode_params):
-    """The most target tokens, end token included, for a sentence of `source_length` tokens.
-
-    ceil(max_length_ratio * source_length) + max_length_extra, in float32 as
-    `output_length_limits` and `model_fn.max_decode_length` compute it in the
-    graph, so that the Python and graph limits never differ by rounding.
-    """
-    scaled = np.float32(decode_params["max_length_ratio"]) * np.float32(source_length)
-    return int(np.ceil(scaled)) + decode_params["max_length_extra"]
-
-
-def output_length_limits(source_length, decode_params):
-    """`output_length_limit` of every sentence of a batch, in the graph.
-
-    Args:
-      source_length: [batch] int32.
-      decode_params: the config's "decode" dict.
-    Returns:
-      [batch] int32.
-    """
-    with tf.name_scope("output_length_limits"):
-        scaled = tf.ceil(decode_params["max_length_ratio"] * tf.cast(source_length, tf.float32))
-        return tf.cast(scaled, tf.int32) + decode_params["max_length_extra"]
-
-
-def unrolled_length_bucket(max_source_length, decode_params):
-    """The unrolled search's length for a batch: its longest limit, rounded up."""
-    length = output_length_limit(max_source_length, decode_params)
-    return -(-length // UNROLLED_LENGTH_STEP) * UNROLLED_LENGTH_STEP
-
-
-def end_at_length_limits(update_fn, initial_state, limits):
-    """Makes every hypothesis of a sentence end by that sentence's length limit.
-
-    Wraps a decoder-contract `update_fn`: the state gains a count of the
-    tokens generated so far, and at a sentence's last allowed step every
-    token but the end token gets probability 0 (logit -inf), so the end token
-    is chosen with log-probability 0: the hypothesis's score is the sum over
-    the tokens the model chose, penalised for the length including the end.
-
-    Args:
-      update_fn: `(state, ids [batch, beam]) -> (new_state, logits [batch, beam, vocab])`.
-      initial_state: nested structure of [batch, ...] tensors.
-      limits: [batch] int32 >= 1, the most tokens per sentence, end token included.
-    Returns:
-      (update_fn, initial_state) for the decoders, with the same contract.
-    """
-    def limited_update_fn(state, ids):
-        new_model_state, logits = update_fn(state["model"], ids)
-        with tf.name_scope("end_at_length_limit"):
-            generated = state["generated"] + 1                    # [batch, beam]
-            at_limit = tf.greater_equal(generated, limits[:, None])
-            only_end = tf.one_hot(EOS_ID, get_shape(logits)[-1], on_value=0.0,
-                                  off_value=-np.inf, dtype=logits.dtype)  # [vocab]
-            logits = tf.where_v2(at_limit[..., None], only_end, logits)
-        return {"model": new_model_state, "generated": generated}, logits
-
-    return limited_update_fn, {"model": initial_state, "generated": tf.zeros_like(limits)}
 
 
 def length_sorted_batches(lengths, batch_size):
@@ -230,8 +148,6 @@ class _CheckpointSearch:
             with tf.name_scope("encode"):
                 self._encoded = self._model.encode(
                     self._source_ids, self._source_length, training=False)
-            self._limits = output_length_limits(self._source_length, self._decode_params)
-            self._max_length = tf.reduce_max(self._limits, name="max_output_length")
         self._session = tf.Session(graph=self._graph)
         self._restore_new_variables()
 
@@ -288,21 +204,11 @@ class _CheckpointSearch:
 
     def _build(self, decoder, beam_width, max_length):
         """Adds one decoder variant to the graph; returns (fetches, Variant)."""
-        alpha = self._decode_params["length_penalty"]
         start_seconds, start_ops = time.perf_counter(), len(self._graph.get_operations())
-        scope = "%s_beam%d" % (decoder, beam_width) + ("_len%d" % max_length if max_length else "")
-        with self._graph.as_default(), tf.name_scope(scope):
-            update_fn, initial_state = end_at_length_limits(
-                *self._model.beam_update_fn(self._encoded, beam_width), self._limits)
-            if decoder == "greedy":
-                fetches = greedy_search(update_fn, initial_state, self._max_length,
-                                        BOS_ID, EOS_ID, length_penalty=alpha)
-            elif decoder == "while_loop":
-                fetches = while_loop_beam_search(update_fn, initial_state, self._max_length,
-                                                 beam_width, BOS_ID, EOS_ID, length_penalty=alpha)
-            else:
-                fetches = rnn_beam_search(update_fn, initial_state, max_length,
-                                          beam_width, BOS_ID, EOS_ID, length_penalty=alpha)
+        with self._graph.as_default():
+            fetches = search_encoded(self._model, self._encoded, self._source_length,
+                                     self._decode_params, decoder, beam_width,
+                                     unrolled_length=max_length)
         variant = Variant(decoder, beam_width, max_length,
                           build_seconds=time.perf_counter() - start_seconds,
                           num_ops=len(self._graph.get_operations()) - start_ops)
@@ -329,10 +235,9 @@ class _CheckpointSearch:
 class _SavedModelSearch:
     """A SavedModel's serving signature: the one decoder and beam width it was exported with.
 
-    `model_fn` exports the while_loop beam search at the config's beam width;
-    the signature's "scores" output, [batch, K], tells K. Its length limit is
-    `model_fn`'s, per batch, without the forced end token: a sentence that
-    reaches a limit can be translated differently than from the checkpoint.
+    `model_fn` exports the while_loop beam search at the config's beam width,
+    built by `model_search.search_encoded` as the checkpoint's variants are:
+    the same translations. The signature's "scores" output, [batch, K], tells K.
     """
 
     decoders = ("while_loop",)

@@ -7,8 +7,8 @@ before the first step: what was trained is what is evaluated and exported.
 
 import tensorflow.compat.v1 as tf
 
-from data_pipeline.tokenizer import BOS_ID, EOS_ID, Tokenizer
-from decode import while_loop_beam_search
+from data_pipeline.tokenizer import Tokenizer
+from decode.model_search import search_encoded
 from seq2seq import losses, metrics, optimization, towers
 from seq2seq.loss_guard import assert_finite_step
 from seq2seq.model import Seq2SeqModel
@@ -17,23 +17,12 @@ from seq2seq.progress import ProgressHook
 SERVING_SIGNATURE = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
 
 
-def max_decode_length(source_length, decode_params):
-    """The most tokens to generate for a batch, from its longest source.
-
-    Args:
-      source_length: [batch] int32.
-      decode_params: the config's "decode" section (max_length_ratio,
-        max_length_extra).
-    Returns:
-      Scalar int32 tensor: ratio * max(source_length) + extra.
-    """
-    longest = tf.cast(tf.reduce_max(source_length), tf.float32)
-    return (tf.cast(tf.ceil(decode_params["max_length_ratio"] * longest), tf.int32)
-            + decode_params["max_length_extra"])
-
-
 def beam_search(model, encoder_output, source_length, decode_params):
-    """The n-best translations of an encoded batch (tf.while_loop beam search).
+    """The n-best translations of an encoded batch: the while_loop search at decode.beam_width.
+
+    Built by `search_encoded`, as the Translator builds its variants, so that
+    EVAL BLEU, PREDICT and the exported SavedModel translate as it does,
+    within the same per-sentence length limits.
 
     Args:
       model: a `Seq2SeqModel`.
@@ -44,11 +33,8 @@ def beam_search(model, encoder_output, source_length, decode_params):
       (ids [batch, K, time] int32, scores [batch, K] float32 best first,
       lengths [batch, K] int32 counting the end token), K = beam_width.
     """
-    beam_width = decode_params["beam_width"]
-    update_fn, initial_state = model.beam_update_fn(encoder_output, beam_width)
-    return while_loop_beam_search(
-        update_fn, initial_state, max_decode_length(source_length, decode_params),
-        beam_width, BOS_ID, EOS_ID, length_penalty=decode_params["length_penalty"])
+    return search_encoded(model, encoder_output, source_length, decode_params,
+                          "while_loop", decode_params["beam_width"])
 
 
 def _num_tokens(features, labels):

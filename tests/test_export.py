@@ -1,4 +1,9 @@
-"""The exported SavedModel translates like the checkpoint it was made from."""
+"""The exported SavedModel translates like the checkpoint it was made from.
+
+Second paths: `estimator.predict` on the checkpoint, and the Translator's
+checkpoint graph, whose sentences are batched differently, on every dev
+sentence, also those that reach their length limit.
+"""
 
 import glob
 import os
@@ -9,21 +14,35 @@ import tensorflow.compat.v1 as tf
 import yaml
 
 import train
-from data_pipeline.tokenizer import Tokenizer
+from data_pipeline.tokenizer import EOS_ID, PAD_ID, Tokenizer
+from decode.length_limits import output_length_limit
+from decode.translator import Translator
 
 SENTENCES = ["twenty one", "three hundred and five", "one", "forty two thousand"]
+
+
+def _padded_batch(encoded):
+    """A feed dict of the serving signature's inputs for lists of source ids."""
+    lengths = np.array([len(ids) for ids in encoded], np.int32)
+    ids = np.full([len(encoded), lengths.max()], PAD_ID, np.int32)
+    for row, sentence in enumerate(encoded):
+        ids[row, :len(sentence)] = sentence
+    return {"source_ids": ids, "source_length": lengths}
 
 
 @pytest.fixture(scope="module")
 def source_batch(tiny_model_dir):
     """A padded batch of encoded sentences of different lengths."""
     tokenizer = Tokenizer.load(tiny_model_dir)
-    encoded = [tokenizer.encode_source(text) for text in SENTENCES]
-    lengths = np.array([len(ids) for ids in encoded], np.int32)
-    ids = np.zeros([len(encoded), lengths.max()], np.int32)
-    for row, sentence in enumerate(encoded):
-        ids[row, :len(sentence)] = sentence
-    return {"source_ids": ids, "source_length": lengths}
+    return _padded_batch([tokenizer.encode_source(text) for text in SENTENCES])
+
+
+@pytest.fixture(scope="module")
+def dev_token_ids(tiny_config, tiny_data, tiny_model_dir):
+    """Every dev sentence, encoded."""
+    tokenizer = Tokenizer.load(tiny_model_dir)
+    with open(os.path.join(tiny_config["data"]["data_dir"], "dev.src"), encoding="utf-8") as f:
+        return [tokenizer.encode_source(line) for line in f if line.strip()]
 
 
 def _latest_export(model_dir):
@@ -56,6 +75,30 @@ def test_saved_model_equals_checkpoint_predictions(tiny_config, tiny_model_dir, 
     np.testing.assert_array_equal(served["lengths"], predicted["lengths"])
     np.testing.assert_allclose(served["scores"], predicted["scores"], rtol=1e-5, atol=1e-5)
     assert np.all(np.diff(served["scores"], axis=1) <= 0), "n-best must come best first"
+
+
+def test_saved_model_translates_every_sentence_as_the_translator_does(
+        tiny_config, tiny_model_dir, dev_token_ids):
+    # One batch of every sentence, in corpus order, where the Translator
+    # decodes length-sorted batches of decode.batch_size.
+    served = _run_saved_model(_latest_export(tiny_model_dir), _padded_batch(dev_token_ids))
+    translator = Translator(tiny_model_dir)
+    try:
+        expected = translator.search(dev_token_ids, "while_loop",
+                                     tiny_config["decode"]["beam_width"])
+    finally:
+        translator.close()
+
+    reached_limit = 0
+    for row, (source, want) in enumerate(zip(dev_token_ids, expected)):
+        got_ids = [ids[:length].tolist() for ids, length
+                   in zip(served["ids"][row], served["lengths"][row])]
+        assert all(ids[-1] == EOS_ID for ids in got_ids), "every hypothesis ends"
+        assert [ids[:-1] for ids in got_ids] == want.ids, "sentence %d" % row
+        np.testing.assert_allclose(served["scores"][row], want.scores, rtol=0, atol=1e-5)
+        reached_limit += len(got_ids[0]) == output_length_limit(len(source),
+                                                                tiny_config["decode"])
+    assert reached_limit > 0, "no best translation reached its limit: nothing to compare there"
 
 
 def test_saved_model_carries_config_and_sentencepiece(tiny_model_dir):
