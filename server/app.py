@@ -43,7 +43,6 @@ def create_app(model, config):
     app.json.sort_keys = False
     app.json.ensure_ascii = False
     limits = limits_from_config(config)
-    default_beam_width = config["decode"]["beam_width"]
     batcher = _make_batcher(model, config["serve"])
     with open(PAGE, encoding="utf-8") as page_file:
         page = page_file.read()
@@ -68,7 +67,8 @@ def create_app(model, config):
                    "source_vocab_size": translator.source_vocab_size,
                    "target_vocab_size": translator.target_vocab_size},
             decoders=list(translator.decoders),
-            defaults={"decoder": DEFAULT_DECODER, "beam_width": default_beam_width, "n_best": 1},
+            defaults={"decoder": DEFAULT_DECODER,
+                      "beam_width": translator.check_options(DEFAULT_DECODER), "n_best": 1},
             limits=dict(limits._asdict(), max_n_best=limits.max_beam_width),
             batching={"enabled": isinstance(batcher, MicroBatcher),
                       "window_ms": config["serve"]["batch_window_ms"],
@@ -77,10 +77,8 @@ def create_app(model, config):
     @app.post("/translate")
     def translate():
         translator = model.get()
-        parser = TranslateRequestParser(limits, translator.decoders, default_beam_width,
-                                        translator.count_tokens)
-        parsed = parser.parse(request.mimetype, request.mimetype_params.get("charset"),
-                              request.get_data(cache=False))
+        parsed = TranslateRequestParser(limits, translator).parse(
+            request.mimetype, request.mimetype_params.get("charset"), request.get_data(cache=False))
         g.sentences = len(parsed.texts)
         translations = batcher.submit(parsed.settings, parsed.texts)
         return jsonify(

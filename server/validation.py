@@ -2,7 +2,9 @@
 
 Every check names the field and the limit, so a client can fix its request
 from the message alone (``texts[2] has 612 characters; the limit is 500``).
-Nothing here imports TensorFlow: the token count comes in as a function.
+The body's shape and JSON types are checked here; the decoding options'
+ranges by the Translator itself (``check_options``), which knows what its
+model serves (a SavedModel offers one decoder at one beam width).
 """
 
 import collections
@@ -12,7 +14,6 @@ import unicodedata
 from server.errors import ApiError
 
 DEFAULT_DECODER = "while_loop"
-GREEDY_DECODER = "greedy"
 FIELDS = ("text", "texts", "decoder", "beam_width", "n_best")
 # Whitespace a pasted paragraph may carry; every other control character is refused.
 ALLOWED_CONTROLS = frozenset("\t\n\r")
@@ -54,16 +55,13 @@ class TranslateRequestParser:
 
     Args:
       limits: a Limits.
-      decoders: the decoder names the translator offers.
-      default_beam_width: used when a beam decoder is asked for without beam_width.
-      count_tokens: text -> number of source subword tokens.
+      translator: what translates: its `decoders`, `check_options` (raises
+        ValueError for options out of range) and `count_tokens`.
     """
 
-    def __init__(self, limits, decoders, default_beam_width, count_tokens):
+    def __init__(self, limits, translator):
         self._limits = limits
-        self._decoders = tuple(decoders)
-        self._default_beam_width = default_beam_width
-        self._count_tokens = count_tokens
+        self._translator = translator
 
     def parse(self, mimetype, charset, body):
         """Returns a TranslateRequest, or raises ApiError (400 or 415).
@@ -102,25 +100,27 @@ class TranslateRequestParser:
                 # it cannot be encoded for the tokenizer.
                 raise ApiError(400, "%s contains an unpaired surrogate U+%04X at position %d"
                                % (name, ord(char), position))
-        tokens = self._count_tokens(text)
+        tokens = self._translator.count_tokens(text)
         if tokens > self._limits.max_tokens:
             raise ApiError(400, "%s has %d tokens; the limit is %d (long words split into "
                            "many tokens)" % (name, tokens, self._limits.max_tokens))
         return text
 
     def _settings(self, fields):
+        """The decoding settings, the beam width resolved (its default; 1 for greedy)."""
         decoder = fields.get("decoder", DEFAULT_DECODER)
-        if not isinstance(decoder, str) or decoder not in self._decoders:
+        decoders = self._translator.decoders
+        if not isinstance(decoder, str) or decoder not in decoders:
             raise ApiError(400, "decoder must be one of %s, got %s"
-                           % (", ".join(self._decoders), _shorten(decoder)))
-        beam_width = _integer(fields, "beam_width", self._default_beam_width,
-                              1, self._limits.max_beam_width)
-        if decoder == GREEDY_DECODER:
-            # Greedy search keeps one hypothesis whatever the beam width, as
-            # the Translator does; the response reports beam_width 1.
-            beam_width = 1
-        n_best = _integer(fields, "n_best", 1, 1, beam_width,
-                          note=" (at most the beam width; greedy keeps one hypothesis)")
+                           % (", ".join(decoders), _shorten(decoder)))
+        beam_width = _optional_integer(fields, "beam_width")
+        n_best = _optional_integer(fields, "n_best")
+        if n_best is None:
+            n_best = 1
+        try:
+            beam_width = self._translator.check_options(decoder, beam_width, n_best)
+        except ValueError as error:
+            raise ApiError(400, str(error)) from None
         return DecodeSettings(decoder, beam_width, n_best)
 
 
@@ -173,15 +173,12 @@ def _named_texts(fields, limits):
     return [("texts[%d]" % index, text) for index, text in enumerate(texts)]
 
 
-def _integer(fields, name, default, lowest, highest, note=""):
-    """Returns fields[name] (or default), an integer in [lowest, highest], or raises ApiError."""
-    value = fields.get(name, default)
+def _optional_integer(fields, name):
+    """Returns fields[name] if it is a JSON integer, None if absent, or raises ApiError."""
+    value = fields.get(name)
     # bool is an int in Python, but `true` is no beam width.
-    if isinstance(value, bool) or not isinstance(value, int):
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
         raise ApiError(400, "%s must be an integer, got %s" % (name, _shorten(value)))
-    if not lowest <= value <= highest:
-        allowed = "%d" % lowest if lowest == highest else "between %d and %d" % (lowest, highest)
-        raise ApiError(400, "%s must be %s%s, got %d" % (name, allowed, note, value))
     return value
 
 

@@ -5,8 +5,10 @@ of its message, that no internals leak, and that the next valid request is
 answered as usual.
 """
 
+import glob
 import json
 import logging
+import os
 
 import pytest
 
@@ -196,9 +198,9 @@ BAD_REQUESTS = [
     ("decoder not a string", json_body({"text": "one", "decoder": 2}), 400, "bad_request",
      "decoder must be one of"),
     ("beam width zero", json_body({"text": "one", "beam_width": 0}), 400, "bad_request",
-     "beam_width must be between 1 and 8, got 0"),
+     "beam_width must be an integer in 1..8, got 0"),
     ("beam width too large", json_body({"text": "one", "beam_width": 9}), 400, "bad_request",
-     "beam_width must be between 1 and 8, got 9"),
+     "beam_width must be an integer in 1..8, got 9"),
     ("beam width a string", json_body({"text": "one", "beam_width": "4"}), 400, "bad_request",
      'beam_width must be an integer, got "4"'),
     ("beam width a float", json_body({"text": "one", "beam_width": 2.0}), 400, "bad_request",
@@ -206,11 +208,11 @@ BAD_REQUESTS = [
     ("beam width a boolean", json_body({"text": "one", "beam_width": True}), 400, "bad_request",
      "beam_width must be an integer, got true"),
     ("n-best zero", json_body({"text": "one", "n_best": 0}), 400, "bad_request",
-     "n_best must be between 1 and 3"),
+     "n_best must be an integer in 1..3 (the beam width), got 0"),
     ("n-best over the beam", json_body({"text": "one", "beam_width": 2, "n_best": 3}), 400,
-     "bad_request", "n_best must be between 1 and 2"),
+     "bad_request", "n_best must be an integer in 1..2 (the beam width), got 3"),
     ("n-best with greedy", json_body({"text": "one", "decoder": "greedy", "n_best": 2}), 400,
-     "bad_request", "n_best must be 1"),
+     "bad_request", "greedy decoding keeps one hypothesis"),
     ("n-best a boolean", json_body({"text": "one", "n_best": False}), 400, "bad_request",
      "n_best must be an integer, got false"),
     ("body over the limit", raw_body(json.dumps({"text": "x" * 70000})), 413, "payload_too_large",
@@ -288,3 +290,20 @@ def test_503_until_the_model_is_loaded(translator, config):
     slot.fill(translator)
     assert client.get("/healthz").status_code == 200
     assert_serves(client)
+
+
+def test_a_saved_model_serves_its_one_decoder_and_beam_width(tiny_model_dir, config):
+    from decode.translator import Translator
+    [export_dir] = glob.glob(os.path.join(tiny_model_dir, "export", "*"))
+    exported = Translator(tiny_model_dir, export_dir=export_dir)
+    client = create_app(ModelSlot(exported), config).test_client()
+    info = client.get("/v1/info").get_json()
+    assert info["decoders"] == ["while_loop"]
+    response = client.post("/translate", json={"texts": ["one", "forty two"], "n_best": 2})
+    assert response.status_code == 200
+    assert response.get_json()["beam_width"] == info["defaults"]["beam_width"]
+    assert_error(client.post("/translate", json={"text": "one", "decoder": "unrolled"}),
+                 400, "bad_request", "decoder must be one of while_loop")
+    other_width = info["defaults"]["beam_width"] + 1
+    assert_error(client.post("/translate", json={"text": "one", "beam_width": other_width}),
+                 400, "bad_request", "serves only the while_loop decoder at beam_width")

@@ -1,9 +1,11 @@
 """serve.py as a real process on 127.0.0.1: start-up, translations, and a graceful stop."""
 
+import glob
 import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,12 +22,12 @@ STOP_TIMEOUT_S = 20
 class ServerProcess:
     """`python serve.py` on a free port of 127.0.0.1, its log kept in a file."""
 
-    def __init__(self, model_dir, log_path):
+    def __init__(self, model_dir, log_path, extra_args=()):
         self.log_path = log_path
         self._log = open(log_path, "w", encoding="utf-8")
         self.process = subprocess.Popen(
             [sys.executable, "serve.py", "--model_dir", model_dir, "--host", "127.0.0.1",
-             "--port", "0", "--warm_up_source_tokens", "0"],
+             "--port", "0", "--warm_up_source_tokens", "0", *extra_args],
             cwd=REPO, stdout=subprocess.PIPE, stderr=self._log, text=True)
         first_line = self.process.stdout.readline()
         match = re.match(r"listening on http://127\.0\.0\.1:(\d+)/ \(loading the model\)", first_line)
@@ -136,3 +138,38 @@ def test_refuses_new_connections_while_draining(server):
 def test_stops_promptly_while_the_model_is_loading(server):
     server.process.send_signal(signal.SIGTERM)
     assert server.process.wait(timeout=STOP_TIMEOUT_S) == 0
+
+
+def test_serves_an_exported_saved_model(tiny_model_dir, tmp_path):
+    [export_dir] = glob.glob(os.path.join(tiny_model_dir, "export", "*"))
+    server = ServerProcess(tiny_model_dir, str(tmp_path / "serve.log"), ["--export_dir", export_dir])
+    try:
+        server.wait_until_ready()
+        assert server.request("GET", "/v1/info")[1]["decoders"] == ["while_loop"]
+        status, body = server.request("POST", "/translate", {"text": "twenty one"})
+        assert status == 200 and body["translations"][0]["text"]
+        server.process.send_signal(signal.SIGTERM)
+        assert server.process.wait(timeout=STOP_TIMEOUT_S) == 0
+    finally:
+        server.stop()
+
+
+def test_a_directory_without_a_config_is_refused_at_once(tmp_path):
+    finished = subprocess.run([sys.executable, "serve.py", "--model_dir", str(tmp_path), "--port", "0"],
+                              cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert finished.returncode == 2
+    assert "config.yaml" in finished.stderr and "train.py" in finished.stderr
+
+
+def test_a_model_that_fails_to_load_stops_the_server_with_exit_code_1(tiny_model_dir, tmp_path):
+    without_checkpoint = tmp_path / "model"
+    without_checkpoint.mkdir()
+    for name in os.listdir(tiny_model_dir):
+        if name == "config.yaml" or name.endswith(".model"):
+            shutil.copy(os.path.join(tiny_model_dir, name), without_checkpoint)
+    server = ServerProcess(str(without_checkpoint), str(tmp_path / "serve.log"))
+    try:
+        assert server.process.wait(timeout=START_TIMEOUT_S) == 1
+        assert "holds no checkpoint" in server.log()
+    finally:
+        server.stop()

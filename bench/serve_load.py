@@ -1,0 +1,316 @@
+"""Load test of serve.py: throughput and latency with micro-batching on and off.
+
+For each mode, starts `serve.py --model_dir D --host 127.0.0.1 --port 0` (with
+`--no_batching` for "off"), waits until /healthz says ready, asks every test
+sentence once alone (the reference answers), then sends `--requests`
+requests from 1, 8 and 32 concurrent clients (threads, one keep-alive
+connection each). Every fifth request is invalid (an empty text, an unknown
+decoder, an out-of-range beam, broken JSON, a wrong content type, too many
+texts) and must get its 4xx JSON error; every valid one translates one test
+sentence with the default settings (while_loop, the config's beam width) and
+must equal that sentence's reference answer. The server is then stopped with
+SIGTERM and must exit 0.
+
+Reported per mode and client count: requests/s over all requests, p50/p95/p99
+latency of the valid requests, 4xx answers, 5xx answers, connection failures
+and answers that differ from the reference. Targets: zero 5xx, zero
+connection failures, zero differences; at 32 clients, batching on gives at
+least 3x the throughput of batching off, and its p99 latency stays under 10x
+its single-client p50.
+
+Usage (a trained model directory; the test sentences default to the
+`test.src` of the model's prepared data):
+  .venv/bin/python -m bench.serve_load --model_dir runs/tiny [--requests 2000]
+      [--clients 1,8,32] [--modes on,off] [--input F] [--json bench/out/serve_load.json]
+"""
+
+import argparse
+import collections
+import http.client
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from seq2seq.config import load_config
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STOP_TIMEOUT_S = 60
+INVALID_EVERY = 5
+SCORE_TOLERANCE = 1e-4
+TARGET_SPEEDUP = 3.0
+TARGET_P99_OVER_P50 = 10.0
+
+Request = collections.namedtuple("Request", "method path body content_type sentence")
+Request.__doc__ = """One planned request; `sentence` is None for an invalid one."""
+
+PhaseResult = collections.namedtuple(
+    "PhaseResult", "mode clients requests seconds server_cpu_s latencies_ms client_errors "
+                   "server_errors connection_failures mismatches")
+
+
+def invalid_requests():
+    """One request of each invalid kind, all of which must be answered with a 4xx."""
+    def translate(body, content_type="application/json"):
+        return Request("POST", "/translate", body.encode("utf-8"), content_type, None)
+
+    return [translate(json.dumps({"text": ""})),
+            translate(json.dumps({"text": "one", "decoder": "beam"})),
+            translate(json.dumps({"text": "one", "beam_width": 0})),
+            translate('{"text": "one"'),
+            translate(json.dumps({"text": "one"}), content_type="text/plain"),
+            translate(json.dumps({"texts": ["one"] * 1000}))]
+
+
+def translation_request(sentence):
+    """A valid request: one sentence, the default settings."""
+    return Request("POST", "/translate", json.dumps({"text": sentence}).encode("utf-8"),
+                   "application/json", sentence)
+
+
+def plan_requests(sentences, count):
+    """`count` requests: every INVALID_EVERY-th invalid, the others cycling through sentences."""
+    invalid = invalid_requests()
+    return [invalid[index // INVALID_EVERY % len(invalid)]
+            if index % INVALID_EVERY == INVALID_EVERY - 1
+            else translation_request(sentences[index % len(sentences)])
+            for index in range(count)]
+
+
+class Server:
+    """serve.py in a child process on a free port of 127.0.0.1."""
+
+    def __init__(self, model_dir, batching, log_path):
+        command = [sys.executable, "serve.py", "--model_dir", model_dir, "--host", "127.0.0.1",
+                   "--port", "0", "--warm_up_source_tokens", "0"]
+        if not batching:
+            command.append("--no_batching")
+        self._log = open(log_path, "w", encoding="utf-8")
+        self.process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE,
+                                        stderr=self._log, text=True)
+        line = self.process.stdout.readline()
+        match = re.match(r"listening on http://127\.0\.0\.1:(\d+)/", line)
+        # serve.py prints "ready: URL" once the model is loaded, or exits.
+        if not match or not self.process.stdout.readline().startswith("ready:"):
+            self.process.kill()
+            raise RuntimeError("serve.py did not get ready (see %s)" % log_path)
+        self.port = int(match.group(1))
+
+    def cpu_seconds(self):
+        """The server's user + system CPU time so far (Linux /proc), all threads."""
+        with open("/proc/%d/stat" % self.process.pid, encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self):
+        """SIGTERM; returns the exit code."""
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout=STOP_TIMEOUT_S)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+            self.process.stdout.close()
+            self._log.close()
+
+
+def send(connection, request):
+    """Sends one request; returns (status, parsed JSON body)."""
+    connection.request(request.method, request.path, body=request.body,
+                       headers={"Content-Type": request.content_type})
+    response = connection.getresponse()
+    return response.status, json.loads(response.read())
+
+
+def reference_answers(port, sentences):
+    """Each sentence translated by a request of its own, one at a time."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    answers = {}
+    for sentence in sentences:
+        status, body = send(connection, translation_request(sentence))
+        if status != 200:
+            raise RuntimeError("reference request failed: %d %s" % (status, body))
+        answers[sentence] = body["translations"][0]
+    connection.close()
+    return answers
+
+
+def same_answer(answer, reference):
+    return (answer["text"] == reference["text"]
+            and abs(answer["score"] - reference["score"]) <= SCORE_TOLERANCE)
+
+
+def run_phase(mode, server, plan, clients, references):
+    """Sends `plan` from `clients` threads at once; returns a PhaseResult."""
+    port = server.port
+    counts = collections.Counter()
+    latencies_ms = []
+    lock = threading.Lock()
+    shares = [plan[index::clients] for index in range(clients)]
+
+    def client(share):
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        for request in share:
+            started = time.perf_counter()
+            try:
+                status, body = send(connection, request)
+            except (OSError, http.client.HTTPException, ValueError):
+                with lock:
+                    counts["connection_failures"] += 1
+                connection.close()
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+                continue
+            elapsed_ms = (time.perf_counter() - started) * 1000.0
+            with lock:
+                if status >= 500:
+                    counts["server_errors"] += 1
+                elif request.sentence is None:
+                    # An invalid request must be refused with a JSON error, and nothing else.
+                    counts["client_errors"] += 1
+                    if not 400 <= status < 500 or "error" not in body:
+                        counts["mismatches"] += 1
+                else:
+                    latencies_ms.append(elapsed_ms)
+                    if status != 200 or not same_answer(body["translations"][0],
+                                                        references[request.sentence]):
+                        counts["mismatches"] += 1
+        connection.close()
+
+    threads = [threading.Thread(target=client, args=(share,)) for share in shares]
+    started, started_cpu = time.perf_counter(), server.cpu_seconds()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    seconds, cpu_seconds = time.perf_counter() - started, server.cpu_seconds() - started_cpu
+    return PhaseResult(mode, clients, len(plan), seconds, cpu_seconds, sorted(latencies_ms),
+                       counts["client_errors"], counts["server_errors"],
+                       counts["connection_failures"], counts["mismatches"])
+
+
+def merge(results):
+    """One PhaseResult from the rounds of one mode and client count."""
+    first = results[0]
+    return PhaseResult(first.mode, first.clients, sum(r.requests for r in results),
+                       sum(r.seconds for r in results), sum(r.server_cpu_s for r in results),
+                       sorted(latency for r in results for latency in r.latencies_ms),
+                       sum(r.client_errors for r in results), sum(r.server_errors for r in results),
+                       sum(r.connection_failures for r in results),
+                       sum(r.mismatches for r in results))
+
+
+def percentile(sorted_values, fraction):
+    return sorted_values[min(len(sorted_values) - 1, int(round(fraction * (len(sorted_values) - 1))))]
+
+
+def throughput(result):
+    return result.requests / result.seconds
+
+
+def table(results):
+    lines = ["| batching | clients | requests | requests/s | requests/server CPU-s | p50 ms "
+             "| p95 ms | p99 ms | 4xx | 5xx | connection failures | wrong answers |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for result in results:
+        lines.append("| %s | %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %d | %d | %d | %d |" % (
+            result.mode, result.clients, result.requests, throughput(result),
+            result.requests / result.server_cpu_s,
+            percentile(result.latencies_ms, 0.50), percentile(result.latencies_ms, 0.95),
+            percentile(result.latencies_ms, 0.99), result.client_errors, result.server_errors,
+            result.connection_failures, result.mismatches))
+    return "\n".join(lines)
+
+
+def verdicts(results):
+    """The targets, each as (description, measured, passed)."""
+    by_key = {(result.mode, result.clients): result for result in results}
+    checks = [("no 5xx, no connection failure, no wrong answer",
+               "%d / %d / %d" % (sum(r.server_errors for r in results),
+                                 sum(r.connection_failures for r in results),
+                                 sum(r.mismatches for r in results)),
+               not any(r.server_errors or r.connection_failures or r.mismatches for r in results))]
+    most = max(result.clients for result in results)
+    if ("on", most) in by_key and ("off", most) in by_key:
+        speedup = throughput(by_key["on", most]) / throughput(by_key["off", most])
+        checks.append(("%d clients: batching on / off throughput >= %.0fx" % (most, TARGET_SPEEDUP),
+                       "%.2fx" % speedup, speedup >= TARGET_SPEEDUP))
+    if ("on", most) in by_key and ("on", 1) in by_key:
+        ratio = (percentile(by_key["on", most].latencies_ms, 0.99)
+                 / percentile(by_key["on", 1].latencies_ms, 0.50))
+        checks.append(("batching on: p99 at %d clients < %.0fx p50 at 1 client"
+                       % (most, TARGET_P99_OVER_P50), "%.2fx" % ratio, ratio < TARGET_P99_OVER_P50))
+    return checks
+
+
+def default_input(model_dir):
+    """The test.src of the data the model was trained on (a relative data_dir is the repo's)."""
+    data_dir = load_config(os.path.join(model_dir, "config.yaml"))["data"]["data_dir"]
+    return os.path.join(REPO, data_dir, "test.src")
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model_dir", required=True, help="a model directory written by train.py")
+    parser.add_argument("--input", help="test sentences, one a line (default: the model's "
+                                        "prepared test.src)")
+    parser.add_argument("--requests", type=int, default=2000, help="requests per client count")
+    parser.add_argument("--clients", default="1,8,32", help="concurrent client counts")
+    parser.add_argument("--modes", default="on,off", help="batching modes to run: on, off")
+    parser.add_argument("--rounds", type=int, default=4,
+                        help="the modes take turns this many times per client count")
+    parser.add_argument("--json", help="also write the results here")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    model_dir = os.path.abspath(args.model_dir)
+    with open(args.input or default_input(model_dir), encoding="utf-8") as input_file:
+        sentences = [line.strip() for line in input_file if line.strip()]
+    modes = args.modes.split(",")
+    log_dir = os.path.join(REPO, "bench", "out")
+    os.makedirs(log_dir, exist_ok=True)
+    servers = {}
+    try:
+        for mode in modes:
+            servers[mode] = Server(model_dir, batching=mode == "on",
+                                   log_path=os.path.join(log_dir, "serve_load_%s.log" % mode))
+        references = {mode: reference_answers(server.port, sentences)
+                      for mode, server in servers.items()}
+        results = []
+        plan = plan_requests(sentences, args.requests)
+        for clients in (int(count) for count in args.clients.split(",")):
+            rounds = {mode: [] for mode in modes}
+            # The modes take turns, a slice of the plan each, so that load from
+            # other processes on the machine falls on both alike.
+            for round_index in range(args.rounds):
+                for mode in modes:
+                    rounds[mode].append(run_phase(mode, servers[mode],
+                                                  plan[round_index::args.rounds], clients,
+                                                  references[mode]))
+            for mode in modes:
+                results.append(merge(rounds[mode]))
+                print(table(results[-1:]).splitlines()[-1], flush=True)
+    finally:
+        exit_codes = {mode: server.stop() for mode, server in servers.items()}
+    if any(exit_codes.values()):
+        raise RuntimeError("serve.py did not exit 0 after SIGTERM: %s (logs in %s)"
+                           % (exit_codes, log_dir))
+    print()
+    print(table(results))
+    print()
+    checks = verdicts(results)
+    for description, measured, passed in checks:
+        print("%s %s: %s" % ("PASS" if passed else "FAIL", description, measured))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as json_file:
+            json.dump({"table": table(results), "checks": checks}, json_file, indent=1)
+    return 0 if all(passed for _, _, passed in checks) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
