@@ -16,7 +16,8 @@ import sys
 
 import tensorflow.compat.v1 as tf
 
-from decode.translator import DECODERS, Translator
+from decode.model_search import DECODERS
+from decode.translator import Translator
 
 OUTPUT_FORMAT = """\
 output: with --n_best 1 (the default), one translation per input line, in

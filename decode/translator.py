@@ -1,40 +1,36 @@
-"""Translation with a trained model: one graph and one session, loaded once.
+"""Translation with a trained model: loaded once, then any number of batches.
 
 `Translator` reads a model directory once (config, SentencePiece models, the
-checkpoint) and then translates any number of batches with any decoder
-variant. It never reloads per call, the mistake tensorflow/nmt's users most
-complained about: each variant's ops are added to the one graph the first time
-they are asked for, cached, and run by the one session from then on.
+checkpoint or a SavedModel) and then translates any number of batches with
+any decoder variant. It never reloads per call, the mistake tensorflow/nmt's
+users most complained about. What runs the graph is a backend:
+- `checkpoint_backend.CheckpointBackend`: every variant, each added to one
+  graph the first time it is asked for, cached, and run by one session:
+  - "while_loop": `while_loop_beam_search`, one graph per beam width; the
+    most tokens to generate is a tensor computed from the batch.
+  - "unrolled": `rnn_beam_search`, one graph per beam width and length
+    bucket (the unrolled graph's size is its length, a Python int).
+  - "greedy": `greedy_search`, one graph.
+- `saved_model_backend.SavedModelBackend`: the exported while_loop search at
+  its one beam width.
 
-Decoder variants:
-- "while_loop": `while_loop_beam_search`, one graph per beam width; the most
-  tokens to generate is a tensor computed from the batch.
-- "unrolled": `rnn_beam_search`, one graph per beam width and length bucket
-  (the unrolled graph's size is its length, a Python int).
-- "greedy": `greedy_search`, one graph.
-
-Sentences are batched by length (sorted by source tokens, batches of
-`decode.batch_size`) so that little padding is encoded and few steps are run
-for sentences that finished long ago; results come back in input order.
-
-Length limits are per sentence; see `decode.length_limits`.
+The Translator itself tokenizes, batches sentences by length (sorted by
+source tokens, batches of `decode.batch_size`, so that little padding is
+encoded and few steps are run for sentences that finished long ago), and
+assembles each sentence's n-best list, in input order. Length limits are per
+sentence; see `decode.length_limits`.
 """
 
 import collections
 import os
-import threading
-import time
 
 import numpy as np
-import tensorflow.compat.v1 as tf
 
 from data_pipeline.tokenizer import EOS_ID, PAD_ID, UNK_ID, Tokenizer
+from decode.checkpoint_backend import CheckpointBackend, find_checkpoint
 from decode.length_limits import unrolled_length_bucket
-from decode.model_search import DECODERS, search_encoded
-from seq2seq.best_checkpoint import BEST_DIR
+from decode.saved_model_backend import SavedModelBackend
 from seq2seq.config import load_config
-from seq2seq.model import Seq2SeqModel
-from seq2seq.model_fn import SERVING_SIGNATURE
 
 Translation = collections.namedtuple("Translation", "text score n_best")
 Translation.__doc__ = """One sentence's translation.
@@ -55,19 +51,6 @@ Fields:
   ids: a list of beam_width lists of target token ids, best first, the end
     token and anything after it left out.
   scores: a list of beam_width floats, best first.
-"""
-
-Variant = collections.namedtuple(
-    "Variant", "decoder beam_width max_length build_seconds num_ops")
-Variant.__doc__ = """A decoder graph the translator has built.
-
-Fields:
-  decoder: "while_loop", "unrolled" or "greedy".
-  beam_width: its beam width (1 for greedy).
-  max_length: the unrolled search's length (its length bucket); None for the
-    others, whose loop bound is computed from the batch in the graph.
-  build_seconds: the wall time spent adding its ops to the graph.
-  num_ops: how many ops building it added to the graph.
 """
 
 
@@ -100,212 +83,11 @@ def pad_batch(sequences):
     return ids, lengths
 
 
-def find_checkpoint(model_dir):
-    """The checkpoint a model directory serves: its best-BLEU one if it keeps one.
-
-    Args:
-      model_dir: a directory written by train.py.
-    Returns:
-      A checkpoint path prefix.
-    Raises:
-      ValueError: if the directory holds no checkpoint.
-    """
-    best_dir = os.path.join(model_dir, BEST_DIR)
-    path = tf.train.latest_checkpoint(best_dir) if os.path.isdir(best_dir) else None
-    path = path or tf.train.latest_checkpoint(model_dir)
-    if not path:
-        raise ValueError("%s holds no checkpoint: train a model into it first "
-                         "(python train.py --model_dir %s)" % (model_dir, model_dir))
-    return path
-
-
-class _CheckpointSearch:
-    """Every decoder variant, built on demand into one graph and run by one session.
-
-    The encoder is built once, at construction; every variant decodes from its
-    output. The decoder's variables only appear with the first variant built,
-    so variables are restored as the builds create them, by loading the
-    checkpoint's values into the session (a Saver per build would add
-    save/restore ops and blur every variant's op count).
-    """
-
-    decoders = DECODERS
-
-    def __init__(self, config, source_vocab_size, target_vocab_size, checkpoint):
-        self.default_beam_width = config["decode"]["beam_width"]
-        self._decode_params = config["decode"]
-        self._reader = tf.train.load_checkpoint(checkpoint)
-        self._checkpoint = checkpoint
-        self._lock = threading.Lock()
-        self._built = {}  # (decoder, beam_width, max_length) -> (fetches, Variant)
-        self._restored = set()
-        self._graph = tf.Graph()
-        with self._graph.as_default():
-            with tf.name_scope("inputs"):
-                self._source_ids = tf.placeholder(tf.int32, [None, None], name="source_ids")
-                self._source_length = tf.placeholder(tf.int32, [None], name="source_length")
-            self._model = Seq2SeqModel(config["model"], source_vocab_size, target_vocab_size)
-            with tf.name_scope("encode"):
-                self._encoded = self._model.encode(
-                    self._source_ids, self._source_length, training=False)
-        self._session = tf.Session(graph=self._graph)
-        self._restore_new_variables()
-
-    @property
-    def step(self):
-        """The checkpoint's global step."""
-        return int(self._reader.get_tensor(tf.GraphKeys.GLOBAL_STEP))
-
-    @property
-    def variants(self):
-        """The `Variant`s built so far, in build order."""
-        return [variant for _, variant in list(self._built.values())]
-
-    def close(self):
-        """Frees the session's resources."""
-        self._session.close()
-
-    def check_supported(self, decoder, beam_width):
-        """Any decoder and beam width can be built from a checkpoint."""
-        del decoder, beam_width  # all supported
-
-    def run(self, decoder, beam_width, source_ids, source_length):
-        """Decodes one padded batch.
-
-        Args:
-          decoder: one of DECODERS.
-          beam_width: K (1 for greedy).
-          source_ids: [batch, src_time] int32, PAD_ID-padded.
-          source_length: [batch] int32, every length >= 1.
-        Returns:
-          (ids [batch, K, time] int32, scores [batch, K] float32,
-           lengths [batch, K] int32), as the decoder contract defines them.
-        """
-        max_length = (unrolled_length_bucket(int(source_length.max()), self._decode_params)
-                      if decoder == "unrolled" else None)
-        fetches = self._fetches(decoder, beam_width, max_length)
-        return self._session.run(fetches, {self._source_ids: source_ids,
-                                           self._source_length: source_length})
-
-    def _fetches(self, decoder, beam_width, max_length):
-        """The cached (ids, scores, lengths) of a variant, built on first use."""
-        key = (decoder, beam_width, max_length)
-        built = self._built.get(key)
-        if built is None:
-            # Double-checked: a variant enters `_built` only once it is built
-            # and restored, so readers outside the lock never see half of one.
-            with self._lock:
-                built = self._built.get(key)
-                if built is None:
-                    built = self._build(decoder, beam_width, max_length)
-                    self._restore_new_variables()
-                    self._built[key] = built
-        return built[0]
-
-    def _build(self, decoder, beam_width, max_length):
-        """Adds one decoder variant to the graph; returns (fetches, Variant)."""
-        start_seconds, start_ops = time.perf_counter(), len(self._graph.get_operations())
-        with self._graph.as_default():
-            fetches = search_encoded(self._model, self._encoded, self._source_length,
-                                     self._decode_params, decoder, beam_width,
-                                     unrolled_length=max_length)
-        variant = Variant(decoder, beam_width, max_length,
-                          build_seconds=time.perf_counter() - start_seconds,
-                          num_ops=len(self._graph.get_operations()) - start_ops)
-        return fetches, variant
-
-    def _restore_new_variables(self):
-        """Loads the checkpoint's values into the variables not yet restored."""
-        for variable in self._graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES):
-            name = variable.op.name
-            if name in self._restored:
-                continue
-            if not self._reader.has_tensor(name):
-                raise ValueError("checkpoint %s has no variable %s: was it trained with "
-                                 "a different model config?" % (self._checkpoint, name))
-            value = self._reader.get_tensor(name)
-            if list(value.shape) != variable.shape.as_list():
-                raise ValueError("checkpoint %s holds %s with shape %s, the config's model "
-                                 "needs %s" % (self._checkpoint, name, list(value.shape),
-                                               variable.shape.as_list()))
-            variable.load(value, self._session)
-            self._restored.add(name)
-
-
-class _SavedModelSearch:
-    """A SavedModel's serving signature: the one decoder and beam width it was exported with.
-
-    `model_fn` exports the while_loop beam search at the config's beam width,
-    built by `model_search.search_encoded` as the checkpoint's variants are:
-    the same translations. The signature's "scores" output, [batch, K], tells K.
-    """
-
-    decoders = ("while_loop",)
-
-    def __init__(self, export_dir):
-        self._export_dir = export_dir
-        if not tf.saved_model.loader.maybe_saved_model_directory(export_dir):
-            raise ValueError("%s holds no SavedModel (saved_model.pb)" % export_dir)
-        self._graph = tf.Graph()
-        self._session = tf.Session(graph=self._graph)
-        meta_graph = tf.saved_model.loader.load(
-            self._session, [tf.saved_model.tag_constants.SERVING], export_dir)
-        signature = meta_graph.signature_def.get(SERVING_SIGNATURE)
-        if signature is None:
-            raise ValueError("the SavedModel in %s has no %r signature"
-                             % (export_dir, SERVING_SIGNATURE))
-        self._inputs = {name: self._tensor(signature.inputs, name)
-                        for name in ("source_ids", "source_length")}
-        self._outputs = [self._tensor(signature.outputs, name)
-                         for name in ("ids", "scores", "lengths")]
-        self.default_beam_width = self._outputs[1].shape.as_list()[1]
-        if self.default_beam_width is None:
-            raise ValueError("the SavedModel in %s does not say its beam width (its scores "
-                             "are shaped %s)" % (export_dir, self._outputs[1].shape))
-        self._step = int(self._session.run(tf.train.get_global_step(self._graph)))
-
-    def _tensor(self, tensor_infos, name):
-        """The graph tensor of a signature's input or output `name`."""
-        if name not in tensor_infos:
-            raise ValueError("the SavedModel in %s has no %r in its %r signature"
-                             % (self._export_dir, name, SERVING_SIGNATURE))
-        return self._graph.get_tensor_by_name(tensor_infos[name].name)
-
-    @property
-    def step(self):
-        """The global step of the exported checkpoint."""
-        return self._step
-
-    @property
-    def variants(self):
-        """Nothing is built: the SavedModel's graph is fixed."""
-        return []
-
-    def close(self):
-        """Frees the session's resources."""
-        self._session.close()
-
-    def check_supported(self, decoder, beam_width):
-        """Raises ValueError unless the signature serves this decoder and beam width."""
-        if decoder not in self.decoders or beam_width != self.default_beam_width:
-            raise ValueError(
-                "the SavedModel in %s serves only the %s decoder at beam_width %d, got %s "
-                "at beam_width %d; translate from the checkpoint (no export_dir) for others"
-                % (self._export_dir, self.decoders[0], self.default_beam_width,
-                   decoder, beam_width))
-
-    def run(self, decoder, beam_width, source_ids, source_length):
-        """Decodes one padded batch with the signature; see `_CheckpointSearch.run`."""
-        self.check_supported(decoder, beam_width)
-        return self._session.run(self._outputs, {self._inputs["source_ids"]: source_ids,
-                                                 self._inputs["source_length"]: source_length})
-
-
 class Translator:
     """Translates text with a model directory's model; see the module docstring.
 
-    Thread-safe: several threads may call `translate` at once (graph building
-    is serialised by a lock; `Session.run` is thread-safe).
+    Thread-safe: several threads may call `translate` at once (the checkpoint
+    backend builds graphs under a lock; `Session.run` is thread-safe).
 
     Attributes:
       config: the model directory's resolved config.
@@ -345,22 +127,22 @@ class Translator:
         self.target_vocab_size = self._tokenizer.target_vocab_size
         self.max_beam_width = self.config["decode"]["max_beam_width"]
         if export_dir:
-            self._search = _SavedModelSearch(export_dir)
+            self._backend = SavedModelBackend(export_dir)
         else:
-            self._search = _CheckpointSearch(
+            self._backend = CheckpointBackend(
                 self.config, self.source_vocab_size, self.target_vocab_size,
                 checkpoint or find_checkpoint(model_dir))
-        self.decoders = self._search.decoders
-        self.step = self._search.step
+        self.decoders = self._backend.decoders
+        self.step = self._backend.step
 
     @property
     def variants(self):
-        """The `Variant`s (decoder graphs) built so far, in build order."""
-        return self._search.variants
+        """The `checkpoint_backend.Variant`s (decoder graphs) built so far, in build order."""
+        return self._backend.variants
 
     def close(self):
         """Frees the session's resources; the translator cannot translate afterwards."""
-        self._search.close()
+        self._backend.close()
 
     def tokenize(self, text):
         """Source text -> its list of SentencePiece ids (no begin or end token)."""
@@ -393,7 +175,7 @@ class Translator:
         if decoder == "greedy":
             beam_width = 1
         elif beam_width is None:
-            beam_width = self._search.default_beam_width
+            beam_width = self._backend.default_beam_width
         elif not _is_int(beam_width) or not 1 <= beam_width <= self.max_beam_width:
             raise ValueError("beam_width must be an integer in 1..%d, got %r"
                              % (self.max_beam_width, beam_width))
@@ -401,7 +183,7 @@ class Translator:
             raise ValueError("n_best must be an integer in 1..%d (the beam width%s), got %r"
                              % (beam_width, "; greedy decoding keeps one hypothesis"
                                 if decoder == "greedy" else "", n_best))
-        self._search.check_supported(decoder, beam_width)
+        self._backend.check_supported(decoder, beam_width)
         return int(beam_width)
 
     def search(self, token_ids, decoder="while_loop", beam_width=None):
@@ -424,7 +206,7 @@ class Translator:
         for batch in length_sorted_batches([len(ids) for ids in token_ids],
                                            self.config["decode"]["batch_size"]):
             source_ids, source_length = pad_batch([token_ids[index] for index in batch])
-            ids, scores, lengths = self._search.run(decoder, beam_width, source_ids, source_length)
+            ids, scores, lengths = self._backend.run(decoder, beam_width, source_ids, source_length)
             for row, index in enumerate(batch):
                 results[index] = _search_result(ids[row], scores[row], lengths[row])
         return results
@@ -490,7 +272,7 @@ class Translator:
             for beam_width in sorted(widths):
                 for source_length in _warm_up_source_lengths(
                         decoder, max_source_length, self.config["decode"]):
-                    self._search.run(decoder, beam_width,
+                    self._backend.run(decoder, beam_width,
                                      np.full([1, source_length], UNK_ID, np.int32),
                                      np.array([source_length], np.int32))
         return self.variants[already_built:]
