@@ -40,6 +40,11 @@ def read_best(best_dir):
 def _copy_checkpoint(checkpoint_path, model_dir_files, record, best_dir):
     """Writes the checkpoint, the model directory's files and the record into
     `best_dir`, replacing what was there only once the new copy is complete."""
+    # Absolute, because for a relative directory update_checkpoint_state
+    # rewrites the checkpoint's name relative to the working directory
+    # ("../../../model.ckpt-N"); for an absolute one it keeps the bare name,
+    # which readers resolve inside the directory, wherever it is moved.
+    best_dir = os.path.abspath(best_dir)
     staging = best_dir + ".tmp"
     shutil.rmtree(staging, ignore_errors=True)
     os.makedirs(staging)

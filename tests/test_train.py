@@ -15,6 +15,7 @@ import train
 from data_pipeline.input import make_input_fn
 from data_pipeline.tokenizer import Tokenizer
 from seq2seq import metrics, optimization
+from seq2seq import best_checkpoint
 from seq2seq.best_checkpoint import read_best
 from seq2seq.config import ConfigError, load_config
 from seq2seq.loss_guard import NonFiniteLossError
@@ -64,6 +65,16 @@ def test_best_checkpoint_is_a_model_dir(trained):
     assert tf.train.load_checkpoint(best_dir).get_tensor("global_step") == record["global_step"]
     assert os.path.exists(os.path.join(best_dir, "config.yaml"))
     Tokenizer.load(best_dir)
+
+
+def test_best_checkpoint_copied_under_a_relative_path_moves_with_it(trained, tmp_path, monkeypatch):
+    # train.py is usually given a relative model dir (runs/default).
+    model_dir, _ = trained
+    checkpoint = tf.train.latest_checkpoint(model_dir)
+    monkeypatch.chdir(tmp_path)
+    best_checkpoint._copy_checkpoint(checkpoint, [], {"metric": "bleu"}, os.path.join("runs", "best"))
+    shutil.move(os.path.join("runs", "best"), "moved")
+    assert tf.train.latest_checkpoint("moved") == os.path.join("moved", os.path.basename(checkpoint))
 
 
 def test_rerun_resumes_from_the_last_checkpoint(trained, tiny_config, caplog, tmp_path):
