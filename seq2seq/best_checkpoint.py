@@ -62,6 +62,15 @@ def _copy_checkpoint(checkpoint_path, model_dir_files, record, best_dir):
     shutil.rmtree(previous, ignore_errors=True)
 
 
+def _improves(value, loss, best):
+    """Whether a checkpoint beats the best record: a higher metric, or the same
+    metric at a lower dev loss (BLEU saturates, e.g. at 100 on the embedded
+    corpus, while the loss still tells later checkpoints apart)."""
+    if value != best["value"]:
+        return value > best["value"]
+    return loss < best["metrics"]["loss"]
+
+
 class BestCheckpointExporter(tf.estimator.Exporter):
     """After each evaluation: prints the metrics, keeps the checkpoint if it is the best.
 
@@ -82,7 +91,8 @@ class BestCheckpointExporter(tf.estimator.Exporter):
 
     def export(self, estimator, export_path, checkpoint_path, eval_result,
                is_the_final_export):
-        """Copies `checkpoint_path` to MODEL_DIR/best/ when it beats the best so far.
+        """Copies `checkpoint_path` to MODEL_DIR/best/ when it beats the best so
+        far: a higher metric, or an equal one at a lower dev loss.
 
         Returns:
           The best directory when the checkpoint was copied, else None.
@@ -93,7 +103,7 @@ class BestCheckpointExporter(tf.estimator.Exporter):
         best_dir = os.path.join(estimator.model_dir, BEST_DIR)
         value = float(eval_result[self._metric])
         best = read_best(best_dir)
-        if best is not None and value <= best["value"]:
+        if best is not None and not _improves(value, float(eval_result["loss"]), best):
             logger.info("%s %.2f, not better than %.2f at step %d (kept in %s)",
                         self._metric, value, best["value"], best["global_step"], best_dir)
             return None
