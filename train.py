@@ -36,7 +36,8 @@ from data_pipeline.prepare import prepare  # noqa: E402
 from data_pipeline.tokenizer import Tokenizer  # noqa: E402
 from seq2seq import towers  # noqa: E402
 from seq2seq.best_checkpoint import BestCheckpointExporter  # noqa: E402
-from seq2seq.config import ConfigError, load_config, save_config, shape_mismatches  # noqa: E402
+from seq2seq.config import (  # noqa: E402
+    ConfigError, corpus_overrides, load_config, save_config, shape_mismatches)
 from seq2seq.loss_guard import NonFiniteLossError, as_non_finite_loss_error  # noqa: E402
 from seq2seq.model_fn import model_fn, serving_input_receiver_fn  # noqa: E402
 from seq2seq.progress import format_metrics_table  # noqa: E402
@@ -274,12 +275,9 @@ def main(argv=None):
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     quiet_tensorflow()
     tf.disable_v2_behavior()
-    data = {key: value for key, value in (("train_data", args.train_data),
-                                          ("dev_data", args.dev_data)) if value}
-    if data:
-        data["corpus"] = "files"
     try:
-        config = load_config(args.config, args.hparams, overrides={"data": data} if data else None)
+        overrides = corpus_overrides(args.hparams, args.train_data, args.dev_data)
+        config = load_config(args.config, args.hparams, overrides)
         model_dir = args.model_dir or os.path.join("runs", config["name"])
         run(config, model_dir, args.schedule, args.num_gpus, args.max_steps)
     except (ConfigError, NonFiniteLossError) as error:

@@ -22,7 +22,7 @@ import time
 
 import tensorflow.compat.v1 as tf
 
-from seq2seq.config import load_config
+from seq2seq.config import corpus_overrides, load_config
 from data_pipeline import embedded, manifest
 from data_pipeline.corpus import CorpusError, format_skipped, normalize, read_corpus
 from data_pipeline.tfrecords import shard_names, write_shards
@@ -298,11 +298,8 @@ def main(argv=None):
     parser.add_argument("--dev_data", default="", help="like --train_data; carved from it if absent")
     parser.add_argument("--test_data", default="", help="like --train_data; carved from it if absent")
     args = parser.parse_args(argv)
-    overrides = {"data": {key: getattr(args, key) for key in ("train_data", "dev_data", "test_data")
-                          if getattr(args, key)}}
-    if args.train_data:
-        overrides["data"]["corpus"] = "files"
     try:
+        overrides = corpus_overrides(args.hparams, args.train_data, args.dev_data, args.test_data)
         config = load_config(args.config, args.hparams, overrides)
         prepare(config)
     except ValueError as e:  # ConfigError and CorpusError among them

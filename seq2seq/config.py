@@ -224,6 +224,29 @@ def parse_hparams(hparams):
     return overrides
 
 
+def corpus_overrides(hparams="", train_data="", dev_data="", test_data=""):
+    """The overrides for a user's corpus given on the command line.
+
+    `--train_data` switches data.corpus to "files". Unless `--hparams` names
+    data.data_dir, the corpus is prepared into its own directory,
+    ``data/corpus-<hash of the file names>``, so that it never overwrites the
+    prepared embedded corpus (or another corpus) that other runs train on.
+
+    Returns:
+      A nested override mapping for `load_config` (empty without train_data).
+    """
+    files = {key: value for key, value in (("train_data", train_data), ("dev_data", dev_data),
+                                           ("test_data", test_data)) if value}
+    if not files:
+        return {}
+    if not train_data:
+        raise ConfigError("--dev_data/--test_data need --train_data")
+    data = dict(files, corpus="files")
+    if "data_dir" not in parse_hparams(hparams).get("data", {}):
+        data["data_dir"] = os.path.join("data", "corpus-" + fingerprint(files)[:8])
+    return {"data": data}
+
+
 def load_config(path=None, hparams="", overrides=None):
     """Returns the resolved config: defaults, then the YAML file, then overrides.
 

@@ -78,3 +78,24 @@ def test_save_and_reload_round_trip(tmp_path):
     cfg.save_config(config, path)
     assert cfg.load_config(path) == config
     assert cfg.fingerprint(config) == cfg.fingerprint(cfg.load_config(path))
+
+
+def test_a_user_corpus_gets_its_own_data_dir():
+    overrides = cfg.corpus_overrides("", "mine.tsv")
+    config = cfg.load_config("configs/default.yaml", overrides=overrides)
+    assert config["data"]["corpus"] == "files"
+    assert config["data"]["train_data"] == "mine.tsv"
+    assert config["data"]["data_dir"].startswith("data/corpus-")
+    assert config["data"]["data_dir"] != cfg.corpus_overrides("", "other.tsv")["data"]["data_dir"]
+
+
+def test_hparams_data_dir_wins_for_a_user_corpus():
+    hparams = "data.data_dir=data/mine"
+    config = cfg.load_config(hparams=hparams, overrides=cfg.corpus_overrides(hparams, "a.en,a.pt"))
+    assert config["data"]["data_dir"] == "data/mine"
+
+
+def test_no_user_corpus_no_overrides():
+    assert cfg.corpus_overrides("", "") == {}
+    with pytest.raises(cfg.ConfigError, match="need --train_data"):
+        cfg.corpus_overrides("", "", dev_data="dev.tsv")
