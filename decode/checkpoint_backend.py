@@ -15,6 +15,7 @@ import tensorflow.compat.v1 as tf
 
 from decode.length_limits import unrolled_length_bucket
 from decode.model_search import DECODERS, search_encoded
+from decode.session_config import session_config
 from seq2seq.best_checkpoint import BEST_DIR
 from seq2seq.model import Seq2SeqModel
 
@@ -90,7 +91,7 @@ class CheckpointBackend:
             with tf.name_scope("encode"):
                 self._encoded = self._model.encode(
                     self._source_ids, self._source_length, training=False)
-        self._session = tf.Session(graph=self._graph)
+        self._session = tf.Session(graph=self._graph, config=session_config())
         self._restore_new_variables()
 
     @property

@@ -26,9 +26,10 @@ from seq2seq.common import get_shape
 # (and the seconds spent building them) to max_length / 8 per beam width,
 # where exact lengths would build a new graph for nearly every new batch
 # (each source token adds `max_length_ratio` steps; on the tiny test model a
-# 48-step graph is 12,000 ops, ~5 s to build on 2 busy CPU cores). The price
-# is up to 7 extra steps per batch, which change no result: by the batch's
-# longest limit every hypothesis has ended.
+# 48-step graph is 12,000 ops, ~3-5 s to build and ~1 s more for its first
+# run, on 2 busy CPU cores). The price is up to 7 extra steps per batch,
+# which change no result: by the batch's longest limit every hypothesis has
+# ended.
 UNROLLED_LENGTH_STEP = 8
 
 

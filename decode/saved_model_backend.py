@@ -7,6 +7,7 @@ variants, so both translate every sentence alike (tests/test_export.py).
 
 import tensorflow.compat.v1 as tf
 
+from decode.session_config import session_config
 from seq2seq.model_fn import SERVING_SIGNATURE
 
 
@@ -36,7 +37,7 @@ class SavedModelBackend:
         if not tf.saved_model.loader.maybe_saved_model_directory(export_dir):
             raise ValueError("%s holds no SavedModel (saved_model.pb)" % export_dir)
         self._graph = tf.Graph()
-        self._session = tf.Session(graph=self._graph)
+        self._session = tf.Session(graph=self._graph, config=session_config())
         meta_graph = tf.saved_model.loader.load(
             self._session, [tf.saved_model.tag_constants.SERVING], export_dir)
         signature = meta_graph.signature_def.get(SERVING_SIGNATURE)
