@@ -7,6 +7,7 @@ limit.
 
 import glob
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -102,5 +103,10 @@ def test_saved_model_carries_config_and_sentencepiece(tiny_model_dir):
 def test_export_schedule_writes_a_new_export(tiny_config, tiny_model_dir):
     before = set(glob.glob(os.path.join(tiny_model_dir, "export", "[0-9]*")))
     result = train.run(tiny_config, tiny_model_dir, schedule="export")
-    assert result["export_path"] not in before
-    assert os.path.exists(os.path.join(result["export_path"], "saved_model.pb"))
+    try:
+        assert result["export_path"] not in before
+        assert os.path.exists(os.path.join(result["export_path"], "saved_model.pb"))
+    finally:
+        # The model directory is shared by the whole session: leave it with
+        # its one export, as other modules' tests expect.
+        shutil.rmtree(result["export_path"])
