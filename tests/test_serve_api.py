@@ -294,7 +294,7 @@ def test_503_until_the_model_is_loaded(translator, config):
 
 def test_a_saved_model_serves_its_one_decoder_and_beam_width(tiny_model_dir, config):
     from decode.translator import Translator
-    [export_dir] = glob.glob(os.path.join(tiny_model_dir, "export", "*"))
+    export_dir = max(glob.glob(os.path.join(tiny_model_dir, "export", "*")))  # the newest
     exported = Translator(tiny_model_dir, export_dir=export_dir)
     client = create_app(ModelSlot(exported), config).test_client()
     info = client.get("/v1/info").get_json()

@@ -141,7 +141,7 @@ def test_stops_promptly_while_the_model_is_loading(server):
 
 
 def test_serves_an_exported_saved_model(tiny_model_dir, tmp_path):
-    [export_dir] = glob.glob(os.path.join(tiny_model_dir, "export", "*"))
+    export_dir = max(glob.glob(os.path.join(tiny_model_dir, "export", "*")))  # the newest
     server = ServerProcess(tiny_model_dir, str(tmp_path / "serve.log"), ["--export_dir", export_dir])
     try:
         server.wait_until_ready()
