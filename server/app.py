@@ -61,7 +61,7 @@ def create_app(model, config):
 
     @app.get("/v1/info")
     def info():
-        translator = model.get()
+        translator, examples = model.loaded()
         return jsonify(
             model={"name": translator.model_name, "step": translator.step,
                    "source_vocab_size": translator.source_vocab_size,
@@ -72,7 +72,8 @@ def create_app(model, config):
             limits=dict(limits._asdict(), max_n_best=limits.max_beam_width),
             batching={"enabled": isinstance(batcher, MicroBatcher),
                       "window_ms": config["serve"]["batch_window_ms"],
-                      "max_batch_sentences": config["serve"]["max_batch_sentences"]})
+                      "max_batch_sentences": config["serve"]["max_batch_sentences"]},
+            examples=examples)
 
     @app.post("/translate")
     def translate():

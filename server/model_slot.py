@@ -5,6 +5,13 @@ The HTTP server starts before the model is loaded (so that /healthz can say
 Filling is one attribute assignment, which is atomic: no lock is needed.
 """
 
+import collections
+
+from server.examples import read_examples
+
+# A translator and the example sentences of its held-out split (server.examples).
+Loaded = collections.namedtuple("Loaded", ["translator", "examples"])
+
 
 class ModelNotReady(Exception):
     """The translator is still loading."""
@@ -18,19 +25,28 @@ class ModelSlot:
     """
 
     def __init__(self, translator=None):
-        self._translator = translator
+        self._loaded = None
+        if translator is not None:
+            self.fill(translator)
 
     @property
     def ready(self):
-        return self._translator is not None
+        return self._loaded is not None
 
     def fill(self, translator):
-        """Makes `translator` the one every later request uses."""
-        self._translator = translator
+        """Makes `translator` the one every later request uses.
+
+        Its example sentences are read here, once, with the model.
+        """
+        self._loaded = Loaded(translator, read_examples(translator.config))
+
+    def loaded(self):
+        """Returns the Loaded translator and examples, or raises ModelNotReady."""
+        loaded = self._loaded
+        if loaded is None:
+            raise ModelNotReady("the model is still loading; retry shortly")
+        return loaded
 
     def get(self):
         """Returns the translator, or raises ModelNotReady."""
-        translator = self._translator
-        if translator is None:
-            raise ModelNotReady("the model is still loading; retry shortly")
-        return translator
+        return self.loaded().translator

@@ -5,6 +5,7 @@ of its message, that no internals leak, and that the next valid request is
 answered as usual.
 """
 
+import copy
 import glob
 import json
 import logging
@@ -13,6 +14,7 @@ import os
 import pytest
 
 from server.app import create_app
+from server.examples import read_examples
 from server.model_slot import ModelSlot
 
 
@@ -112,6 +114,57 @@ def test_info_reports_the_model_and_the_limits(client, translator, config):
         "max_n_best": config["decode"]["max_beam_width"]}
     assert info["batching"] == {"enabled": True, "window_ms": serve["batch_window_ms"],
                                 "max_batch_sentences": serve["max_batch_sentences"]}
+
+
+def test_info_offers_examples_spread_over_the_held_out_split(client, config, tiny_data):
+    assert config["data"]["data_dir"] == tiny_data.data_dir
+    with open(os.path.join(tiny_data.data_dir, "test.src"), encoding="utf-8") as test_file:
+        sentences = list(dict.fromkeys(line.strip() for line in test_file if line.strip()))
+    assert len(sentences) > 8
+    examples = client.get("/v1/info").get_json()["examples"]
+    assert examples == [sentences[index * len(sentences) // 8] for index in range(8)]
+    assert examples[0] == sentences[0], "spread over the file: from its start..."
+    assert examples[-1] in sentences[len(sentences) * 7 // 8:], "...to its last eighth"
+
+
+class ConfiguredTranslator:
+    """The real translator with another config (another data_dir)."""
+
+    def __init__(self, translator, data_dir):
+        self._translator = translator
+        self.config = copy.deepcopy(translator.config)
+        self.config["data"]["data_dir"] = str(data_dir)
+
+    def __getattr__(self, name):
+        return getattr(self._translator, name)
+
+
+def test_info_without_a_held_out_split_has_no_examples(translator, config, tmp_path):
+    client = create_app(ModelSlot(ConfiguredTranslator(translator, tmp_path)), config).test_client()
+    response = client.get("/v1/info")
+    assert response.status_code == 200
+    assert response.get_json()["examples"] == []
+    assert_serves(client)
+
+
+def test_examples_come_from_dev_src_without_a_test_src_and_skip_empty_lines(tmp_path):
+    (tmp_path / "dev.src").write_text("\none\n  \ntwo  \none\n\n", encoding="utf-8")
+    assert read_examples({"data": {"data_dir": str(tmp_path)}}) == ["one", "two"]
+
+
+@pytest.mark.parametrize("model_config",
+                         [{}, {"data": {}}, {"data": {"data_dir": "/nonexistent/data"}}],
+                         ids=["no data section", "no data_dir", "missing directory"])
+def test_no_examples_without_a_data_dir(model_config):
+    assert read_examples(model_config) == []
+
+
+def test_an_unreadable_split_gives_no_examples(tmp_path, caplog):
+    (tmp_path / "test.src").write_bytes(b"caf\xe9\n")
+    (tmp_path / "dev.src").write_text("one\n", encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="seq2seq.serve"):
+        assert read_examples({"data": {"data_dir": str(tmp_path)}}) == []
+    assert "test.src" in caplog.text
 
 
 def test_healthz(client):
