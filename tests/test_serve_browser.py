@@ -15,6 +15,7 @@ from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
 from server.app import create_app
+from server.examples import read_examples
 from server.graceful_server import GracefulServer
 from server.model_slot import ModelSlot
 
@@ -111,6 +112,29 @@ def test_a_person_compares_the_two_beam_searches(browser, page_url, translator):
     assert not browser.find_element(By.ID, "error").is_displayed()
     severe = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
     assert severe == [], "the page logged errors (a blocked resource, a script error)"
+
+
+def test_a_person_tries_an_example(browser, page_url, translator):
+    wait = open_page(browser, page_url)
+    chips = browser.find_elements(By.CSS_SELECTOR, "#examples button.example")
+    examples = read_examples(translator.config)
+    assert len(examples) == 8 and [chip.text for chip in chips] == examples
+    browser.find_element(By.ID, "text").send_keys("replaced by the example")
+    chips[3].click()
+    assert browser.find_element(By.ID, "text").get_attribute("value") == examples[3]
+    for decoder in ("unrolled", "while_loop"):
+        wait.until(expected_conditions.presence_of_element_located(
+            (By.CSS_SELECTOR, 'section.decoder[data-decoder="%s"] .elapsed' % decoder)))
+    wait.until(expected_conditions.element_to_be_clickable((By.CSS_SELECTOR, "#examples button")))
+
+    for decoder in ("unrolled", "while_loop"):
+        [expected] = translator.translate([examples[3]], decoder=decoder)
+        assert column_hypotheses(browser, decoder) == [
+            (expected.text, pytest.approx(expected.score, abs=1e-3))]
+        source = browser.find_element(
+            By.CSS_SELECTOR, 'section.decoder[data-decoder="%s"] .source' % decoder).text
+        assert source == examples[3]
+    assert not browser.find_element(By.ID, "error").is_displayed()
 
 
 def test_errors_are_shown_in_the_page(browser, page_url):
