@@ -110,6 +110,15 @@ def test_portuguese_contractions_and_weekdays():
     assert portuguese.currency_name("USD", 2, "pt_BR") == "dólares americanos"
 
 
+def test_the_first_of_a_month_is_an_ordinal_in_brazil_only():
+    assert portuguese.first_of_month("sexta-feira, 1 de janeiro de 2021", "pt_BR") == \
+        "sexta-feira, 1º de janeiro de 2021"
+    assert portuguese.first_of_month("1 de maio", "pt") == "1º de maio"
+    assert portuguese.first_of_month("1 de maio", "pt_PT") == "1 de maio"
+    assert portuguese.first_of_month("1 de mayo", "es") == "1 de mayo"
+    assert portuguese.first_of_month("maio de 2001", "pt_BR") == "maio de 2001"
+
+
 def test_dates_keep_day_and_year_and_translate_the_month(corpus):
     english_months = ["January", "February", "March", "April", "May", "June", "July",
                       "August", "September", "October", "November", "December"]
@@ -120,7 +129,8 @@ def test_dates_keep_day_and_year_and_translate_the_month(corpus):
         match = re.fullmatch(r"(\w+) (\d+), (\d{4})", example.source)
         if match:
             month = portuguese_months[english_months.index(match.group(1))]
-            assert example.target == "%s de %s de %s" % (match.group(2), month, match.group(3))
+            day = "1º" if match.group(2) == "1" else match.group(2)  # Brazil: "1º de maio"
+            assert example.target == "%s de %s de %s" % (day, month, match.group(3))
             checked += 1
     assert checked > 50
 

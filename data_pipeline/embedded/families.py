@@ -44,13 +44,19 @@ _BARE_SHARE = 0.3
 def dates(rng, locale):
     """A calendar date in one of several CLDR formats.
 
-    "March 3, 2021" -> "3 de março de 2021".
+    "March 3, 2021" -> "3 de março de 2021"; "March 1" -> "1º de março" in
+    Brazilian Portuguese (see portuguese.first_of_month).
     """
     day = datetime.date.fromordinal(rng.randint(_FIRST_DAY, _LAST_DAY))
     style = rng.choice(_DATE_STYLES + _DATE_SKELETONS)
     if style in _DATE_SKELETONS:
-        return tuple(_plain_spaces(format_skeleton(style, day, locale=loc)) for loc in (ENGLISH, locale))
-    return tuple(_plain_spaces(format_date(day, style, locale=loc)) for loc in (ENGLISH, locale))
+        english, target = (format_skeleton(style, day, locale=loc) for loc in (ENGLISH, locale))
+    else:
+        english, target = (format_date(day, style, locale=loc) for loc in (ENGLISH, locale))
+    english, target = _plain_spaces(english), _plain_spaces(target)
+    if day.day == 1:
+        target = portuguese.first_of_month(target, locale)
+    return english, target
 
 
 def numbers(rng, locale):

@@ -5,6 +5,9 @@ ordinals agree in gender with the noun they count ("duas casas", "a terceira
 casa"). Prepositions contract with the article that follows them.
 """
 
+import re
+
+from babel import Locale
 from babel.numbers import get_currency_name
 
 from data_pipeline.embedded import lexicon
@@ -101,6 +104,25 @@ def at_time(hour):
     if hour == 0:
         raise ValueError("'at' before 00:xx reads 'à meia-noite': leave hour 0 out")
     return "à" if hour == 1 else "às"
+
+
+def first_of_month(date_text, locale):
+    """Writes day 1 of a CLDR date as the ordinal "1º" in Brazilian Portuguese.
+
+    CLDR gives "1 de janeiro de 2021" for every Portuguese locale, but Brazil
+    writes the first day of a month as an ordinal ("1º de janeiro", as in "1º
+    de maio") and Portugal does not. CLDR's "pt" is Brazilian Portuguese.
+
+    Args:
+      date_text: a date formatted by Babel for `locale`, on the 1st of a month.
+      locale: the target locale.
+    Returns:
+      The date with "1º" for Brazilian Portuguese, else `date_text` unchanged.
+    """
+    parsed = Locale.parse(locale)
+    if parsed.language != "pt" or parsed.territory not in (None, "BR"):
+        return date_text
+    return re.sub(r"(?<!\d)1 de ", "1º de ", date_text, count=1)
 
 
 def currency_name(code, count, locale):
