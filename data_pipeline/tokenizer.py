@@ -6,7 +6,9 @@ the input pipeline and the decoders place BOS_ID and EOS_ID themselves.
 """
 
 import os
+import re
 import shutil
+import unicodedata
 
 import sentencepiece as spm
 
@@ -18,6 +20,12 @@ EOS_ID = 3
 JOINT_MODEL = "spm.model"
 SOURCE_MODEL = "source.model"
 TARGET_MODEL = "target.model"
+
+# NFKC, the core of SentencePiece's default normalisation rule (nmt_nfkc),
+# turns the ordinal indicators into letters: Portuguese "1º de maio" and "nº"
+# would decode as "1o de maio" and "no". So the models are trained without a
+# rule of their own ("identity") and are given model_text(text) instead.
+_ORDINAL_INDICATORS = re.compile("([ºª])")
 
 
 class Tokenizer:
@@ -70,11 +78,11 @@ class Tokenizer:
 
     def encode_source(self, text):
         """Source text -> list of int ids, without BOS or EOS."""
-        return self._source.encode(text)
+        return self._source.encode(model_text(text))
 
     def encode_target(self, text):
         """Target text -> list of int ids, without BOS or EOS."""
-        return self._target.encode(text)
+        return self._target.encode(model_text(text))
 
     def decode_source(self, ids):
         """Source ids -> text; see decode_target for the treatment of special ids."""
@@ -104,6 +112,17 @@ class Tokenizer:
                 shutil.copyfile(path, copy)
             copies.append(copy)
         return copies
+
+
+def model_text(text):
+    """`text` as the SentencePiece models see it, in training and encoding.
+
+    NFKC (no-break spaces become spaces, full-width letters ASCII) except for
+    the ordinal indicators º and ª; every run of whitespace becomes one space.
+    """
+    parts = _ORDINAL_INDICATORS.split(text)
+    parts[::2] = [unicodedata.normalize("NFKC", part) for part in parts[::2]]
+    return " ".join("".join(parts).split())
 
 
 def _load_processor(path):

@@ -6,7 +6,7 @@ import os
 import sentencepiece as spm
 
 from data_pipeline.tokenizer import (
-    BOS_ID, EOS_ID, JOINT_MODEL, PAD_ID, SOURCE_MODEL, TARGET_MODEL, UNK_ID, Tokenizer)
+    BOS_ID, EOS_ID, JOINT_MODEL, PAD_ID, SOURCE_MODEL, TARGET_MODEL, UNK_ID, Tokenizer, model_text)
 
 
 def train_tokenizer(pairs, directory, vocab_size, model_type, joint):
@@ -48,7 +48,9 @@ def _train_model(sentences, path, vocab_size, model_type):
     model = io.BytesIO()
     try:
         spm.SentencePieceTrainer.train(
-            sentence_iterator=iter(sentences),
+            sentence_iterator=(model_text(sentence) for sentence in sentences),
+            # The text is normalised by model_text, as Tokenizer encodes it.
+            normalization_rule_name="identity",
             model_writer=model,
             model_type=model_type,
             vocab_size=vocab_size,

@@ -1,6 +1,7 @@
 """SentencePiece training and the Tokenizer wrapper."""
 
 import os
+import unicodedata
 
 import pytest
 import sentencepiece as spm
@@ -36,6 +37,17 @@ def test_unseen_sentence_round_trips(joint, corpus):
     for example in corpus.dev:
         assert joint.decode_source(joint.encode_source(example.source)) == example.source
         assert joint.decode_target(joint.encode_target(example.target)) == example.target
+
+
+def test_ordinal_indicators_survive_and_other_text_is_nfkc(pairs, tmp_path):
+    """SentencePiece's own NFKC rule would decode "1º" and "nº" as "1o" and "no"."""
+    ordinals = [("May 1", "1º de maio"), ("number 2", "nº 2"), ("2nd", "2ª")]
+    tokenizer = train_tokenizer(pairs + ordinals, str(tmp_path), 200, "unigram", joint=True)
+    for sentence in ("1º de maio", "nº 2", "a 2ª casa"):
+        assert tokenizer.decode_target(tokenizer.encode_target(sentence)) == sentence
+    decomposed = unicodedata.normalize("NFD", "a casa é vermelha")
+    assert tokenizer.encode_target(decomposed) == tokenizer.encode_target("a casa é vermelha")
+    assert tokenizer.encode_source("two\u00a0red  cars") == tokenizer.encode_source("two red cars")
 
 
 def test_encoding_adds_no_special_ids(joint):
