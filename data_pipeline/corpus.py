@@ -113,18 +113,19 @@ def _keep_pair(source, target, pairs, skipped):
 def _read_lines(path):
     """Yields every line of a strictly UTF-8 file, without its line ending.
 
-    A leading byte-order mark (which some Windows editors write) is not part
-    of the text. An undecodable byte is reported with its 1-based line number.
+    Lines end at LF, CR LF or a lone CR (old Mac files), as in Python's text
+    mode: splitting at LF alone would read a whole CR file as one line. A
+    leading byte-order mark (which some Windows editors write) is not part of
+    the text. An undecodable byte is reported with its 1-based line number.
     """
     if not os.path.isfile(path):
         raise CorpusError("corpus file not found: %s" % path)
     with open(path, "rb") as f:
-        for number, raw in enumerate(f, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise CorpusError("%s:%d: not valid UTF-8 (byte 0x%02x at column %d)"
-                                  % (path, number, raw[e.start], e.start + 1)) from e
-            if number == 1:
-                line = line.lstrip("\ufeff")
-            yield line.rstrip("\r\n")
+        data = f.read()
+    for number, raw in enumerate(data.splitlines(), start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise CorpusError("%s:%d: not valid UTF-8 (byte 0x%02x at column %d)"
+                              % (path, number, raw[e.start], e.start + 1)) from e
+        yield line.lstrip("\ufeff") if number == 1 else line

@@ -44,6 +44,15 @@ def test_tsv_byte_order_mark_is_not_text(tmp_path):
     assert read_corpus(str(path)).pairs == [("one", "um")]
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_every_line_ending_ends_a_line(tmp_path, newline):
+    tsv = write(tmp_path / "c.tsv", newline.join(["one\tum", "two\tdois", "three\ttrês", ""]))
+    assert read_corpus(tsv).pairs == [("one", "um"), ("two", "dois"), ("three", "três")]
+    source = write(tmp_path / "a.en", newline.join(["one", "two", ""]))
+    target = write(tmp_path / "a.pt", "um\ndois\n")
+    assert read_corpus("%s,%s" % (source, target)).pairs == [("one", "um"), ("two", "dois")]
+
+
 def test_undecodable_byte_names_file_and_line(tmp_path):
     path = tmp_path / "latin1.tsv"
     path.write_bytes("one\tum\ntwo\tdois\nthree\ttrês\n".encode("latin-1"))
