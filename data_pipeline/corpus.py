@@ -3,7 +3,7 @@
 Both readers are strict about encoding (UTF-8, an undecodable byte is an error
 naming file and line) and lenient about content: a line without a tab or with
 an empty side is skipped and *counted*, never silently dropped. Text is
-normalised to Unicode NFC and trimmed of surrounding whitespace.
+normalised to Unicode NFC and trimmed, inner whitespace runs to one space.
 """
 
 import collections
@@ -30,8 +30,14 @@ class CorpusError(ValueError):
 
 
 def normalize(text):
-    """Returns `text` in Unicode NFC with surrounding whitespace removed."""
-    return unicodedata.normalize("NFC", text).strip()
+    """Returns `text` in Unicode NFC, trimmed, each inner run of whitespace one space.
+
+    Collapsing also turns the line separators that can sit inside a line
+    (U+2028, U+0085, form feed...) into spaces, so that each sentence stays
+    one line of dev.src and dev.tgt for every reader; the tokenizer sees one
+    space there anyway.
+    """
+    return " ".join(unicodedata.normalize("NFC", text).split())
 
 
 def split_spec(spec):

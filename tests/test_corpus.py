@@ -24,6 +24,11 @@ def test_tsv_ignores_extra_columns_and_normalises(tmp_path):
     assert corpus.files == [tsv]
 
 
+def test_a_sentence_stays_one_line_of_the_raw_text(tmp_path):
+    tsv = write(tmp_path / "c.tsv", "one\u2028two\tum\x85 dois\x0c\n a  b \tc\u00a0\u00a0d\n")
+    assert read_corpus(tsv).pairs == [("one two", "um dois"), ("a b", "c d")]
+
+
 def test_tsv_counts_lines_without_tab_and_empty_sides(tmp_path):
     tsv = write(tmp_path / "c.tsv",
                 "#separator:tab\n"        # Anki's header line: no tab
