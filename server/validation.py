@@ -101,6 +101,12 @@ class TranslateRequestParser:
                 raise ApiError(400, "%s contains an unpaired surrogate U+%04X at position %d"
                                % (name, ord(char), position))
         tokens = self._translator.count_tokens(text)
+        if not tokens:
+            # The tokenizer's normalisation drops some characters (a zero-width
+            # space, a byte order mark): a text of nothing else cannot be
+            # translated, and in a shared batch it would fail its neighbours too.
+            raise ApiError(400, "%s is empty once tokenized: the tokenizer drops every "
+                           "character it has" % name)
         if tokens > self._limits.max_tokens:
             raise ApiError(400, "%s has %d tokens; the limit is %d (long words split into "
                            "many tokens)" % (name, tokens, self._limits.max_tokens))

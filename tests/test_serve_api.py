@@ -332,6 +332,32 @@ def test_an_internal_error_is_a_generic_500_and_is_logged(translator, config, ca
     assert_serves(client)
 
 
+class ZeroWidthSpaceDroppingTranslator:
+    """The real translator behind a tokenizer that drops U+200B, as SentencePiece's
+    default normalisation (nmt_nfkc) does: a text of zero-width spaces has no tokens."""
+
+    def __init__(self, translator):
+        self._translator = translator
+
+    def __getattr__(self, name):
+        return getattr(self._translator, name)
+
+    def count_tokens(self, text):
+        return self._translator.count_tokens(text.replace("\u200b", ""))
+
+    def translate(self, texts, **options):
+        return self._translator.translate([text.replace("\u200b", "") for text in texts],
+                                          **options)
+
+
+def test_a_text_without_tokens_is_a_400_not_a_failed_batch(translator, config):
+    client = create_app(ModelSlot(ZeroWidthSpaceDroppingTranslator(translator)),
+                        config).test_client()
+    response = client.post("/translate", json={"texts": ["one", "\u200b \u200b"]})
+    assert_error(response, 400, "bad_request", "texts[1] is empty once tokenized")
+    assert_serves(client)
+
+
 def test_503_until_the_model_is_loaded(translator, config):
     slot = ModelSlot()
     client = create_app(slot, config).test_client()
