@@ -132,6 +132,8 @@ def _read_lines(path):
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as e:
+            # The column in characters, as an editor shows it, not in bytes.
+            column = len(raw[:e.start].decode("utf-8")) + 1
             raise CorpusError("%s:%d: not valid UTF-8 (byte 0x%02x at column %d)"
-                              % (path, number, raw[e.start], e.start + 1)) from e
+                              % (path, number, raw[e.start], column)) from e
         yield line.lstrip("\ufeff") if number == 1 else line

@@ -63,8 +63,14 @@ def test_undecodable_byte_names_file_and_line(tmp_path):
     path.write_bytes("one\tum\ntwo\tdois\nthree\ttrês\n".encode("latin-1"))
     with pytest.raises(CorpusError) as error:
         read_corpus(str(path))
-    assert "%s:3:" % path in str(error.value)
-    assert "0xea" in str(error.value)
+    assert "%s:3: not valid UTF-8 (byte 0xea at column 9)" % path in str(error.value)
+
+
+def test_undecodable_byte_column_counts_characters(tmp_path):
+    path = tmp_path / "mixed.tsv"
+    path.write_bytes("ação\t".encode("utf-8") + b"\xff\n")
+    with pytest.raises(CorpusError, match=r"mixed.tsv:1: not valid UTF-8 \(byte 0xff at column 6\)"):
+        read_corpus(str(path))
 
 
 def test_parallel_files(tmp_path):
