@@ -34,6 +34,11 @@ def check_sequence_length(sequence_length, allow_tensor):
       sequence_length: a Python int >= 1, or (if `allow_tensor`) a scalar
         integer tensor.
       allow_tensor: False for the unrolled search, whose graph size is the length.
+    Returns:
+      The Python int, or the tensor as a scalar int32 that fails at run time
+      (InvalidArgumentError naming sequence_length) when it is below 1: a loop
+      that runs no step would otherwise fail on stacking its empty
+      TensorArrays, with an error that names neither the argument nor its value.
     Raises:
       ValueError: for a non-positive or non-integer length, a tensor where a
         Python int is needed, or a tensor that is not an integer scalar.
@@ -54,7 +59,12 @@ def check_sequence_length(sequence_length, allow_tensor):
         raise ValueError("sequence_length must be an integer tensor, got %s" % sequence_length.dtype.name)
     if sequence_length.shape.ndims not in (None, 0):
         raise ValueError("sequence_length must be a scalar, got shape %s" % sequence_length.shape)
-    return tf.cast(tf.reshape(sequence_length, []), tf.int32)
+    with tf.name_scope("check_sequence_length"):
+        sequence_length = tf.cast(tf.reshape(sequence_length, []), tf.int32)
+        at_least_one = tf.debugging.assert_positive(
+            sequence_length, message="sequence_length must be >= 1")
+        with tf.control_dependencies([at_least_one]):
+            return tf.identity(sequence_length)
 
 
 def check_initial_state(initial_state):

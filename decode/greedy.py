@@ -21,7 +21,7 @@ def greedy_search(update_fn, initial_state, sequence_length, begin_token_id, end
         searches; called with a beam dimension of 1.
       initial_state: nested structure of [batch, ...] tensors.
       sequence_length: the most tokens to generate: a Python int >= 1 or a
-        scalar int32 tensor.
+        scalar int32 tensor, checked to be >= 1 when run.
       begin_token_id: int, the first input token.
       end_token_id: int.
       length_penalty: alpha in ((5 + length) / 6) ** alpha; 0 for none.
@@ -35,10 +35,10 @@ def greedy_search(update_fn, initial_state, sequence_length, begin_token_id, end
     """
     if not callable(update_fn):
         raise ValueError("update_fn must be callable, got %r" % (update_fn,))
-    sequence_length = checks.check_sequence_length(sequence_length, allow_tensor=True)
     checks.check_token_ids(begin_token_id, end_token_id)
     batch_size = checks.check_initial_state(initial_state)
     with tf.name_scope(name):
+        sequence_length = checks.check_sequence_length(sequence_length, allow_tensor=True)
         state = tf.nest.map_structure(lambda s: tile_beams(tf.convert_to_tensor(s), 1),
                                       initial_state)
         ids = tf.fill([batch_size, 1], begin_token_id)

@@ -31,7 +31,8 @@ def while_loop_beam_search(update_fn, initial_state, sequence_length, beam_width
         `logits` [batch, beam, vocab]. Built once, inside the loop.
       initial_state: nested structure of [batch, ...] tensors, tiled over beams.
       sequence_length: the most tokens to generate: a Python int >= 1 or a
-        scalar int32 tensor (e.g. `2 * tf.reduce_max(source_length) + 10`).
+        scalar int32 tensor (e.g. `2 * tf.reduce_max(source_length) + 10`),
+        checked to be >= 1 when run.
       beam_width: Python int >= 1.
       begin_token_id: int, the first input token.
       end_token_id: int.
@@ -46,8 +47,8 @@ def while_loop_beam_search(update_fn, initial_state, sequence_length, beam_width
     Raises:
       ValueError: for bad arguments, when the graph is built.
     """
-    sequence_length = checks.check_sequence_length(sequence_length, allow_tensor=True)
     with tf.name_scope(name):
+        sequence_length = checks.check_sequence_length(sequence_length, allow_tensor=True)
         state, ids, beam = beam_step.start(update_fn, initial_state, beam_width,
                                            begin_token_id, end_token_id)
         # dynamic_size: a tensor sequence_length is only an upper bound, and

@@ -153,6 +153,19 @@ def test_while_loop_takes_a_tensor_sequence_length():
     assert_same_result(from_tensor, run_reference(toy, batch_state, 7, 3, 0.6))
 
 
+@pytest.mark.parametrize("length", [0, -2])
+def test_while_loop_rejects_a_tensor_length_below_one_when_run(length):
+    toy = ToyDecoder()
+    with tf.Graph().as_default():
+        max_length = tf.placeholder(tf.int32, [])
+        outputs = while_loop_beam_search(toy.update_fn,
+                                         tf.nest.map_structure(tf.constant, toy.initial_state([0.0])),
+                                         max_length, 3, BEGIN, END)
+        with tf.Session() as session:
+            with pytest.raises(tf.errors.InvalidArgumentError, match="sequence_length must be >= 1"):
+                session.run(outputs, {max_length: length})
+
+
 @pytest.mark.parametrize("search", sorted(SEARCHES))
 def test_impossible_hypotheses_fill_the_beam_canonically(search):
     # Vocab 3 and 2 tokens give 1 + 2 + 4 = 7 possible outputs for 9 beams.

@@ -75,6 +75,19 @@ def test_takes_a_tensor_sequence_length():
         np.testing.assert_array_equal(got, expected)
 
 
+@pytest.mark.parametrize("length", [0, -2])
+def test_rejects_a_tensor_length_below_one_when_run(length):
+    toy = ToyDecoder()
+    with tf.Graph().as_default():
+        max_length = tf.placeholder(tf.int32, [])
+        outputs = greedy_search(toy.update_fn,
+                                tf.nest.map_structure(tf.constant, toy.initial_state([0.0])),
+                                max_length, BEGIN, END)
+        with tf.Session() as session:
+            with pytest.raises(tf.errors.InvalidArgumentError, match="sequence_length must be >= 1"):
+                session.run(outputs, {max_length: length})
+
+
 @pytest.mark.parametrize("bad_arguments, message", [
     pytest.param(dict(sequence_length=0), "sequence_length", id="length=0"),
     pytest.param(dict(sequence_length=3.0), "sequence_length", id="length=3.0"),
