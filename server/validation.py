@@ -142,6 +142,20 @@ def _reject_constant(name):
     raise ValueError("%s is not a JSON value" % name)
 
 
+def _object_without_repeated_names(pairs):
+    """A JSON object as a dict, or ApiError if a name repeats.
+
+    Parsers disagree on which of two equal names wins (Python's json keeps
+    the last), so {"text": "a", "text": "b"} has no one meaning: refuse it.
+    """
+    value = {}
+    for name, member in pairs:
+        if name in value:
+            raise ApiError(400, "the field %s appears twice; give each field once" % _shorten(name))
+        value[name] = member
+    return value
+
+
 def _parse_json_object(body):
     """Decodes a UTF-8 JSON object, or raises ApiError naming what is wrong."""
     if not body.strip():
@@ -153,7 +167,8 @@ def _parse_json_object(body):
                        % (body[error.start], error.start)) from None
     try:
         # NaN and Infinity are Python's extensions, not JSON.
-        value = json.loads(document, parse_constant=_reject_constant)
+        value = json.loads(document, parse_constant=_reject_constant,
+                           object_pairs_hook=_object_without_repeated_names)
     except ValueError as error:
         raise ApiError(400, "the body is not valid JSON: %s" % error) from None
     except RecursionError:

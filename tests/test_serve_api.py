@@ -216,6 +216,8 @@ BAD_REQUESTS = [
     ("no text", json_body({"decoder": "greedy"}), 400, "bad_request", "exactly one of"),
     ("text and texts", json_body({"text": "a", "texts": ["b"]}), 400, "bad_request",
      "exactly one of"),
+    ("repeated field", raw_body('{"text": "one", "text": "two"}'), 400, "bad_request",
+     'the field "text" appears twice'),
     ("unknown field", json_body({"text": "one", "beam": 4}), 400, "bad_request",
      'unknown field "beam"'),
     ("empty text", json_body({"text": ""}), 400, "bad_request", "text is empty"),
