@@ -28,10 +28,6 @@ class ApiError(Exception):
         self.status = status
         self.message = message
 
-    @property
-    def code(self):
-        return CODES[self.status]
-
 
 def error_response(status, message):
     """Returns the JSON error response for `status` (a key of CODES)."""
