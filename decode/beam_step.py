@@ -2,7 +2,7 @@
 
 The unrolled search calls `advance` in a Python loop, the while_loop search in
 the loop body; everything that decides which hypotheses survive is in
-`scoring.select_best`.
+`scoring.select_best`. Greedy decoding starts with `start` too, at beam width 1.
 """
 
 import tensorflow.compat.v1 as tf

@@ -8,8 +8,8 @@ carried over unchanged), with a beam dimension of 1.
 
 import tensorflow.compat.v1 as tf
 
-from decode import checks, scoring
-from seq2seq.common import batch_free_shape_invariants, tile_beams
+from decode import beam_step, checks, scoring
+from seq2seq.common import batch_free_shape_invariants
 
 
 def greedy_search(update_fn, initial_state, sequence_length, begin_token_id, end_token_id,
@@ -33,44 +33,38 @@ def greedy_search(update_fn, initial_state, sequence_length, begin_token_id, end
     Raises:
       ValueError: for bad arguments, when the graph is built.
     """
-    if not callable(update_fn):
-        raise ValueError("update_fn must be callable, got %r" % (update_fn,))
-    checks.check_token_ids(begin_token_id, end_token_id)
-    batch_size = checks.check_initial_state(initial_state)
     with tf.name_scope(name):
         sequence_length = checks.check_sequence_length(sequence_length, allow_tensor=True)
-        state = tf.nest.map_structure(lambda s: tile_beams(tf.convert_to_tensor(s), 1),
-                                      initial_state)
-        ids = tf.fill([batch_size, 1], begin_token_id)
-        log_probs = tf.zeros([batch_size, 1])
-        lengths = tf.zeros([batch_size, 1], tf.int32)
-        finished = tf.zeros([batch_size, 1], tf.bool)
+        # The beam searches' start at beam width 1: the same argument checks,
+        # and a Beam of one alive hypothesis, scored as they score theirs.
+        state, ids, beam = beam_step.start(update_fn, initial_state, 1, begin_token_id,
+                                           end_token_id)
         token_ids = tf.TensorArray(tf.int32, size=0, dynamic_size=True, name="token_ids")
 
-        def not_done(step, state, ids, log_probs, lengths, finished, token_ids):
-            del state, ids, log_probs, lengths, token_ids  # unused
+        def not_done(step, state, ids, beam, token_ids):
+            del state, ids, token_ids  # unused
             return tf.logical_and(step < sequence_length,
-                                  tf.logical_not(tf.reduce_all(finished)))
+                                  tf.logical_not(tf.reduce_all(beam.finished)))
 
-        def body(step, state, ids, log_probs, lengths, finished, token_ids):
+        def body(step, state, ids, beam, token_ids):
             new_state, logits = update_fn(state, ids)
             checks.check_step_outputs(state, new_state, logits, end_token_id)
             with tf.name_scope("choose"):
                 best = tf.argmax(logits, axis=-1, output_type=tf.int32)           # [b, 1]
                 best_log_prob = (tf.reduce_max(logits, axis=-1)
                                  - tf.reduce_logsumexp(logits, axis=-1))             # [b, 1]
-                ids = tf.where_v2(finished, end_token_id, best)
-                log_probs = tf.where_v2(finished, log_probs, log_probs + best_log_prob)
-                lengths = tf.where_v2(finished, lengths, step + 1)
-                finished = tf.equal(ids, end_token_id)
-            return (step + 1, new_state, ids, log_probs, lengths, finished,
-                    token_ids.write(step, ids))
+                ids = tf.where_v2(beam.finished, end_token_id, best)
+                beam = scoring.Beam(
+                    log_probs=tf.where_v2(beam.finished, beam.log_probs,
+                                          beam.log_probs + best_log_prob),
+                    lengths=tf.where_v2(beam.finished, beam.lengths, step + 1),
+                    finished=tf.equal(ids, end_token_id))
+            return step + 1, new_state, ids, beam, token_ids.write(step, ids)
 
-        loop_vars = (tf.constant(0), state, ids, log_probs, lengths, finished, token_ids)
-        _, _, _, log_probs, lengths, _, token_ids = tf.while_loop(
+        loop_vars = (tf.constant(0), state, ids, beam, token_ids)
+        _, _, _, beam, token_ids = tf.while_loop(
             not_done, body, loop_vars,
             shape_invariants=batch_free_shape_invariants(loop_vars),
             back_prop=False, name="search")
         ids = tf.transpose(token_ids.stack(), [1, 2, 0])
-        scores = log_probs / scoring.length_penalty(lengths, length_penalty)
-        return ids, scores, lengths
+        return ids, scoring.beam_scores(beam, length_penalty), beam.lengths
