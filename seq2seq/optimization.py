@@ -50,6 +50,28 @@ def learning_rate_schedule(step, peak_rate, warmup_steps, decay, max_steps):
         return peak_rate * warmup * decayed
 
 
+def _sum_repeated_rows(gradient):
+    """A sparse gradient with each row once: the slices of a repeated row summed.
+
+    An embedding lookup's gradient holds one slice per looked-up token, so a
+    row appears as often as its token in the batch (BOS in every sentence).
+    `tf.global_norm` squares the slices as they are, which is not the norm of
+    the gradient: rows [g, g] count 2 |g|^2 where the gradient's row 2 g has 4 |g|^2.
+
+    Args:
+      gradient: a `tf.IndexedSlices` with values [n, ...] and indices [n],
+        or a dense tensor or None, returned unchanged.
+    Returns:
+      A dense tensor or None unchanged, else an `IndexedSlices` with values
+      [rows, ...] and unique indices [rows].
+    """
+    if not isinstance(gradient, tf.IndexedSlices):
+        return gradient
+    rows, slice_rows = tf.unique(gradient.indices)
+    values = tf.math.unsorted_segment_sum(gradient.values, slice_rows, tf.size(rows))
+    return tf.IndexedSlices(values, rows, gradient.dense_shape)
+
+
 def clip_gradients(gradients, clip_norm):
     """Scales the gradients down together when their global norm exceeds `clip_norm`.
 
@@ -57,13 +79,15 @@ def clip_gradients(gradients, clip_norm):
       gradients: list of tensors or `tf.IndexedSlices` (None entries allowed).
       clip_norm: float; 0 or less disables clipping.
     Returns:
-      (clipped gradients in the same order, their global norm before clipping
-      as a scalar float32 tensor, reported in the summaries).
+      (clipped gradients in the same order, sparse ones with each row once,
+      and their global norm before clipping as a scalar float32 tensor,
+      reported in the summaries).
     """
     with tf.name_scope("clip_gradients"):
+        gradients = [_sum_repeated_rows(gradient) for gradient in gradients]
         global_norm = tf.global_norm(gradients)
         if clip_norm <= 0:
-            return list(gradients), global_norm
+            return gradients, global_norm
         clipped, _ = tf.clip_by_global_norm(gradients, clip_norm, use_norm=global_norm)
         return clipped, global_norm
 

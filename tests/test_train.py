@@ -188,6 +188,23 @@ def test_clip_gradients_scales_to_the_norm_and_reports_it():
     np.testing.assert_allclose(unclipped[1], [[4.0]])
 
 
+def test_clip_gradients_norms_a_sparse_gradient_as_its_dense_equivalent():
+    # An embedding lookup's gradient: one slice per token, row 1 three times.
+    with tf.Graph().as_default(), tf.Session() as session:
+        table = tf.constant(np.zeros([4, 2], np.float32))
+        weights = tf.constant([[1.0, 2.0], [1.0, 2.0], [1.0, 2.0], [3.0, 0.0]])
+        loss = tf.reduce_sum(tf.nn.embedding_lookup(table, [1, 1, 1, 2]) * weights)
+        gradient, = tf.gradients(loss, [table])
+        assert isinstance(gradient, tf.IndexedSlices)
+        (clipped,), norm = optimization.clip_gradients([gradient], 1.0)
+        dense_gradient = tf.convert_to_tensor(gradient)
+        norm, clipped, dense_gradient = session.run(
+            [norm, tf.convert_to_tensor(clipped), dense_gradient])
+    # Rows 1: [3, 6] and 2: [3, 0]; the slices alone would give sqrt(24).
+    assert norm == pytest.approx(np.sqrt(54.0))
+    np.testing.assert_allclose(clipped, dense_gradient / np.sqrt(54.0), rtol=1e-6)
+
+
 def test_streaming_bleu_equals_corpus_bleu_and_stops_decoding():
     batches = [(["the cat sat on the mat", "one two three"],
                 ["the cat sat on a mat", "one two three"]),
