@@ -5,6 +5,7 @@ import math
 import os
 import re
 import shutil
+import types
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ import tensorflow.compat.v1 as tf
 import train
 from data_pipeline.input import make_input_fn
 from data_pipeline.tokenizer import Tokenizer
-from seq2seq import metrics, optimization
+from seq2seq import metrics, optimization, progress
 from seq2seq import best_checkpoint
 from seq2seq.best_checkpoint import read_best
 from seq2seq.config import ConfigError, load_config
@@ -203,6 +204,33 @@ def test_clip_gradients_norms_a_sparse_gradient_as_its_dense_equivalent():
     # Rows 1: [3, 6] and 2: [3, 0]; the slices alone would give sqrt(24).
     assert norm == pytest.approx(np.sqrt(54.0))
     np.testing.assert_allclose(clipped, dense_gradient / np.sqrt(54.0), rtol=1e-6)
+
+
+def test_progress_lines_give_each_interval_s_rates_and_eta(monkeypatch, caplog):
+    clock = types.SimpleNamespace(now=1000.0)
+    monkeypatch.setattr(progress, "time", types.SimpleNamespace(time=lambda: clock.now))
+    caplog.set_level(logging.INFO, logger="seq2seq")
+    with tf.Graph().as_default():
+        # Resumed at step 95: the first line comes after 5 steps, at step 100.
+        global_step = tf.Variable(95, dtype=tf.int64, trainable=False, name="global_step",
+                                  collections=[tf.GraphKeys.GLOBAL_VARIABLES,
+                                               tf.GraphKeys.GLOBAL_STEP])
+        loss = tf.placeholder(tf.float32, [])
+        step = tf.assign_add(global_step, 1)
+        hook = progress.ProgressHook(loss, tf.constant(300), tf.constant(1e-3),
+                                     max_steps=200, every_n_steps=10)
+        with tf.train.SingularMonitoredSession(hooks=[hook]) as session:
+            for seconds_per_step, losses in ((0.5, [1, 2, 3, 4, 5]), (0.2, [1] * 10)):
+                for value in losses:
+                    clock.now += seconds_per_step
+                    session.run(step, {loss: value})
+    lines = [record.getMessage() for record in caplog.records if record.name == "seq2seq"]
+    assert lines == [
+        # 5 steps of 300 tokens in 2.5 s; 100 steps left at 2 steps/s.
+        "step 100/200  loss 3.000  lr 1.00e-03  2.00 steps/s  600 tokens/s  ETA 50s",
+        # 10 steps in 2 s; 90 steps left at 5 steps/s.
+        "step 110/200  loss 1.000  lr 1.00e-03  5.00 steps/s  1500 tokens/s  ETA 18s",
+    ]
 
 
 def test_streaming_bleu_equals_corpus_bleu_and_stops_decoding():
