@@ -131,7 +131,8 @@ def test_user_tsv_with_bad_lines_and_carved_dev_test(tiny_config, tmp_path, caps
     skipped = splits["train"]["skipped"]
     assert skipped["no_tab"] == 1 and skipped["empty_side"] == 1
     assert "empty_side 1, no_tab 1" in out
-    # 405 pairs read: 16 carved, 384 kept, the rest repeat a carved source.
+    # 405 pairs read (5 twice): 16 carved; each other pair is kept, too long, or
+    # dropped for repeating a carved source.
     assert splits["train"]["kept"] + skipped.get("too_long", 0) + skipped.get("source_in_dev_test", 0) \
         == 405 - 16
     held_out = set(lines(prepared.raw_text["dev"][0])) | set(lines(prepared.raw_text["test"][0]))
