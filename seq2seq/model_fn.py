@@ -39,8 +39,9 @@ def beam_search(model, encoder_output, source_length, decode_params):
 
 def _num_tokens(features, labels):
     """Source + target tokens of a batch, padding excluded (the tokens/s unit)."""
-    return (tf.reduce_sum(features["source_length"])
-            + tf.reduce_sum(labels["target_length"]))
+    with tf.name_scope("num_tokens"):
+        return (tf.reduce_sum(features["source_length"])
+                + tf.reduce_sum(labels["target_length"]))
 
 
 def _train_spec(model, features, labels, params, run_config):

@@ -54,7 +54,8 @@ def split_batch(inputs, num_towers):
     Returns:
       A list of `num_towers` structures like `inputs`, tensors [batch / N, ...].
     """
-    pieces = [tf.split(tensor, num_towers, axis=0) for tensor in tf.nest.flatten(inputs)]
+    with tf.name_scope("split_batch"):
+        pieces = [tf.split(tensor, num_towers, axis=0) for tensor in tf.nest.flatten(inputs)]
     return [tf.nest.pack_sequence_as(inputs, [tensor_pieces[i] for tensor_pieces in pieces])
             for i in range(num_towers)]
 
