@@ -69,7 +69,7 @@ class Decoder:
         return self._attention.project_keys(memory)
 
     def step(self, source, state, prev_ids, training):
-        """One decoding step: THE step that teacher forcing runs for all steps.
+        """One decoding step, from the templates teacher forcing runs over all steps at once.
 
         Args:
           source: an `EncoderOutput` with n rows: memory [n, src_time, M],

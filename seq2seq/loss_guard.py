@@ -48,7 +48,7 @@ def as_non_finite_loss_error(error):
       error: a `tf.errors.OpError` raised while training.
     Returns:
       A `NonFiniteLossError` with a message a person can act on, or None when
-      `error` does not come from `assert_finite_loss`.
+      `error` does not come from `assert_finite_step`.
     """
     if error.op is None or _GUARD_NAME not in error.op.name:
         return None

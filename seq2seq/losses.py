@@ -27,7 +27,8 @@ def sequence_cross_entropy(logits, labels, lengths, label_smoothing=0.0):
 
     Args:
       logits: [batch, time, V] float32.
-      labels: [batch, time] int32 (anything at padding).
+      labels: [batch, time] int32 ids in [0, V), padding included (the
+        gather would fail on any other id, even where it is masked).
       lengths: [batch] int32, the valid steps of each sequence.
       label_smoothing: eps, a Python float in [0, 1).
     Returns:

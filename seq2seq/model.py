@@ -102,7 +102,7 @@ class Seq2SeqModel:
         return self._decoder.teacher_forced_logits(encoder_output, target_input, training)
 
     def step(self, encoder_output, state, prev_ids, training=False):
-        """One decoder step, the template teacher forcing runs at every step.
+        """One decoder step, built from the same templates as teacher forcing.
 
         The memory comes in explicitly (not in `state`) so that a beam search
         never carries or reorders it.
