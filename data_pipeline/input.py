@@ -66,6 +66,9 @@ def make_dataset(config, split, mode):
       split: "train", "dev" or "test".
       mode: tf.estimator.ModeKeys.TRAIN (shuffled, endless) or EVAL (one
         pass, in file order).
+    Returns:
+      A tf.data.Dataset of (features, labels): [B, S] source ids, [B, T]
+      target input and output, [B] lengths (see the module docstring).
     Raises:
       ValueError: data not prepared, prepared with other data settings, or
         batch sizes not divisible by num_towers.
@@ -124,7 +127,15 @@ def bucket_batch_sizes(boundaries, max_length, batch_tokens, num_towers):
     """Pairs per batch in each bucket, for about `batch_tokens` padded tokens.
 
     A pair in a bucket whose longest length is m costs at most 2 m tokens
-    (source and target padded to m). Sizes are multiples of num_towers.
+    (source and target padded to m).
+
+    Args:
+      boundaries: the bucket_boundaries.
+      max_length: the longest pair length, the last bucket's upper end.
+      batch_tokens: the padded source + target tokens wanted per batch.
+      num_towers: every size is a multiple of it, at least num_towers.
+    Returns:
+      One size per bucket: len(boundaries) + 1 ints.
     """
     longest = [boundary - 1 for boundary in boundaries] + [max_length]
     return [max(num_towers, batch_tokens // (2 * m) // num_towers * num_towers) for m in longest]
