@@ -2,7 +2,8 @@
 
 A tokenizer is one joint model (``spm.model``) or one model per side
 (``source.model`` and ``target.model``). Encoding adds no begin or end token:
-the input pipeline and the decoders place BOS_ID and EOS_ID themselves.
+the input pipeline and the decoders place BOS_ID and EOS_ID themselves. The
+models see text through model_text, in training as in encoding.
 """
 
 import os
