@@ -27,6 +27,9 @@ TARGET_MODEL = "target.model"
 # would decode as "1o de maio" and "no". So the models are trained without a
 # rule of their own ("identity") and are given model_text(text) instead.
 _ORDINAL_INDICATORS = re.compile("([ºª])")
+# Unicode categories of invisible characters: controls, and format characters
+# such as zero-width spaces, direction marks, byte-order marks, soft hyphens.
+_INVISIBLE = ("Cc", "Cf")
 
 
 class Tokenizer:
@@ -119,11 +122,17 @@ def model_text(text):
     """`text` as the SentencePiece models see it, in training and encoding.
 
     NFKC (no-break spaces become spaces, full-width letters ASCII) except for
-    the ordinal indicators º and ª; every run of whitespace becomes one space.
+    the ordinal indicators º and ª; invisible characters are dropped, as
+    nmt_nfkc drops them, rather than becoming <unk> pieces; every run of
+    whitespace becomes one space.
     """
     parts = _ORDINAL_INDICATORS.split(text)
     parts[::2] = [unicodedata.normalize("NFKC", part) for part in parts[::2]]
-    return " ".join("".join(parts).split())
+    text = "".join(parts)
+    if not text.isprintable():  # the rare slow path: look at each character
+        text = "".join(char for char in text
+                       if char.isspace() or unicodedata.category(char) not in _INVISIBLE)
+    return " ".join(text.split())
 
 
 def _load_processor(path):

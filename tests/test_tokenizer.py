@@ -48,6 +48,8 @@ def test_ordinal_indicators_survive_and_other_text_is_nfkc(pairs, tmp_path):
     decomposed = unicodedata.normalize("NFD", "a casa é vermelha")
     assert tokenizer.encode_target(decomposed) == tokenizer.encode_target("a casa é vermelha")
     assert tokenizer.encode_source("two\u00a0red  cars") == tokenizer.encode_source("two red cars")
+    invisible = "\ufefftwo red\u200b cars\x07\u00ad"
+    assert tokenizer.encode_source(invisible) == tokenizer.encode_source("two red cars")
 
 
 def test_encoding_adds_no_special_ids(joint):
