@@ -96,21 +96,20 @@ def corpus_bleu(hypotheses_fn, references, max_sentences=0):
     Returns:
       (bleu, update_op), BLEU on the 0-100 scale.
     """
-    with tf.variable_scope("bleu"):
+    with tf.name_scope("bleu"):
         stored_hypotheses = _string_accumulator("hypotheses")
         stored_references = _string_accumulator("references")
 
-    def append():
-        hypotheses = tf.concat([stored_hypotheses.value(), hypotheses_fn()], axis=0)
-        all_references = tf.concat([stored_references.value(), references], axis=0)
-        if max_sentences > 0:
-            hypotheses = hypotheses[:max_sentences]
-            all_references = all_references[:max_sentences]
-        return tf.group(
-            tf.assign(stored_hypotheses, hypotheses, validate_shape=False),
-            tf.assign(stored_references, all_references, validate_shape=False))
+        def append():
+            hypotheses = tf.concat([stored_hypotheses.value(), hypotheses_fn()], axis=0)
+            all_references = tf.concat([stored_references.value(), references], axis=0)
+            if max_sentences > 0:
+                hypotheses = hypotheses[:max_sentences]
+                all_references = all_references[:max_sentences]
+            return tf.group(
+                tf.assign(stored_hypotheses, hypotheses, validate_shape=False),
+                tf.assign(stored_references, all_references, validate_shape=False))
 
-    with tf.name_scope("bleu"):
         if max_sentences > 0:
             update_op = tf.cond(tf.size(stored_hypotheses) < max_sentences,
                                 append, tf.no_op)
