@@ -54,7 +54,9 @@ class ProgressHook(tf.train.SessionRunHook):
     excluded) and the time left until `max_steps` at the current speed. With
     towers a step holds N times the data, so tokens/s is the figure to compare.
     The rates are wall-clock: an interval that holds a checkpoint evaluation
-    shows a lower rate, as the ETA should.
+    shows a lower rate, as the ETA should. With several workers, steps/s and
+    the ETA follow the global step (all workers' updates), while loss and
+    tokens/s are this worker's own batches.
     """
 
     def __init__(self, loss, num_tokens, learning_rate, max_steps, every_n_steps,
