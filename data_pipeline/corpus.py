@@ -10,8 +10,10 @@ import collections
 import os
 import unicodedata
 
-# Why a pair was skipped; prepare adds "too_long" (decided after encoding)
-# and "source_in_dev_test" (pairs carved out for dev/test).
+# Why a pair was skipped. prepare decides more after encoding: "too_long",
+# and "empty_side" again for a side that encodes to no piece at all; and
+# "source_in_dev_test" for train pairs repeating a source carved out for
+# dev or test.
 NO_TAB = "no_tab"
 EMPTY_SIDE = "empty_side"
 

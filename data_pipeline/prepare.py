@@ -24,7 +24,7 @@ import tensorflow.compat.v1 as tf
 
 from seq2seq.config import corpus_overrides, load_config
 from data_pipeline import embedded, manifest
-from data_pipeline.corpus import CorpusError, format_skipped, normalize, read_corpus
+from data_pipeline.corpus import EMPTY_SIDE, CorpusError, format_skipped, normalize, read_corpus
 from data_pipeline.tfrecords import shard_names, write_shards
 from data_pipeline.tokenizer import JOINT_MODEL, SOURCE_MODEL, TARGET_MODEL
 from data_pipeline.vocabulary import train_tokenizer
@@ -230,13 +230,18 @@ def _write_split(split, corpus_split, tokenizer, data, directory, verbose):
     Returns:
       The split's manifest record: counts and file names (relative).
     """
-    encoded, kept_pairs = [], []
+    encoded, kept_pairs, skipped = [], [], collections.Counter(corpus_split.skipped)
     for source, target in corpus_split.pairs:
         source_ids, target_ids = tokenizer.encode_source(source), tokenizer.encode_target(target)
-        if len(source_ids) <= data["max_source_length"] and len(target_ids) <= data["max_target_length"]:
+        if not source_ids or not target_ids:
+            # A side of invisible characters only (a zero-width space, say):
+            # text to the corpus reader, nothing to the tokenizer.
+            skipped[EMPTY_SIDE] += 1
+        elif len(source_ids) > data["max_source_length"] or len(target_ids) > data["max_target_length"]:
+            skipped[TOO_LONG] += 1
+        else:
             encoded.append((source_ids, target_ids))
             kept_pairs.append((source, target))
-    skipped = corpus_split.skipped + collections.Counter({TOO_LONG: len(corpus_split.pairs) - len(encoded)})
     if not encoded:
         raise CorpusError(
             "the %s split is empty after skipping %s (limits: data.max_source_length %d, "

@@ -140,6 +140,19 @@ def test_user_tsv_with_bad_lines_and_carved_dev_test(tiny_config, tmp_path, caps
     assert not held_out & set(train_sources(prepared))
 
 
+def test_a_side_the_tokenizer_sees_nothing_of_is_an_empty_side(tiny_config, tmp_path):
+    corpus = embedded.generate(300, 20, 20, 9, "pt_BR")
+    specs = {split + "_data": write_tsv(tmp_path / (split + ".tsv"),
+                                        [(e.source, e.target) for e in getattr(corpus, split)])
+             for split in ("dev", "test")}
+    train = write_tsv(tmp_path / "train.tsv", [(e.source, e.target) for e in corpus.train],
+                      ["\u200b\tum espaço de largura zero", "two\t\ufeff"])
+    config = small_config(tiny_config, tmp_path / "data", corpus="files", train_data=train, **specs)
+    record = prepare(config, verbose=False).manifest["splits"]["train"]
+    assert record["skipped"]["empty_side"] == 2
+    assert record["kept"] + record["skipped"].get("too_long", 0) == 300
+
+
 def test_touched_input_file_rebuilds(tiny_config, tmp_path):
     pairs = [(e.source, e.target) for e in embedded.generate(300, 0, 0, 9, "pt_BR").train]
     tsv = write_tsv(tmp_path / "corpus.tsv", pairs)
