@@ -1,4 +1,4 @@
-"""Training speed: this model (1 and 2 towers) against a Keras peer, same batches.
+"""Training speed: this model (1 and 2 towers) against Keras and PyTorch peers, same batches.
 
 The batches are drawn once from data_pipeline.input (TRAIN mode, rows
 divisible by 2 so that both tower counts see identical data) and saved; each
@@ -16,11 +16,43 @@ variant then trains on the same list in its own process, the same run:
            (its train step compiled with tf.function, the way Keras is meant
            to run), Adam with the same learning rate and global-norm clipping.
 
+  ours_4k  ours_1 with a 4000-wide vocabulary (see "Vocabulary 4000" below):
+           "ours default" for the comparison with the PyTorch peer.
+  ours_peer  ours_1 at the PyTorch peer's sizes as far as our architecture
+           allows: embedding 256, num_units 512 (each encoder direction 256,
+           as the peer's; our decoder is then 512 against the peer's 256),
+           attention 256, vocabulary 4000 (6.1M parameters against 3.95M).
+  torch    bench/torch_peer.py, a JoeyNMT-style RecurrentEncoder /
+           RecurrentDecoder in plain torch.nn standing for an established
+           PyTorch GRU + attention toolkit: shared embedding 256, one
+           bidirectional GRU layer of 256 per direction over
+           pack_padded_sequence, tanh bridge, Bahdanau attention 256, decoder
+           GRU 256 with input feeding stepped in a Python loop over target
+           time, tanh attentional (pre-output) layer, bias-free output
+           projection, dropout as in the config, label smoothing 0.1
+           ignoring padding, Adam with the config's learning rate and
+           clipping; vocabulary 4000 (3.95M parameters); PyTorch CPU with
+           torch.set_num_threads(2), PyTorch's default on this 2-core machine.
+  torch_1t the same with torch.set_num_threads(1): on a machine that other
+           jobs keep busy, PyTorch's 2 OpenMP threads can spend several times
+           the CPU of one thread on the same step, so this is the peer's
+           better case under load.
+
 Differences that favour Keras: no label smoothing (Keras's sparse
 cross-entropy has none) and a constant learning rate.
 
+Vocabulary 4000: the embedded corpus fills only ~1k SentencePiece pieces
+(`data.vocab_size` 1000 in configs/default.yaml), while the real corpora the
+comparison with PyTorch is about use a joint 4k vocabulary. So ours_4k,
+ours_peer, torch and torch_1t train on the same batches (ids all below 1000)
+with embedding tables and output layers 4000 wide: the ids are unchanged, the
+3000 extra entries are never seen in the data, and the cost that the
+vocabulary size brings (the 4000-wide output projection and its softmax) is
+there. ours_1, ours_2 and keras keep the config's vocabulary.
+
 Tokens are real source + target tokens (target with its EOS), the unit of the
-training progress line. The first `--warmup` steps (graph building, tracing,
+training progress line; source tokens alone are reported too (the unit of
+the PyTorch toolkit's figure). The first `--warmup` steps (graph building, tracing,
 the first allocation) are not timed. Two rates are given: tokens per second of
 wall-clock time, and tokens per CPU-second of the process (all its threads),
 which other jobs on a shared machine disturb far less and which measures the
@@ -28,10 +60,15 @@ work each implementation does for the same batches.
 
 Usage:
   .venv/bin/python -m bench.train_speed [--config configs/default.yaml]
-      [--steps 20] [--warmup 5] [--repeats 1] [--json bench/out/train_speed.json]
+      [--steps 20] [--warmup 5] [--repeats 1] [--variants ours_4k,ours_peer,torch,torch_1t]
+      [--json bench/out/train_speed.json]
+
+The torch variants need PyTorch (requirements-bench.txt). Parameter counts
+are printed with each variant's first result.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -43,7 +80,13 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 
-VARIANTS = ("ours_1", "ours_2", "keras")
+VARIANTS = ("ours_1", "ours_2", "keras", "ours_4k", "ours_peer", "torch", "torch_1t")
+PEER_VOCAB_SIZE = 4000
+# ours_peer's overrides of the config's "model" section.
+PEER_MODEL = {"embedding_size": 256, "num_units": 512, "attention_size": 256}
+# bench/torch_peer.RecurrentModel's sizes.
+TORCH_SIZES = {"embedding_size": 256, "encoder_size": 256, "hidden_size": 256,
+               "attention_size": 256}
 BATCH_KEYS = ("source_ids", "source_length", "target_input", "target_output", "target_length")
 
 
@@ -80,20 +123,33 @@ def step_clock():
 
 
 def rates(batches, step_end_clocks, warmup):
-    """Tokens of the timed steps per wall-clock second and per CPU-second.
+    """Tokens (and source tokens) of the timed steps per wall-clock second and per CPU-second.
 
     The timed steps are those after `warmup`, timed from the end of the last
     warm-up step to the end of the last step.
     """
-    tokens = sum(num_tokens(b) for b in batches[warmup:len(step_end_clocks)])
+    timed = batches[warmup:len(step_end_clocks)]
+    tokens = sum(num_tokens(b) for b in timed)
+    source_tokens = sum(int(b["source_length"].sum()) for b in timed)
     wall = step_end_clocks[-1][0] - step_end_clocks[warmup - 1][0]
     cpu = step_end_clocks[-1][1] - step_end_clocks[warmup - 1][1]
     return {"tokens_per_second": tokens / wall, "tokens_per_cpu_second": tokens / cpu,
+            "source_tokens_per_second": source_tokens / wall,
+            "source_tokens_per_cpu_second": source_tokens / cpu,
             "seconds": wall, "cpu_seconds": cpu, "steps": len(step_end_clocks) - warmup}
 
 
-def run_ours(config, batches, num_towers, warmup):
-    """Trains seq2seq's model_fn graph on `batches`; returns each step's `step_clock()`."""
+def run_ours(config, batches, num_towers, warmup, vocab_size=None):
+    """Trains seq2seq's model_fn graph on `batches`.
+
+    With `vocab_size`, the model's source and target vocabularies are that
+    wide instead of the tokenizer's (see "Vocabulary 4000").
+
+    Returns:
+      (each step's `step_clock()`, the number of trainable parameters).
+    """
+    from unittest import mock
+
     import tensorflow.compat.v1 as tf
     from data_pipeline.tokenizer import Tokenizer
     from seq2seq import towers
@@ -102,7 +158,12 @@ def run_ours(config, batches, num_towers, warmup):
     tf.disable_v2_behavior()
     model_dir = tempfile.mkdtemp()
     Tokenizer.load(config["data"]["data_dir"]).copy_to(model_dir)  # model_fn's vocabulary
-    with tf.Graph().as_default():
+    wide_vocabulary = contextlib.nullcontext()
+    if vocab_size:
+        wide_vocabulary = mock.patch.multiple(
+            Tokenizer, source_vocab_size=property(lambda self: vocab_size),
+            target_vocab_size=property(lambda self: vocab_size))
+    with tf.Graph().as_default(), wide_vocabulary:
         tf.set_random_seed(config["train"]["seed"])
         placeholders = {key: tf.placeholder(tf.int32, [None] * batches[0][key].ndim, name=key)
                         for key in BATCH_KEYS}
@@ -111,13 +172,38 @@ def run_ours(config, batches, num_towers, warmup):
         spec = model_fn(features, labels, tf.estimator.ModeKeys.TRAIN,
                         dict(config, num_towers=num_towers),
                         tf.estimator.RunConfig(model_dir=model_dir))
+        parameters = sum(v.shape.num_elements() for v in tf.trainable_variables())
         with tf.Session(config=towers.session_config(num_towers)) as session:
             session.run(tf.global_variables_initializer())
             times = []
             for batch in batches:
                 session.run(spec.train_op, {placeholders[key]: batch[key] for key in BATCH_KEYS})
                 times.append(step_clock())
-    return times
+    return times, parameters
+
+
+def run_torch(config, batches, num_threads):
+    """Trains bench/torch_peer.py's model on `batches`, vocabulary PEER_VOCAB_SIZE.
+
+    Returns:
+      (each step's `step_clock()`, the number of parameters).
+    """
+    import torch
+
+    from bench import torch_peer
+
+    torch.set_num_threads(num_threads)
+    ids = ("source_ids", "target_input", "target_output")
+    assert max(int(b[key].max()) for b in batches for key in ids) < PEER_VOCAB_SIZE
+    model, train_step = torch_peer.make_trainer(
+        PEER_VOCAB_SIZE, config["train"]["learning_rate"], config["train"]["clip_gradient_norm"],
+        seed=config["train"]["seed"], label_smoothing=config["train"]["label_smoothing"],
+        dropout=config["model"]["dropout"], **TORCH_SIZES)
+    times = []
+    for batch in batches:
+        train_step(batch)
+        times.append(step_clock())
+    return times, torch_peer.num_parameters(model)
 
 
 def keras_model(vocab_size, model_params):
@@ -171,7 +257,7 @@ def run_keras(config, batches, warmup):
             times.append(step_clock())
 
     model.fit(dataset, epochs=1, steps_per_epoch=len(batches), verbose=0, callbacks=[StepTimes()])
-    return times
+    return times, model.count_params()
 
 
 def worker(variant, config_path, hparams, batches_path, warmup):
@@ -181,10 +267,26 @@ def worker(variant, config_path, hparams, batches_path, warmup):
     config = load_config(config_path, hparams)
     batches = load_batches(batches_path)
     if variant == "keras":
-        times = run_keras(config, batches, warmup)
+        times, parameters = run_keras(config, batches, warmup)
+    elif variant in ("torch", "torch_1t"):
+        times, parameters = run_torch(config, batches, 1 if variant == "torch_1t" else 2)
+    elif variant == "ours_4k":
+        times, parameters = run_ours(config, batches, 1, warmup, PEER_VOCAB_SIZE)
+    elif variant == "ours_peer":
+        config = dict(config, model=dict(config["model"], **PEER_MODEL))
+        times, parameters = run_ours(config, batches, 1, warmup, PEER_VOCAB_SIZE)
     else:
-        times = run_ours(config, batches, int(variant[-1]), warmup)
-    print(json.dumps(dict(rates(batches, times, warmup), variant=variant)))
+        times, parameters = run_ours(config, batches, int(variant[-1]), warmup)
+    print(json.dumps(dict(rates(batches, times, warmup), variant=variant, parameters=parameters)))
+
+
+def ratio_lines(median):
+    """'a/b x.xx' for the pairs of variants the module doc compares, where both ran."""
+    pairs = [("ours_1", "keras"), ("ours_2", "keras"), ("ours_2", "ours_1")]
+    pairs += [(ours, peer) for peer in ("torch", "torch_1t")
+              for ours in ("ours_4k", "ours_peer", "ours_1")]
+    return ["%s/%s %.2f" % (a, b, median[a] / median[b])
+            for a, b in pairs if a in median and b in median]
 
 
 def main():
@@ -194,6 +296,8 @@ def main():
     parser.add_argument("--steps", type=int, default=20, help="timed steps per variant")
     parser.add_argument("--warmup", type=int, default=5, help="untimed steps first")
     parser.add_argument("--repeats", type=int, default=1, help="runs of every variant, interleaved")
+    parser.add_argument("--variants", default=",".join(VARIANTS),
+                        help="comma-separated, from: " + ", ".join(VARIANTS))
     parser.add_argument("--json", help="also write the results to this file")
     parser.add_argument("--worker", choices=VARIANTS, help=argparse.SUPPRESS)
     parser.add_argument("--batches", help=argparse.SUPPRESS)
@@ -201,23 +305,29 @@ def main():
     if args.worker:
         worker(args.worker, args.config, args.hparams, args.batches, args.warmup)
         return
+    variants = [v for v in args.variants.split(",") if v]
+    unknown = sorted(set(variants) - set(VARIANTS))
+    if unknown:
+        parser.error("unknown variants: %s" % ", ".join(unknown))
 
     from data_pipeline.prepare import prepare
     from seq2seq.config import load_config
 
     config = load_config(args.config, args.hparams)
     prepare(config, verbose=False)
-    results = {variant: [] for variant in VARIANTS}
-    units = ("tokens_per_second", "tokens_per_cpu_second")
+    results = {variant: [] for variant in variants}
+    units = ("tokens_per_second", "source_tokens_per_second", "tokens_per_cpu_second",
+             "source_tokens_per_cpu_second")
     with tempfile.TemporaryDirectory() as scratch:
         batches_path = os.path.join(scratch, "batches.npz")
         dump_batches(config, args.warmup + args.steps, batches_path)
         batches = load_batches(batches_path)
-        print("%s: %d batches, %.0f pairs and %.0f tokens per batch on average"
+        print("%s: %d batches, %.0f pairs, %.0f tokens and %.0f source tokens per batch on average"
               % (args.config, len(batches), np.mean([len(b["source_length"]) for b in batches]),
-                 np.mean([num_tokens(b) for b in batches])))
+                 np.mean([num_tokens(b) for b in batches]),
+                 np.mean([b["source_length"].sum() for b in batches])), flush=True)
         for _ in range(args.repeats):
-            for variant in VARIANTS:
+            for variant in variants:
                 output = subprocess.run(
                     [sys.executable, "-m", "bench.train_speed", "--worker", variant,
                      "--config", args.config, "--hparams", args.hparams,
@@ -225,21 +335,24 @@ def main():
                     check=True, capture_output=True, text=True).stdout
                 result = json.loads(output.strip().splitlines()[-1])
                 results[variant].append(result)
-                print("%-7s %8.0f tokens/s  %8.0f tokens/CPU-s  (%d steps in %.1f s, %.1f CPU-s)"
-                      % (variant, result["tokens_per_second"], result["tokens_per_cpu_second"],
-                         result["steps"], result["seconds"], result["cpu_seconds"]))
+                print("%-9s %8.0f tokens/s  %8.0f source tokens/s  %8.0f tokens/CPU-s  "
+                      "(%d steps in %.1f s, %.1f CPU-s; %d parameters)"
+                      % (variant, result["tokens_per_second"], result["source_tokens_per_second"],
+                         result["tokens_per_cpu_second"], result["steps"], result["seconds"],
+                         result["cpu_seconds"], result["parameters"]), flush=True)
     median = {unit: {variant: float(np.median([r[unit] for r in runs]))
                      for variant, runs in results.items()} for unit in units}
     for unit in units:
         m = median[unit]
-        print("median %s: %s; ours_1/keras %.2f, ours_2/keras %.2f, ours_2/ours_1 %.2f"
-              % (unit, ", ".join("%s %.0f" % item for item in m.items()),
-                 m["ours_1"] / m["keras"], m["ours_2"] / m["keras"], m["ours_2"] / m["ours_1"]))
+        print("median %s: %s" % (unit, ", ".join("%s %.0f" % item for item in m.items())))
+        if ratio_lines(m):
+            print("  ratios: " + ", ".join(ratio_lines(m)))
     if args.json:
         os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"config": args.config, "hparams": args.hparams, "steps": args.steps,
-                       "warmup": args.warmup, "runs": results, "median": median}, f, indent=2)
+                       "warmup": args.warmup, "variants": variants, "runs": results,
+                       "median": median}, f, indent=2)
 
 
 if __name__ == "__main__":
