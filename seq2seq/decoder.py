@@ -108,8 +108,8 @@ class Decoder:
         """
         # Only the recurrent matmul runs in the loop; input projection,
         # attention and output layer run once over all steps: 118-127 ms of
-        # CPU for forward + backward at batch 64 x 20 tokens (default config,
-        # V = 4000) against 203-220 ms running `step` in the loop.
+        # CPU for forward + backward at batch 64 x 20 tokens (default model
+        # sizes, V = 4000) against 203-220 ms running `step` in the loop.
         with tf.name_scope("decoder"):
             projected_inputs = self._cell.project_inputs(
                 self._embeddings.embed_target(target_input, training))
