@@ -110,10 +110,15 @@ def main(argv=None):
         # a chunk's worth of lines.
         chunk_size = (1 if source.isatty()
                       else BATCHES_PER_CHUNK * translator.config["decode"]["batch_size"])
-        for lines in chunks(source, chunk_size):
-            sink.write(translate_lines(translator, lines, args.decoder, args.beam_width,
-                                       args.n_best))
-            sink.flush()
+        try:
+            for lines in chunks(source, chunk_size):
+                sink.write(translate_lines(translator, lines, args.decoder, args.beam_width,
+                                           args.n_best))
+                sink.flush()
+        except UnicodeDecodeError as error:
+            print("error: %s is not UTF-8 text (%s)" % (args.input or "standard input", error),
+                  file=sys.stderr)
+            return 2
     return 0
 
 

@@ -242,3 +242,8 @@ def test_translate_cli_rejects_bad_options(tiny_model_dir, tmp_path, capsys):
     assert translate_cli.main(["--model_dir", tiny_model_dir,
                                "--input", str(tmp_path / "missing.txt")]) == 2
     assert "missing.txt" in capsys.readouterr().err
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes(b"caf\xe9\n")
+    assert translate_cli.main(["--model_dir", tiny_model_dir, "--input", str(latin1),
+                               "--output", str(tmp_path / "out.txt")]) == 2
+    assert "latin1.txt is not UTF-8 text" in capsys.readouterr().err
