@@ -83,6 +83,11 @@ def parse_args(argv):
             parser.error("--%s must be >= 0" % name)
     if args.runs < 1:
         parser.error("--runs must be >= 1")
+    # Checked now: the files are written only after minutes of measuring.
+    for name in ("json", "plot"):
+        path = getattr(args, name)
+        if path and not os.path.isdir(os.path.dirname(path) or "."):
+            parser.error("--%s %s: no such directory" % (name, path))
     return args
 
 
@@ -103,9 +108,17 @@ def default_input_files(config):
 
 
 def read_lines(path):
-    """The lines of a UTF-8 text file, stripped."""
+    """The lines of a UTF-8 text file, stripped.
+
+    Raises:
+      OSError: if the file cannot be read.
+      ValueError: if it is not UTF-8 text.
+    """
     with open(path, encoding="utf-8") as f:
-        return [line.strip() for line in f]
+        try:
+            return [line.strip() for line in f]
+        except UnicodeDecodeError as error:
+            raise ValueError("%s is not UTF-8 text (%s)" % (path, error)) from None
 
 
 def load_inputs(translator, source_path, reference_path, max_sentences):

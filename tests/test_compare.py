@@ -92,6 +92,22 @@ def test_misaligned_references_are_an_error(tiny_model_dir, tmp_path, capsys):
     assert "must be aligned" in capsys.readouterr().err
 
 
+def test_input_that_is_not_utf8_is_an_error_naming_the_file(tiny_model_dir, tmp_path, capsys):
+    source = tmp_path / "latin1.txt"
+    source.write_bytes(b"caf\xe9\n")
+    assert compare.main(["--model_dir", tiny_model_dir, "--input", str(source)]) == 2
+    assert "latin1.txt is not UTF-8 text" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option", ["--json", "--plot"])
+def test_an_output_file_in_a_missing_directory_is_an_error_before_measuring(option, tmp_path,
+                                                                            capsys):
+    path = str(tmp_path / "missing" / "out")
+    with pytest.raises(SystemExit):
+        compare.parse_args(["--model_dir", str(tmp_path), option, path])
+    assert "%s %s: no such directory" % (option, path) in capsys.readouterr().err
+
+
 def test_bad_beam_widths_are_an_error(tiny_model_dir, capsys):
     with pytest.raises(SystemExit):
         compare.main(["--model_dir", tiny_model_dir, "--beam_widths", "1,x"])
