@@ -14,6 +14,14 @@ from data_pipeline.corpus import split_spec
 
 MANIFEST = "manifest.json"
 
+# Bump when a code change alters what prepare writes for the same settings
+# (the corpus generator, text normalisation, SentencePiece options), so that
+# prepared data is rebuilt rather than silently kept. A model directory
+# trained on the old data then refuses to resume: train.py compares its
+# SentencePiece model with the rebuilt one.
+# 2: "1º de <mês>" in pt_BR dates; SentencePiece with the identity rule.
+FORMAT_VERSION = 2
+
 # Keys of the "data" section that shape the prepared files, by corpus kind.
 # data_dir is where, not what, and is left out.
 _COMMON_KEYS = ("corpus", "spm_model_type", "joint_vocab", "vocab_size", "num_shards",
@@ -49,8 +57,9 @@ def input_files(config):
 
 
 def data_fingerprint(config):
-    """A short hash of data_settings and input_files."""
-    return fingerprint({"settings": data_settings(config), "inputs": input_files(config)})
+    """A short hash of FORMAT_VERSION, data_settings and input_files."""
+    return fingerprint({"format": FORMAT_VERSION, "settings": data_settings(config),
+                        "inputs": input_files(config)})
 
 
 def path(data_dir):

@@ -6,7 +6,7 @@ import os
 import pytest
 import tensorflow.compat.v1 as tf
 
-from data_pipeline import embedded, prepare as prepare_module
+from data_pipeline import embedded, manifest as manifest_module, prepare as prepare_module
 from data_pipeline.corpus import CorpusError
 from data_pipeline.prepare import prepare
 from data_pipeline.tokenizer import Tokenizer
@@ -70,6 +70,14 @@ def test_second_prepare_does_nothing(tiny_config, tiny_data, capsys):
     assert "is up to date" in capsys.readouterr().out
     assert mtimes(tiny_data.data_dir) == before
     assert again == tiny_data
+
+
+def test_a_new_data_format_version_rebuilds(tiny_config, tmp_path, monkeypatch):
+    config = small_config(tiny_config, tmp_path)
+    first = prepare(config, verbose=False)
+    monkeypatch.setattr(manifest_module, "FORMAT_VERSION", manifest_module.FORMAT_VERSION + 1)
+    second = prepare(config, verbose=False)
+    assert second.manifest["fingerprint"] != first.manifest["fingerprint"]
 
 
 def test_changed_config_rebuilds_and_removes_stale_files(tiny_config, tmp_path):
