@@ -58,9 +58,11 @@ def _train_step(config, batch, model_dir, num_towers, initial_values=None):
 
 def test_two_towers_update_equals_one_device(tiny_config, batch, model_dir):
     assert tiny_config["model"]["dropout"] == 0.0
-    source_lengths = np.split(batch[0]["source_length"], 2)
-    assert source_lengths[0].sum() != source_lengths[1].sum(), \
-        "the halves should hold different numbers of tokens, to test the weighting"
+    # The loss is averaged over target tokens: unequal halves tell a token
+    # average from an average of the towers' averages.
+    target_lengths = np.split(batch[1]["target_length"], 2)
+    assert target_lengths[0].sum() != target_lengths[1].sum(), \
+        "the halves should hold different numbers of target tokens, to test the weighting"
     initial, one_device, _ = _train_step(tiny_config, batch, model_dir, num_towers=1)
     _, two_towers, devices = _train_step(tiny_config, batch, model_dir, num_towers=2,
                                          initial_values=initial)
