@@ -74,15 +74,19 @@ def check_initial_state(initial_state):
       The batch size: a Python int if known statically, else a scalar tensor.
     Raises:
       ValueError: if the state holds no tensor, or a tensor without a batch
-        dimension, or tensors whose static batch sizes disagree.
+        dimension or of unknown rank (the beams are tiled in after the batch
+        dimension), or tensors whose static batch sizes disagree.
     """
     leaves = [tf.convert_to_tensor(leaf) for leaf in tf.nest.flatten(initial_state)]
     if not leaves:
         raise ValueError("initial_state must hold at least one [batch, ...] tensor")
     for leaf in leaves:
+        if leaf.shape.ndims is None:
+            raise ValueError("every initial_state tensor must be [batch, ...] of known rank, "
+                             "got %s of unknown shape" % leaf.name)
         if leaf.shape.ndims == 0:
             raise ValueError("every initial_state tensor must be [batch, ...], got scalar %s" % leaf.name)
-    static_sizes = {leaf.shape.as_list()[0] for leaf in leaves if leaf.shape.ndims is not None}
+    static_sizes = {leaf.shape.as_list()[0] for leaf in leaves}
     static_sizes.discard(None)
     if len(static_sizes) > 1:
         raise ValueError("initial_state tensors disagree on the batch size: %s" % sorted(static_sizes))

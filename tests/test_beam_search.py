@@ -261,6 +261,8 @@ def _toy_graph_inputs():
     pytest.param(lambda toy: dict(initial_state={"rnn": tf.zeros([])}), "initial_state",
                  id="scalar_state"),
     pytest.param(lambda toy: dict(initial_state=()), "initial_state", id="empty_state"),
+    pytest.param(lambda toy: dict(initial_state={"rnn": tf.placeholder(tf.float32, None)}),
+                 "initial_state", id="state_of_unknown_rank"),
     pytest.param(lambda toy: dict(update_fn=lambda state, ids: (state, tf.zeros([2, 7]))),
                  "logits", id="rank2_logits"),
     pytest.param(lambda toy: dict(update_fn=lambda state, ids: ((state,), tf.zeros([2, 3, 7]))),
