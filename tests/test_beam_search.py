@@ -61,15 +61,37 @@ def assert_well_formed(ids, scores, lengths):
             assert hypothesis[length - 1] == END or length == steps
 
 
+@pytest.mark.parametrize("sequence_length", [1, 6])
 @pytest.mark.parametrize("beam_width", [3, 9])  # 9 > vocab: fewer tokens than beams per row
 @pytest.mark.parametrize("alpha", [0.0, 0.6])
 @pytest.mark.parametrize("search", sorted(SEARCHES))
-def test_matches_numpy_reference(search, alpha, beam_width):
+def test_matches_numpy_reference(search, alpha, beam_width, sequence_length):
     toy = ToyDecoder(vocab_size=7, seed=3)
     batch_state = toy.initial_state(MIXED_ROWS)
-    actual = run_search(SEARCHES[search], toy, batch_state, 6, beam_width, alpha)
-    assert_same_result(actual, run_reference(toy, batch_state, 6, beam_width, alpha))
+    actual = run_search(SEARCHES[search], toy, batch_state, sequence_length, beam_width, alpha)
+    assert_same_result(actual, run_reference(toy, batch_state, sequence_length, beam_width, alpha))
     assert_well_formed(*actual)
+
+
+@pytest.mark.parametrize("beam_width", [2, 5])
+@pytest.mark.parametrize("search", sorted(SEARCHES))
+def test_ties_go_to_the_lower_beam_and_token_as_in_the_numpy_reference(search, beam_width):
+    # Logits of 0 or 1 looked up by (step, previous token): ties at every step.
+    table = np.random.RandomState(0).randint(2, size=(5, 6, 6)).astype(np.float32)
+
+    def update_fn(state, ids):
+        return state + 1, tf.gather_nd(table, tf.stack([state, ids], axis=-1))
+
+    def numpy_step(state, token):
+        return state + 1, table[state, token]
+
+    with tf.Graph().as_default():
+        outputs = SEARCHES[search](update_fn, tf.zeros([1], tf.int32), 5, beam_width, BEGIN, END,
+                                   0.6)
+        with tf.Session() as session:
+            actual = session.run(outputs)
+    expected = reference.beam_search(numpy_step, 0, 5, beam_width, BEGIN, END, 0.6)
+    assert_same_result(actual, tuple(part[None] for part in expected))
 
 
 @pytest.mark.parametrize("search", sorted(SEARCHES))
