@@ -22,7 +22,7 @@ class FakeDetokenizer:
 
 @pytest.fixture(scope="module")
 def short_pairs(tiny_config, tiny_data):
-    """Dev pairs with at most 3 source words, so that one small unrolled graph fits them."""
+    """Dev pairs with at most 2 source words, so that one small unrolled graph fits them."""
     data_dir = tiny_config["data"]["data_dir"]
     with open(os.path.join(data_dir, "dev.src"), encoding="utf-8") as f:
         sources = f.read().splitlines()
