@@ -32,6 +32,8 @@ def backtrack(token_ids, parent_ids):
             tokens, parents = choices
             return batch_gather(parents, slots), batch_gather(tokens, slots)
 
+        # The carry is (slots, tokens); only the slots carry over, so the
+        # initial tokens are a placeholder of the right shape and type.
         _, ids = tf.scan(step_back, (token_ids, parent_ids),
                          initializer=(last_slots, last_slots),
                          reverse=True, back_prop=False)
