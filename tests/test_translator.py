@@ -115,12 +115,14 @@ def test_every_hypothesis_ends_within_its_sentences_limit(translator, dev_senten
         assert all(len(hypothesis) + 1 <= limit for hypothesis in result.ids)
 
 
-def test_concurrent_calls_match_serial_ones(translator, dev_sentences):
-    sentences = dev_sentences[:6]
-    requests = [("while_loop", 2), ("greedy", None), ("while_loop", 2), ("while_loop", 5)]
+def test_concurrent_calls_match_serial_ones(translator, dev_sentences, short_sentences):
+    # Graphs not built yet, so that some threads build while others decode.
+    requests = [(dev_sentences[:6], "while_loop", 2), (dev_sentences[:6], "greedy", None),
+                (short_sentences, "unrolled", 2), (dev_sentences[:6], "while_loop", 2),
+                (dev_sentences[:6], "while_loop", 5)]
     results = [None] * len(requests)
 
-    def call(index, decoder, beam_width):
+    def call(index, sentences, decoder, beam_width):
         results[index] = translator.translate(sentences, decoder, beam_width)
     threads = [threading.Thread(target=call, args=(index,) + request)
                for index, request in enumerate(requests)]
@@ -129,8 +131,9 @@ def test_concurrent_calls_match_serial_ones(translator, dev_sentences):
     for thread in threads:
         thread.join()
     for request, result in zip(requests, results):
-        assert_same_n_best(result, translator.translate(sentences, *request))
-    assert len([v for v in translator.variants if v[:2] == ("while_loop", 2)]) == 1
+        assert_same_n_best(result, translator.translate(*request))
+    for decoder in ("while_loop", "unrolled"):
+        assert len([v for v in translator.variants if v[:2] == (decoder, 2)]) == 1
 
 
 def test_warm_up_builds_eagerly_once(translator, short_sentences):
