@@ -9,13 +9,14 @@ import numbers
 import tensorflow.compat.v1 as tf
 
 
-def _is_int(value):
+def is_int(value):
+    """True for a Python or NumPy integer, False for a bool (which Python counts as one)."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def check_beam_width(beam_width):
     """Returns `beam_width` if it is a Python int >= 1."""
-    if not _is_int(beam_width) or beam_width < 1:
+    if not is_int(beam_width) or beam_width < 1:
         raise ValueError("beam_width must be a Python int >= 1, got %r" % (beam_width,))
     return int(beam_width)
 
@@ -23,7 +24,7 @@ def check_beam_width(beam_width):
 def check_token_ids(begin_token_id, end_token_id):
     """Checks that both token ids are Python ints >= 0."""
     for name, value in (("begin_token_id", begin_token_id), ("end_token_id", end_token_id)):
-        if not _is_int(value) or value < 0:
+        if not is_int(value) or value < 0:
             raise ValueError("%s must be a Python int >= 0, got %r" % (name, value))
 
 
@@ -43,7 +44,7 @@ def check_sequence_length(sequence_length, allow_tensor):
       ValueError: for a non-positive or non-integer length, a tensor where a
         Python int is needed, or a tensor that is not an integer scalar.
     """
-    if _is_int(sequence_length):
+    if is_int(sequence_length):
         if sequence_length < 1:
             raise ValueError("sequence_length must be >= 1, got %d" % sequence_length)
         return int(sequence_length)

@@ -28,6 +28,7 @@ import numpy as np
 
 from data_pipeline.tokenizer import EOS_ID, PAD_ID, UNK_ID, Tokenizer
 from decode.checkpoint_backend import CheckpointBackend, find_checkpoint
+from decode.checks import is_int
 from decode.length_limits import unrolled_length_bucket
 from decode.saved_model_backend import SavedModelBackend
 from seq2seq.config import load_config
@@ -176,10 +177,10 @@ class Translator:
             beam_width = 1
         elif beam_width is None:
             beam_width = self._backend.default_beam_width
-        elif not _is_int(beam_width) or not 1 <= beam_width <= self.max_beam_width:
+        elif not is_int(beam_width) or not 1 <= beam_width <= self.max_beam_width:
             raise ValueError("beam_width must be an integer in 1..%d, got %r"
                              % (self.max_beam_width, beam_width))
-        if not _is_int(n_best) or not 1 <= n_best <= beam_width:
+        if not is_int(n_best) or not 1 <= n_best <= beam_width:
             raise ValueError("n_best must be an integer in 1..%d (the beam width%s), got %r"
                              % (beam_width, "; greedy decoding keeps one hypothesis"
                                 if decoder == "greedy" else "", n_best))
@@ -297,7 +298,3 @@ def _search_result(ids, scores, lengths):
             tokens.pop()
         hypotheses.append(tokens)
     return SearchResult(hypotheses, [float(score) for score in scores])
-
-
-def _is_int(value):
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
