@@ -24,6 +24,7 @@ import logging
 import os
 import shutil
 import sys
+import time
 
 # Before TensorFlow is imported: its C++ start-up messages drown the progress lines.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -95,6 +96,26 @@ def write_model_dir(config, model_dir, tokenizer):
     for name in os.listdir(staging):
         os.replace(os.path.join(staging, name), os.path.join(model_dir, name))
     shutil.rmtree(staging)
+
+
+def wait_for_model_dir(model_dir, poll_secs=1.0):
+    """Blocks until the SentencePiece model(s) are in the model directory.
+
+    model_fn reads the vocabulary there and only the chief writes it, so a
+    worker that reaches training first (no train_and_evaluate start delay
+    with --schedule train) waits for the chief, as it waits for the chief's
+    session anyway.
+    """
+    waiting = False
+    while True:
+        try:
+            Tokenizer.load(model_dir)
+            return
+        except FileNotFoundError:
+            if not waiting:
+                logger.info("waiting for the chief to write %s", model_dir)
+                waiting = True
+            time.sleep(poll_secs)
 
 
 def model_dir_files(model_dir):
@@ -224,6 +245,8 @@ def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=
         # other non-shape settings leaves the trained model's record alone.
         if estimator.config.is_chief and schedule in TRAINING_SCHEDULES:
             write_model_dir(config, model_dir, tokenizer)
+        elif schedule in TRAINING_SCHEDULES:
+            wait_for_model_dir(model_dir)
     try:
         return _SCHEDULES[schedule](estimator, config, model_dir)
     except tf.errors.InvalidArgumentError as error:

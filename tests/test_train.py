@@ -1,10 +1,12 @@
 """Training end to end on the tiny config, and the pieces train.py is built from."""
 
+import json
 import logging
 import math
 import os
 import re
 import shutil
+import threading
 import types
 
 import numpy as np
@@ -132,6 +134,26 @@ def test_other_changes_are_accepted(tiny_config, tiny_model_dir):
     changed["model"]["embedding_size"] = 8
     with pytest.raises(ConfigError, match="model.embedding_size: 16 -> 8"):
         train.check_model_dir(changed, tiny_model_dir, Tokenizer.load(tiny_model_dir))
+
+
+def test_a_worker_trains_only_once_the_chief_has_written_the_model_dir(
+        tiny_config, tiny_data, tmp_path, monkeypatch):
+    cluster = {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]}
+    monkeypatch.setenv("TF_CONFIG", json.dumps(
+        {"cluster": cluster, "task": {"type": "worker", "index": 0}}))
+    # What model_fn does first: read the vocabulary from the model directory.
+    monkeypatch.setitem(train._SCHEDULES, "train",
+                        lambda estimator, config, model_dir: Tokenizer.load(model_dir))
+    model_dir = str(tmp_path / "model")
+    # The chief, a second behind the worker (no delay before --schedule train).
+    chief = threading.Timer(1.0, train.write_model_dir,
+                            [tiny_config, model_dir, Tokenizer.load(tiny_data.data_dir)])
+    chief.start()
+    try:
+        tokenizer = train.run(tiny_config, model_dir, schedule="train")
+    finally:
+        chief.join()
+    assert tokenizer.target_vocab_size == Tokenizer.load(tiny_data.data_dir).target_vocab_size
 
 
 def test_diverging_loss_stops_naming_the_step(tiny_config, tiny_data, tmp_path):
