@@ -64,7 +64,7 @@ def _sum_and_scale(gradients, scale):
     """Sums one variable's gradients from all towers, then multiplies by `scale`.
 
     Sparse gradients (embedding lookups) stay sparse: their slices are
-    concatenated, which the optimizer's sparse update sums per row.
+    concatenated, and `optimization.clip_gradients` sums repeated rows.
     """
     gradients = [g for g in gradients if g is not None]
     if not gradients:
