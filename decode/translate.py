@@ -12,6 +12,7 @@ input streams through without being held in memory.
 import argparse
 import contextlib
 import itertools
+import os
 import sys
 
 import tensorflow.compat.v1 as tf
@@ -45,7 +46,13 @@ def parse_args(argv):
                         help="hypotheses per sentence, at most the beam width (default: 1)")
     parser.add_argument("--input", help="input text file (default: standard input)")
     parser.add_argument("--output", help="output file (default: standard output)")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    # Opening the output truncates it before a line of the input is read.
+    if (args.input and args.output and os.path.exists(args.input)
+            and os.path.exists(args.output) and os.path.samefile(args.input, args.output)):
+        parser.error("--output %s is the --input file: it would be emptied before "
+                     "being read" % args.output)
+    return args
 
 
 def format_translation(translation, n_best):

@@ -250,3 +250,13 @@ def test_translate_cli_rejects_bad_options(tiny_model_dir, tmp_path, capsys):
     assert translate_cli.main(["--model_dir", tiny_model_dir, "--input", str(latin1),
                                "--output", str(tmp_path / "out.txt")]) == 2
     assert "latin1.txt is not UTF-8 text" in capsys.readouterr().err
+
+
+def test_translate_cli_refuses_to_overwrite_its_input(tmp_path, capsys):
+    source = tmp_path / "in.txt"
+    source.write_text("seven\n", encoding="utf-8")
+    with pytest.raises(SystemExit):
+        translate_cli.main(["--model_dir", str(tmp_path), "--input", str(source),
+                            "--output", str(tmp_path / "." / "in.txt")])
+    assert "is the --input file" in capsys.readouterr().err
+    assert source.read_text(encoding="utf-8") == "seven\n"
