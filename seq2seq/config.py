@@ -54,8 +54,8 @@ DEFAULTS = {
         "attention_size": 256,
         # One embedding table for source and target (needs joint_vocab).
         "share_embeddings": True,
-        # Output projection tied to the target embedding (needs
-        # embedding_size-sized output layer input, done via a bridge matmul).
+        # Output projection tied to the target embedding: the pre-output
+        # tanh layer is then embedding_size wide instead of num_units.
         "tie_output_projection": False,
         "dropout": 0.2,
     },
