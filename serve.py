@@ -68,11 +68,19 @@ def main(argv=None):
     loader = BackgroundLoader(model, args.model_dir, args.export_dir,
                               warm_up_beam_widths=[config["decode"]["beam_width"]],
                               warm_up_source_tokens=args.warm_up_source_tokens)
-    loader.start(on_ready=lambda: print("ready: %s" % server.url, flush=True),
-                 on_failure=server.request_stop)
+    loading = loader.start(on_ready=lambda: print("ready: %s" % server.url, flush=True),
+                           on_failure=server.request_stop)
     server.serve()
     logging.getLogger("seq2seq.serve").info("stopped")
-    return 1 if loader.failed else 0
+    exit_code = 1 if loader.failed else 0
+    if loading.is_alive():
+        # Interpreter shutdown would end the loader thread wherever it is, and
+        # inside TensorFlow's C++ code that aborts the process ("FATAL:
+        # exception not rethrown", exit 134): leave without the shutdown.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(exit_code)
+    return exit_code
 
 
 if __name__ == "__main__":

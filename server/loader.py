@@ -48,6 +48,8 @@ class BackgroundLoader:
 
             tf.disable_v2_behavior()
             translator = Translator(self._model_dir, export_dir=self._export_dir)
+            LOG.info("model %s (step %d) restored; building its decoder graphs",
+                     translator.model_name, translator.step)
             self._warm_up(translator)
         except Exception:  # whatever it is, the server cannot serve without a model
             LOG.exception("loading the model from %s failed", self._model_dir)

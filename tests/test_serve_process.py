@@ -140,6 +140,28 @@ def test_stops_promptly_while_the_model_is_loading(server):
     assert server.process.wait(timeout=STOP_TIMEOUT_S) == 0
 
 
+@pytest.mark.parametrize("delay_s", [0.5, 1.5, 3.0])
+def test_stops_promptly_while_tensorflow_builds_the_decoder_graphs(tiny_model_dir, tmp_path,
+                                                                   delay_s):
+    # Interpreter shutdown used to end the loader thread inside TensorFlow's
+    # C++ code, which aborted the process ("FATAL: exception not rethrown",
+    # exit 134). Where the thread is at a given moment varies, hence three
+    # moments of a long warm-up (the unrolled graphs of 128-token sources).
+    server = ServerProcess(tiny_model_dir, str(tmp_path / "serve.log"),
+                           ["--warm_up_source_tokens", "128"])
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while "building its decoder graphs" not in server.log():
+            assert server.process.poll() is None and time.monotonic() < deadline, server.log()
+            time.sleep(0.05)
+        time.sleep(delay_s)
+        assert server.request("GET", "/healthz")[0] == 503, "still warming up"
+        server.process.send_signal(signal.SIGTERM)
+        assert server.process.wait(timeout=STOP_TIMEOUT_S) == 0, server.log()
+    finally:
+        server.stop()
+
+
 def test_serves_an_exported_saved_model(tiny_model_dir, tmp_path):
     export_dir = max(glob.glob(os.path.join(tiny_model_dir, "export", "*")))  # the newest
     server = ServerProcess(tiny_model_dir, str(tmp_path / "serve.log"), ["--export_dir", export_dir])
