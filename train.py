@@ -237,6 +237,12 @@ def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=
         config["train"]["max_steps"] = max_steps
     estimator = build_estimator(config, model_dir, num_gpus)
     if estimator.config.task_type != "ps":  # a parameter server only serves variables
+        follows_chief = not estimator.config.is_chief and schedule in TRAINING_SCHEDULES
+        if follows_chief:
+            # The chief prepares the data before it writes the model directory:
+            # on a shared file system the others then find it prepared, rather
+            # than all writing the same data_dir at once.
+            wait_for_model_dir(model_dir)
         prepared = prepare(config, verbose=True)
         tokenizer = Tokenizer.load(prepared.data_dir)
         os.makedirs(model_dir, exist_ok=True)
@@ -245,8 +251,6 @@ def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=
         # other non-shape settings leaves the trained model's record alone.
         if estimator.config.is_chief and schedule in TRAINING_SCHEDULES:
             write_model_dir(config, model_dir, tokenizer)
-        elif schedule in TRAINING_SCHEDULES:
-            wait_for_model_dir(model_dir)
     try:
         return _SCHEDULES[schedule](estimator, config, model_dir)
     except tf.errors.InvalidArgumentError as error:
