@@ -284,6 +284,23 @@ def _validate(config):
         raise ConfigError("model.dropout must be in [0, 1)")
     if data["corpus"] == "files" and not data["train_data"]:
         raise ConfigError("data.corpus is 'files' but data.train_data is empty")
+    for key in ("data.vocab_size", "data.num_shards", "data.max_source_length",
+                "data.max_target_length", "model.embedding_size", "model.num_units",
+                "model.encoder_layers", "model.attention_size", "train.batch_size",
+                "train.bucket_width", "train.max_steps", "train.eval_batch_size",
+                "decode.max_length_extra", "decode.max_beam_width", "decode.batch_size",
+                "serve.max_body_bytes", "serve.max_texts", "serve.max_chars",
+                "serve.max_tokens", "serve.max_batch_sentences"):
+        if get(config, key) < 1:
+            raise ConfigError("%s must be >= 1, got %r" % (key, get(config, key)))
+    decode = config["decode"]
+    if not 1 <= decode["beam_width"] <= decode["max_beam_width"]:
+        raise ConfigError("decode.beam_width must be in [1, decode.max_beam_width=%d], got %d"
+                          % (decode["max_beam_width"], decode["beam_width"]))
+    for key in ("decode.max_length_ratio", "decode.length_penalty", "train.label_smoothing",
+                "serve.batch_window_ms"):
+        if get(config, key) < 0:
+            raise ConfigError("%s must be >= 0, got %r" % (key, get(config, key)))
 
 
 def get(config, dotted):

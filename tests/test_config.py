@@ -54,6 +54,11 @@ def test_bad_configs_name_the_key(tmp_path, text, message):
     ("num_units", "not of the form key=value"),
     ("nonsense=1", "unknown key 'nonsense'"),
     ("model.dropout=1.5", r"model\.dropout must be in \[0, 1\)"),
+    ("decode.batch_size=0", r"decode\.batch_size must be >= 1, got 0"),
+    ("decode.beam_width=20", r"decode\.beam_width must be in \[1, decode\.max_beam_width=16\], got 20"),
+    ("decode.beam_width=0", r"decode\.beam_width must be in"),
+    ("decode.max_length_extra=0", r"decode\.max_length_extra must be >= 1"),
+    ("train.label_smoothing=-0.1", r"train\.label_smoothing must be >= 0"),
 ])
 def test_bad_hparams(hparams, message):
     with pytest.raises(cfg.ConfigError, match=message):
