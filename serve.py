@@ -28,12 +28,20 @@ from server.model_slot import ModelSlot
 SPARE_THREADS = 4
 
 
+def port_number(text):
+    """argparse type: a TCP port, 0..65535 (the socket layer would wrap 70000 to 4464)."""
+    port = int(text)
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError("a port is 0..65535, got %s" % text)
+    return port
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model_dir", required=True, help="a model directory written by train.py")
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default: 127.0.0.1, this machine only)")
-    parser.add_argument("--port", type=int, default=8080, help="port (0: any free port)")
+    parser.add_argument("--port", type=port_number, default=8080, help="port (0: any free port)")
     parser.add_argument("--export_dir", default=None,
                         help="serve this exported SavedModel instead of the latest checkpoint")
     parser.add_argument("--no_batching", action="store_true",
@@ -59,8 +67,14 @@ def main(argv=None):
         config["serve"]["batch_window_ms"] = 0.0
 
     model = ModelSlot()
-    server = GracefulServer(create_app(model, config), args.host, args.port,
-                            threads=config["serve"]["max_batch_sentences"] + SPARE_THREADS)
+    app = create_app(model, config)
+    try:
+        server = GracefulServer(app, args.host, args.port,
+                                threads=config["serve"]["max_batch_sentences"] + SPARE_THREADS)
+    except (OSError, ValueError) as error:  # ValueError: waitress cannot resolve the host
+        print("serve.py: cannot listen on %s port %d: %s" % (args.host, args.port, error),
+              file=sys.stderr)
+        return 2
     signal.signal(signal.SIGTERM, server.request_stop)
     signal.signal(signal.SIGINT, server.request_stop)
     print("listening on %s (loading the model)" % server.url, flush=True)

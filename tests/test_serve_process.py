@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -181,6 +182,28 @@ def test_a_directory_without_a_config_is_refused_at_once(tmp_path):
                               cwd=REPO, capture_output=True, text=True, timeout=60)
     assert finished.returncode == 2
     assert "config.yaml" in finished.stderr and "train.py" in finished.stderr
+
+
+def test_a_port_in_use_is_refused_at_once_with_a_message(tiny_model_dir):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        finished = subprocess.run(
+            [sys.executable, "serve.py", "--model_dir", tiny_model_dir, "--port", str(port)],
+            cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert finished.returncode == 2
+    assert "cannot listen on 127.0.0.1 port %d" % port in finished.stderr
+    assert "Traceback" not in finished.stderr
+
+
+def test_a_port_out_of_range_is_refused(tiny_model_dir):
+    # The socket layer would take 70000 modulo 65536 and listen on 4464.
+    finished = subprocess.run(
+        [sys.executable, "serve.py", "--model_dir", tiny_model_dir, "--port", "70000"],
+        cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert finished.returncode == 2
+    assert "a port is 0..65535, got 70000" in finished.stderr
 
 
 def test_a_model_that_fails_to_load_stops_the_server_with_exit_code_1(tiny_model_dir, tmp_path):
