@@ -21,7 +21,8 @@ Policy (one queue per settings key, e.g. (decoder, beam_width, n_best)):
   holds back a greedy request; their batches run concurrently on the shared
   session (TensorFlow sessions are thread-safe). A request therefore waits at
   most ``window_s`` plus, if its own key is busy, the rest of that key's
-  running batch.
+  running batch (and, when more than ``max_batch_items`` items of its key
+  are queued ahead of it, the batches that serve them first).
 * Results are split back in order. If a batch fails, every request in it gets
   the exception; the next batch starts afresh.
 
