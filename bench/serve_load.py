@@ -21,7 +21,8 @@ its single-client p50.
 Usage (a trained model directory; the test sentences default to the
 `test.src` of the model's prepared data):
   .venv/bin/python -m bench.serve_load --model_dir runs/tiny [--requests 2000]
-      [--clients 1,8,32] [--modes on,off] [--input F] [--json bench/out/serve_load.json]
+      [--clients 1,8,32] [--modes on,off] [--rounds 4] [--input F]
+      [--json bench/out/serve_load.json]
 """
 
 import argparse
