@@ -4,6 +4,8 @@ Skipped only where Chromium is missing outside CI; under CI (the CI variable
 set) a missing browser is a failure.
 """
 
+import contextlib
+import math
 import os
 import threading
 
@@ -34,15 +36,24 @@ def translator(tiny_model_dir):
     return Translator(tiny_model_dir)
 
 
-@pytest.fixture(scope="module")
-def page_url(translator):
+@contextlib.contextmanager
+def serving(translator):
+    """The app over `translator`, served by waitress on a free port; yields its URL."""
     server = GracefulServer(create_app(ModelSlot(translator), translator.config),
                             "127.0.0.1", 0, threads=8)
     thread = threading.Thread(target=server.serve, name="waitress", daemon=True)
     thread.start()
-    yield server.url
-    server.request_stop()
-    thread.join(timeout=30)
+    try:
+        yield server.url
+    finally:
+        server.request_stop()
+        thread.join(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def page_url(translator):
+    with serving(translator) as url:
+        yield url
 
 
 @pytest.fixture
@@ -147,3 +158,27 @@ def test_errors_are_shown_in_the_page(browser, page_url):
     assert "unrolled" in message and "while_loop" in message
     failed = browser.find_elements(By.CSS_SELECTOR, "section.decoder .failed")
     assert len(failed) == 2 and all("the limit is 500" in column.text for column in failed)
+
+
+class MinusInfinityTranslator:
+    """The real translator, every score -inf: Flask writes -Infinity, which is not JSON."""
+
+    def __init__(self, translator):
+        self._translator = translator
+
+    def __getattr__(self, name):
+        return getattr(self._translator, name)
+
+    def translate(self, texts, **options):
+        return [translation._replace(score=-math.inf)
+                for translation in self._translator.translate(texts, **options)]
+
+
+def test_an_answer_that_is_not_json_is_shown_and_the_page_stays_usable(browser, translator):
+    with serving(MinusInfinityTranslator(translator)) as url:
+        wait = open_page(browser, url)
+        browser.find_element(By.ID, "text").send_keys("one")
+        browser.find_element(By.ID, "translate").click()
+        wait.until(expected_conditions.visibility_of_element_located((By.ID, "error")))
+        assert "the server answered 200 without JSON" in browser.find_element(By.ID, "error").text
+        wait.until(expected_conditions.element_to_be_clickable((By.ID, "translate")))
