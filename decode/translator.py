@@ -49,9 +49,13 @@ SearchResult = collections.namedtuple("SearchResult", "ids scores")
 SearchResult.__doc__ = """One sentence's beam, before detokenization.
 
 Fields:
-  ids: a list of beam_width lists of target token ids, best first, the end
-    token and anything after it left out.
-  scores: a list of beam_width floats, best first.
+  ids: a list of up to beam_width lists of target token ids, best first, the
+    end token and anything after it left out.
+  scores: a list of as many finite floats, best first.
+
+Fewer than beam_width hypotheses come back only when fewer are possible (a
+beam wider than the sequences a length limit allows): the decoders fill such
+slots with score -inf, which is no hypothesis (and no JSON number).
 """
 
 
@@ -220,7 +224,8 @@ class Translator:
           decoder: "while_loop", "unrolled" or "greedy".
           beam_width: 1..max_beam_width, None for the config's default; greedy
             ignores it.
-          n_best: hypotheses per sentence, 1..beam_width (1 for greedy).
+          n_best: hypotheses per sentence, 1..beam_width (1 for greedy); fewer
+            come back only where fewer are possible (see `SearchResult`).
         Returns:
           A list of `Translation`, one per text, in input order.
         Raises:
@@ -290,11 +295,15 @@ def _warm_up_source_lengths(decoder, max_source_length, decode_params):
 
 
 def _search_result(ids, scores, lengths):
-    """A `SearchResult` from one sentence's [K, time] ids, [K] scores and [K] lengths."""
-    hypotheses = []
-    for beam_ids, length in zip(ids, lengths):
+    """A `SearchResult` from one sentence's [K, time] ids, [K] scores and [K]
+    lengths, without the impossible (score -inf) hypotheses."""
+    hypotheses, finite_scores = [], []
+    for beam_ids, score, length in zip(ids, scores, lengths):
+        if not np.isfinite(score):
+            continue
         tokens = beam_ids[:length].tolist()
         if tokens and tokens[-1] == EOS_ID:
             tokens.pop()
         hypotheses.append(tokens)
-    return SearchResult(hypotheses, [float(score) for score in scores])
+        finite_scores.append(float(score))
+    return SearchResult(hypotheses, finite_scores)

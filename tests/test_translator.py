@@ -17,7 +17,9 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+from data_pipeline.tokenizer import EOS_ID
 from decode import translate as translate_cli
+from decode import translator as translator_module
 from decode.length_limits import output_length_limit, unrolled_length_bucket
 from decode.translator import Hypothesis, Translation, Translator, length_sorted_batches
 
@@ -260,3 +262,13 @@ def test_translate_cli_refuses_to_overwrite_its_input(tmp_path, capsys):
                             "--output", str(tmp_path / "." / "in.txt")])
     assert "is the --input file" in capsys.readouterr().err
     assert source.read_text(encoding="utf-8") == "seven\n"
+
+
+def test_impossible_hypotheses_are_left_out():
+    # A beam wider than the possible sequences fills its last slots with
+    # score -inf and ids of end tokens: no hypothesis, and no JSON number.
+    ids = np.array([[5, 6, EOS_ID], [7, EOS_ID, EOS_ID], [EOS_ID, EOS_ID, EOS_ID]])
+    result = translator_module._search_result(ids, np.array([-1.0, -2.5, -np.inf], np.float32),
+                                              np.array([3, 2, 0]))
+    assert result.ids == [[5, 6], [7]]
+    assert result.scores == [-1.0, -2.5]
