@@ -47,8 +47,12 @@ DEFAULTS = {
     },
     "model": {
         "embedding_size": 128,
-        # Decoder GRU size; each encoder direction has num_units // 2.
+        # Decoder GRU size.
         "num_units": 256,
+        # Each encoder direction's GRU size; 0: num_units // 2. The encoder
+        # memory is 2 * encoder_units wide, the bridge maps its final states
+        # to num_units.
+        "encoder_units": 0,
         "encoder_layers": 1,
         "attention": "bahdanau",  # "bahdanau" (additive) or "luong" (multiplicative)
         "attention_size": 256,
@@ -109,6 +113,7 @@ SHAPE_KEYS = (
     "data.vocab_size",
     "model.embedding_size",
     "model.num_units",
+    "model.encoder_units",
     "model.encoder_layers",
     "model.attention",
     "model.attention_size",
@@ -278,8 +283,11 @@ def _validate(config):
     model, data = config["model"], config["data"]
     if model["share_embeddings"] and not data["joint_vocab"]:
         raise ConfigError("model.share_embeddings needs data.joint_vocab: true")
-    if model["num_units"] % 2:
-        raise ConfigError("model.num_units must be even (each encoder direction has half)")
+    if model["encoder_units"] < 0:
+        raise ConfigError("model.encoder_units must be >= 0, got %r" % model["encoder_units"])
+    if not model["encoder_units"] and model["num_units"] % 2:
+        raise ConfigError("model.num_units must be even (each encoder direction has half"
+                          " when model.encoder_units is 0)")
     if not 0.0 <= model["dropout"] < 1.0:
         raise ConfigError("model.dropout must be in [0, 1)")
     if data["corpus"] == "files" and not data["train_data"]:

@@ -26,6 +26,9 @@ class Decoder:
 
     Its state is a dict {"h": [batch, num_units]}. The methods take the
     source side as an `EncoderOutput` (they use its memory, keys and mask).
+    The memory width M (2 * the encoder's units per direction) need not be
+    num_units: the bridge maps [batch, M] to num_units, the attention keys
+    and the pre-output layer take their input width from the memory.
     """
 
     def __init__(self, embeddings, vocab_size, num_units, attention, attention_size,
@@ -38,7 +41,8 @@ class Decoder:
           num_units: H, the GRU state size.
           attention: "bahdanau" or "luong".
           attention_size: the hidden size of additive attention.
-          pre_output_size: the output layer's tanh size (the embedding size if tied).
+          pre_output_size: the output layer's tanh size (the embedding size
+            if tied); its input is [h; c], num_units + M wide.
           tie_output_projection: project to the vocabulary with the target
             embedding table, transposed.
           dropout_rate: the output layer's dropout.
@@ -58,14 +62,18 @@ class Decoder:
         """The bridge: h_0 = tanh(encoder_final_state W_b + b_b).
 
         Args:
-          encoder_final_state: [batch, encoder_units].
+          encoder_final_state: [batch, M], the encoder's final [forward;
+            backward] states (M = 2 * encoder_units).
         Returns:
           {"h": [batch, num_units]}.
         """
         return {"h": self._bridge(encoder_final_state)}
 
     def attention_keys(self, memory):
-        """[batch, src_time, memory_size] -> [batch, src_time, key_size], once per source."""
+        """[batch, src_time, M] -> [batch, src_time, key_size], once per source.
+
+        key_size is attention_size for "bahdanau", num_units for "luong".
+        """
         return self._attention.project_keys(memory)
 
     def step(self, source, state, prev_ids, training):

@@ -39,7 +39,8 @@ class BidirectionalEncoder:
         """Creates the GRU templates (no variables until the first call).
 
         Args:
-          num_units: the output size; each direction has num_units // 2.
+          num_units: the output (memory) size, even; each direction has
+            num_units // 2 (the model passes 2 * its encoder_units).
           num_layers: the number of bidirectional layers.
           dropout_rate: dropout on the inputs of layers above the first (the
             first layer's input, the embeddings, has its own dropout).

@@ -19,13 +19,20 @@ EncoderOutput = collections.namedtuple("EncoderOutput", ["memory", "keys", "mask
 EncoderOutput.__doc__ = """What the decoder needs from a source batch.
 
 Fields:
-  memory: [batch, src_time, num_units], the encoder's [forward; backward]
-    states, zero at padding.
+  memory: [batch, src_time, 2 * encoder_units], the encoder's [forward;
+    backward] states, zero at padding (encoder_units: the model's
+    "encoder_units", or num_units // 2 when that is 0).
   keys: [batch, src_time, key_size], the memory projected once for attention
     (key_size: attention_size for "bahdanau", num_units for "luong").
   mask: [batch, src_time] float32, 1 at valid source positions.
-  initial_state: the decoder's initial state, {"h": [batch, num_units]}.
+  initial_state: the decoder's initial state, {"h": [batch, num_units]},
+    bridged from the encoder's [batch, 2 * encoder_units] final states.
 """
+
+
+def encoder_units(model_params):
+    """Each encoder direction's GRU size: "encoder_units", or num_units // 2 if 0 or absent."""
+    return model_params.get("encoder_units", 0) or model_params["num_units"] // 2
 
 
 class Seq2SeqModel:
@@ -39,9 +46,10 @@ class Seq2SeqModel:
         """Creates every template (no variables until the first call).
 
         Args:
-          model_params: the config's "model" dict: embedding_size, num_units,
-            encoder_layers, attention, attention_size, share_embeddings,
-            tie_output_projection, dropout.
+          model_params: the config's "model" dict: embedding_size, num_units
+            (the decoder GRU), encoder_units (each encoder direction; 0 or
+            absent: num_units // 2), encoder_layers, attention,
+            attention_size, share_embeddings, tie_output_projection, dropout.
           source_vocab_size: V_s.
           target_vocab_size: V_t.
           name: the variable scope, made unique if taken.
@@ -56,7 +64,7 @@ class Seq2SeqModel:
                 source_vocab_size, target_vocab_size, embedding_size,
                 share=model_params["share_embeddings"], dropout_rate=dropout_rate)
             self._encoder = BidirectionalEncoder(
-                num_units, model_params["encoder_layers"], dropout_rate)
+                2 * encoder_units(model_params), model_params["encoder_layers"], dropout_rate)
             self._decoder = Decoder(
                 self._embeddings, target_vocab_size, num_units,
                 model_params["attention"], model_params["attention_size"],
@@ -76,7 +84,8 @@ class Seq2SeqModel:
           source_length: [batch] int32.
           training: a Python bool (dropout on or off).
         Returns:
-          An `EncoderOutput` of [batch, ...] tensors.
+          An `EncoderOutput` of [batch, ...] tensors; memory [batch, src_time,
+          2 * encoder_units].
         """
         embedded = self._embeddings.embed_source(source_ids, training)
         memory, final_state = self._encoder(embedded, source_length, training)

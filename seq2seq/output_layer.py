@@ -39,7 +39,8 @@ class OutputLayer:
 
         Args:
           state: [..., H], the decoder state.
-          context: [..., M], the attention context.
+          context: [..., M], the attention context (M: the memory width,
+            2 * the encoder's units per direction; need not equal H).
           training: a Python bool (dropout on or off).
         Returns:
           [..., V] float32 logits.

@@ -42,6 +42,7 @@ def test_defaults_are_not_mutated():
     ("model:\n  share_embeddings: maybe\n", "model.share_embeddings must be a boolean"),
     ("model: 3\n", "'model' must be a section"),
     ("model:\n  num_units: 33\n", "num_units must be even"),
+    ("model:\n  encoder_units: -1\n", "model.encoder_units must be >= 0, got -1"),
     ("data:\n  joint_vocab: false\n", "share_embeddings needs data.joint_vocab"),
     ("[1, 2]\n", "top level must be a mapping"),
 ])
@@ -63,6 +64,13 @@ def test_bad_configs_name_the_key(tmp_path, text, message):
 def test_bad_hparams(hparams, message):
     with pytest.raises(cfg.ConfigError, match=message):
         cfg.load_config(hparams=hparams)
+
+
+def test_encoder_units_frees_num_units_from_being_even():
+    config = cfg.load_config(hparams="model.num_units=33,model.encoder_units=16")
+    assert (config["model"]["num_units"], config["model"]["encoder_units"]) == (33, 16)
+    assert cfg.load_config()["model"]["encoder_units"] == 0
+    assert "model.encoder_units" in cfg.SHAPE_KEYS
 
 
 def test_missing_file_is_an_error():

@@ -27,6 +27,9 @@ VARIANTS = {
     "luong": {"attention": "luong"},
     "separate_tied_2_layers": {"share_embeddings": False, "tie_output_projection": True,
                                "encoder_layers": 2},
+    # Each encoder direction 6 wide: a 12-wide memory under an 8-wide decoder.
+    "encoder_units_6": {"encoder_units": 6},
+    "encoder_units_6_luong": {"encoder_units": 6, "attention": "luong"},
 }
 
 
@@ -54,12 +57,14 @@ def build_paths(model, source, source_length, target):
     return enc, logits, step_logits, beam_logits
 
 
-def test_variables_are_created_once_and_named_by_component():
+@pytest.mark.parametrize("variant, half", [("bahdanau", 4), ("encoder_units_6", 6)])
+def test_variables_are_created_once_and_named_by_component(variant, half):
+    """half: each encoder direction's size (num_units // 2 unless encoder_units is set)."""
     rng = np.random.RandomState(0)
     source, source_length = random_batch(rng, [3, 5])
     target, _ = random_batch(rng, [4, 2])
     with tf.Graph().as_default():
-        model = Seq2SeqModel(PARAMS, VOCAB, VOCAB)
+        model = Seq2SeqModel(make_params(variant), VOCAB, VOCAB)
         assert not tf.global_variables()  # Templates create variables on first call.
         build_paths(model, source, source_length, target)
         first = {v.op.name: v.shape.as_list() for v in tf.trainable_variables()}
@@ -67,7 +72,8 @@ def test_variables_are_created_once_and_named_by_component():
         assert {v.op.name: v.shape.as_list() for v in tf.trainable_variables()} == first
         assert {v.op.name for v in model.variables} == set(first)
 
-    e, h, half, a, v = 6, 8, 4, 5, VOCAB
+    e, h, a, v = 6, 8, 5, VOCAB
+    m = 2 * half  # The memory width.
     assert first == {
         "seq2seq/embeddings/shared/table": [v, e],
         "seq2seq/encoder/layer_0/forward/input_projection/kernel": [e, 3 * half],
@@ -78,17 +84,17 @@ def test_variables_are_created_once_and_named_by_component():
         "seq2seq/encoder/layer_0/backward/input_projection/bias": [3 * half],
         "seq2seq/encoder/layer_0/backward/recurrent/kernel": [half, 3 * half],
         "seq2seq/encoder/layer_0/backward/recurrent/bias": [3 * half],
-        "seq2seq/decoder/bridge/kernel": [h, h],
+        "seq2seq/decoder/bridge/kernel": [m, h],
         "seq2seq/decoder/bridge/bias": [h],
         "seq2seq/decoder/gru/input_projection/kernel": [e, 3 * h],
         "seq2seq/decoder/gru/input_projection/bias": [3 * h],
         "seq2seq/decoder/gru/recurrent/kernel": [h, 3 * h],
         "seq2seq/decoder/gru/recurrent/bias": [3 * h],
-        "seq2seq/decoder/attention/key_projection/kernel": [h, a],
+        "seq2seq/decoder/attention/key_projection/kernel": [m, a],
         "seq2seq/decoder/attention/key_projection/bias": [a],
         "seq2seq/decoder/attention/query_projection/kernel": [h, a],
         "seq2seq/decoder/attention/score/v": [a],
-        "seq2seq/decoder/output_projection/pre_output/kernel": [2 * h, h],
+        "seq2seq/decoder/output_projection/pre_output/kernel": [h + m, h],
         "seq2seq/decoder/output_projection/pre_output/bias": [h],
         "seq2seq/decoder/output_projection/logits/kernel": [h, v],
         "seq2seq/decoder/output_projection/logits/bias": [v],
@@ -185,6 +191,9 @@ def test_a_sentence_does_not_depend_on_its_batch_padding(variant):
         sess.run(tf.global_variables_initializer())
         (memory, initial, logits), (memory_b, initial_b, logits_b) = sess.run([alone, batched])
 
+    half = make_params(variant).get("encoder_units") or PARAMS["num_units"] // 2
+    assert memory.shape[-1] == 2 * half
+    assert initial.shape[-1] == PARAMS["num_units"]
     np.testing.assert_allclose(memory_b[0, :3], memory[0], atol=1e-6)
     np.testing.assert_array_equal(memory_b[0, 3:], 0.0)
     np.testing.assert_allclose(initial_b[0], initial[0], atol=1e-6)
