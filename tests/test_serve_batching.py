@@ -111,13 +111,23 @@ def test_a_lone_request_waits_one_window_at_most():
     assert WINDOW_S * 0.9 <= time.monotonic() - started < WINDOW_S + SLACK_S
 
 
-def test_a_slow_batch_does_not_hold_back_other_settings():
-    release_slow = threading.Event()
-    run = RecordingRun(hold={"slow": release_slow})
+def start_held_batch(key):
+    """A batcher whose first batch, of `key`, is running and held until released.
+
+    Returns:
+      (batcher, run, thread that submitted the held request, release event).
+    """
+    release = threading.Event()
+    run = RecordingRun(hold={key: release})
     batcher = MicroBatcher(run, window_s=WINDOW_S, max_batch_items=64)
-    slow = threading.Thread(target=batcher.submit, args=("slow", [1]))
-    slow.start()
+    submitter = threading.Thread(target=batcher.submit, args=(key, [1]))
+    submitter.start()
     assert run.started.wait(timeout=10)
+    return batcher, run, submitter, release
+
+
+def test_a_slow_batch_does_not_hold_back_other_settings():
+    batcher, _, slow, release_slow = start_held_batch("slow")
     started = time.monotonic()
     assert batcher.submit("fast", [2]) == [20]
     assert time.monotonic() - started < WINDOW_S + SLACK_S
@@ -127,12 +137,7 @@ def test_a_slow_batch_does_not_hold_back_other_settings():
 
 
 def test_requests_arriving_during_a_batch_form_the_next_batch_without_another_window():
-    release_first = threading.Event()
-    run = RecordingRun(hold={"k": release_first})
-    batcher = MicroBatcher(run, window_s=WINDOW_S, max_batch_items=64)
-    first = threading.Thread(target=batcher.submit, args=("k", [1]))
-    first.start()
-    assert run.started.wait(timeout=10)
+    batcher, run, first, release_first = start_held_batch("k")
     later = [threading.Thread(target=batcher.submit, args=("k", [item])) for item in (2, 3, 4)]
     for thread in later:
         thread.start()
