@@ -70,9 +70,7 @@ def create_app(model, config):
             defaults={"decoder": DEFAULT_DECODER,
                       "beam_width": translator.check_options(DEFAULT_DECODER), "n_best": 1},
             limits=dict(limits._asdict(), max_n_best=limits.max_beam_width),
-            batching={"enabled": isinstance(batcher, MicroBatcher),
-                      "window_ms": config["serve"]["batch_window_ms"],
-                      "max_batch_sentences": config["serve"]["max_batch_sentences"]},
+            batching=_batching_info(batcher, config["serve"]),
             examples=examples)
 
     @app.post("/translate")
@@ -106,6 +104,16 @@ def _make_batcher(model, serve_config):
     if window_ms <= 0:
         return Unbatched(run_batch)
     return MicroBatcher(run_batch, window_ms / 1000.0, serve_config["max_batch_sentences"])
+
+
+def _batching_info(batcher, serve_config):
+    """The batching settings, and what the model calls have done since the start."""
+    totals = batcher.counts.totals()
+    return {"enabled": isinstance(batcher, MicroBatcher),
+            "window_ms": serve_config["batch_window_ms"],
+            "max_batch_sentences": serve_config["max_batch_sentences"],
+            "model_calls": totals["calls"], "sentences": totals["items"],
+            "model_call_seconds": round(totals["seconds"], 6)}
 
 
 def _translation_json(translation):

@@ -27,11 +27,40 @@ Policy (one queue per settings key, e.g. (decoder, beam_width, n_best)):
   the exception; the next batch starts afresh.
 
 With batching off, :class:`Unbatched` runs every request alone, concurrently.
+
+Both count their model calls (:class:`CallCounts`), so that how large the
+batches were and how busy the model was can be read from outside (/v1/info).
 """
 
 import collections
 import threading
 import time
+
+
+class CallCounts:
+    """Totals over the model calls of a batcher: calls, items and seconds (thread-safe)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._calls = 0
+        self._items = 0
+        self._seconds = 0.0
+
+    def timed_call(self, run_batch, key, items):
+        """Returns run_batch(key, items), counting the call whether or not it fails."""
+        started = time.perf_counter()
+        try:
+            return run_batch(key, items)
+        finally:
+            with self._lock:
+                self._calls += 1
+                self._items += len(items)
+                self._seconds += time.perf_counter() - started
+
+    def totals(self):
+        """{"calls", "items", "seconds"} so far; seconds add up calls that overlapped."""
+        with self._lock:
+            return {"calls": self._calls, "items": self._items, "seconds": self._seconds}
 
 
 class _Waiter:
@@ -83,6 +112,7 @@ class MicroBatcher:
         self._max_batch_items = max_batch_items
         self._lock = threading.Lock()
         self._queues = {}
+        self.counts = CallCounts()
 
     def submit(self, key, items):
         """Returns run_batch's results for `items`, computed in some batch of `key`."""
@@ -120,7 +150,8 @@ class MicroBatcher:
         with self._lock:
             batch = queue.take_batch(self._max_batch_items)
         try:
-            results = self._run_batch(key, [item for waiter in batch for item in waiter.items])
+            results = self.counts.timed_call(
+                self._run_batch, key, [item for waiter in batch for item in waiter.items])
             start = 0
             for waiter in batch:
                 waiter.results = results[start:start + len(waiter.items)]
@@ -151,7 +182,8 @@ class Unbatched:
 
     def __init__(self, run_batch):
         self._run_batch = run_batch
+        self.counts = CallCounts()
 
     def submit(self, key, items):
         """Returns run_batch(key, items)."""
-        return self._run_batch(key, list(items))
+        return self.counts.timed_call(self._run_batch, key, list(items))

@@ -112,8 +112,13 @@ def test_info_reports_the_model_and_the_limits(client, translator, config):
         "max_chars": serve["max_chars"], "max_tokens": serve["max_tokens"],
         "max_beam_width": config["decode"]["max_beam_width"],
         "max_n_best": config["decode"]["max_beam_width"]}
-    assert info["batching"] == {"enabled": True, "window_ms": serve["batch_window_ms"],
-                                "max_batch_sentences": serve["max_batch_sentences"]}
+    batching = dict(info["batching"])
+    counts = {name: batching.pop(name)
+              for name in ("model_calls", "sentences", "model_call_seconds")}
+    assert batching == {"enabled": True, "window_ms": serve["batch_window_ms"],
+                        "max_batch_sentences": serve["max_batch_sentences"]}
+    assert counts["model_calls"] <= counts["sentences"]
+    assert counts["model_call_seconds"] >= 0.0
 
 
 def test_info_offers_examples_spread_over_the_held_out_split(client, config, tiny_data):

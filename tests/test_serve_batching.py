@@ -164,6 +164,29 @@ def test_unbatched_runs_every_request_alone():
     assert sorted(items for _, items in run.batches) == [[1], [2, 3]]
 
 
+def test_the_counts_add_up_the_model_calls_of_both_batchers():
+    run = RecordingRun()
+    batcher = MicroBatcher(run, window_s=WINDOW_S, max_batch_items=64)
+    submit_concurrently(batcher, [("a", [1]), ("a", [2, 3]), ("b", [4])])
+    batched = batcher.counts.totals()
+    assert (batched["calls"], batched["items"]) == (len(run.batches), 4)
+    run = RecordingRun(fail_on=2)
+    unbatched = Unbatched(run)
+    submit_concurrently(unbatched, [("k", [1]), ("k", [2, 3])])
+    assert (unbatched.counts.totals()["calls"], unbatched.counts.totals()["items"]) == (2, 3), \
+        "a failed call counts too"
+
+
+def test_the_counts_time_each_call_from_start_to_end():
+    batcher, _, held, release = start_held_batch("k")
+    time.sleep(0.3)
+    release.set()
+    held.join(timeout=10)
+    totals = batcher.counts.totals()
+    assert totals["calls"] == 1 and totals["items"] == 1
+    assert 0.3 <= totals["seconds"] < 0.3 + SLACK_S
+
+
 # --- The app, with the real tiny model ---------------------------------------------------------
 
 class CountingTranslator:
@@ -226,6 +249,8 @@ def test_concurrent_requests_are_batched_and_answered_as_if_alone(translator, de
     assert [response.status_code for response in responses] == [200] * len(bodies)
     assert sum(counting.calls) == len(bodies), "every sentence was translated once"
     assert len(counting.calls) < len(bodies), "some requests shared a batch"
+    batching = app.test_client().get("/v1/info").get_json()["batching"]
+    assert (batching["model_calls"], batching["sentences"]) == (len(counting.calls), len(bodies))
     for text, response in zip(SENTENCES, responses):
         [alone] = translator.translate([text], decoder=decoder, n_best=2)
         [batched] = response.get_json()["translations"]
