@@ -27,8 +27,14 @@ client pays.
 
 Reported per mode and client count: requests/s over all requests, requests
 per server CPU-second, client CPU ms per request, p50/p95/p99 latency of the
-valid requests, 4xx answers, 5xx answers, connection failures and answers that
-differ from the reference. A connection failure is a request that could not
+valid requests as the client sees them, and the p50 of the time they spent in
+the app (the answer's `elapsed_ms`: the rest was spent in the HTTP server, the
+network and the client); from the server's /v1/info counts, read before and
+after each round, the sentences per model call (the mean batch) and the model
+calls running (model-call seconds per second: the decoder's busy share with
+batching on, the mean number of concurrent calls with it off); then 4xx
+answers, 5xx answers, connection failures and answers that differ from the
+reference. A connection failure is a request that could not
 be sent, or whose answer could not be read: no connection, a closed or reset
 connection, no answer within 120 s, or an answer without a readable
 Content-Length; an answer whose body is not the JSON its check reads is a
@@ -75,6 +81,7 @@ Request.__doc__ = """One planned request; `sentence` is None for an invalid one.
 
 PhaseResult = collections.namedtuple(
     "PhaseResult", "mode clients requests seconds server_cpu_s client_cpu_s latencies_ms "
+                   "in_app_ms model_calls sentences model_call_seconds "
                    "client_errors server_errors connection_failures mismatches")
 
 
@@ -242,6 +249,25 @@ async def fetch_reference_answers(port, sentences):
     return answers
 
 
+async def fetch_info(port):
+    """The server's GET /v1/info, over a connection of its own."""
+    connection = Connection(port)
+    try:
+        status, body = await connection.exchange(
+            encode_request(Request("GET", "/v1/info", b"", "application/json", None), port))
+    finally:
+        connection.close()
+    if status != 200:
+        raise RuntimeError("GET /v1/info failed: %d %s" % (status, body.decode("utf-8", "replace")))
+    return json.loads(body)
+
+
+def model_call_totals(port):
+    """(model calls, sentences, model-call seconds) since the server started, from /v1/info."""
+    batching = asyncio.run(fetch_info(port))["batching"]
+    return batching["model_calls"], batching["sentences"], batching["model_call_seconds"]
+
+
 def reference_answers(port, sentences):
     """Each sentence translated by a request of its own, one at a time."""
     return asyncio.run(fetch_reference_answers(port, sentences))
@@ -260,6 +286,7 @@ class Tally:
     def __init__(self):
         self.counts = collections.Counter()
         self.latencies_ms = []
+        self.in_app_ms = []
         self.failures = collections.Counter()
 
     def answer(self, status, body, reference, elapsed_ms):
@@ -276,8 +303,11 @@ class Tally:
             self.counts["client_errors"] += 1
             self.counts["mismatches"] += not refused
         else:
-            right = status == 200 and same_answer(first_translation(body), reference)
+            answer = json_object(body)
+            right = status == 200 and same_answer(first_translation(answer), reference)
             self.latencies_ms.append(elapsed_ms)
+            if right and isinstance(answer.get("elapsed_ms"), (int, float)):
+                self.in_app_ms.append(answer["elapsed_ms"])
             self.counts["mismatches"] += not right
 
     def connection_failure(self, error):
@@ -294,9 +324,9 @@ def json_object(body):
     return value if isinstance(value, dict) else {}
 
 
-def first_translation(body):
-    """translations[0] of a /translate answer, or None if the body has no such thing."""
-    translations = json_object(body).get("translations")
+def first_translation(answer):
+    """translations[0] of a /translate answer's JSON object, or None if it has no such thing."""
+    translations = answer.get("translations")
     if not isinstance(translations, list) or not translations:
         return None
     return translations[0] if isinstance(translations[0], dict) else None
@@ -336,17 +366,21 @@ def run_phase(mode, server, plan, clients, references):
     encoded_plan = encode_plan(plan, server.port, references)
     shares = [encoded_plan[index::clients] for index in range(clients)]
     tally = Tally()
+    calls_before = model_call_totals(server.port)
     started, started_cpu = time.perf_counter(), server.cpu_seconds()
     started_client_cpu = time.process_time()
     asyncio.run(send_shares(server.port, shares, tally))
     client_cpu_seconds = time.process_time() - started_client_cpu
     seconds, cpu_seconds = time.perf_counter() - started, server.cpu_seconds() - started_cpu
+    calls, sentences, call_seconds = (after - before for after, before
+                                      in zip(model_call_totals(server.port), calls_before))
     for failure, count in tally.failures.items():
         print("batching %s, %d clients: %d connection failures: %s"
               % (mode, clients, count, failure), file=sys.stderr, flush=True)
     counts = tally.counts
     return PhaseResult(mode, clients, len(plan), seconds, cpu_seconds, client_cpu_seconds,
-                       sorted(tally.latencies_ms), counts["client_errors"],
+                       sorted(tally.latencies_ms), sorted(tally.in_app_ms), calls, sentences,
+                       call_seconds, counts["client_errors"],
                        counts["server_errors"], counts["connection_failures"],
                        counts["mismatches"])
 
@@ -358,6 +392,9 @@ def merge(results):
                        sum(r.seconds for r in results), sum(r.server_cpu_s for r in results),
                        sum(r.client_cpu_s for r in results),
                        sorted(latency for r in results for latency in r.latencies_ms),
+                       sorted(latency for r in results for latency in r.in_app_ms),
+                       sum(r.model_calls for r in results), sum(r.sentences for r in results),
+                       sum(r.model_call_seconds for r in results),
                        sum(r.client_errors for r in results), sum(r.server_errors for r in results),
                        sum(r.connection_failures for r in results),
                        sum(r.mismatches for r in results))
@@ -373,18 +410,22 @@ def throughput(result):
 
 def table(results):
     lines = ["| batching | clients | requests | requests/s | requests/server CPU-s "
-             "| client CPU ms/request | p50 ms | p95 ms | p99 ms | 4xx | 5xx "
+             "| client CPU ms/request | p50 ms | p95 ms | p99 ms | in-app p50 ms "
+             "| sentences/model call | model calls running | 4xx | 5xx "
              "| connection failures | wrong answers |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-             "| ---: |"]
-    row = "| %s | %d | %d | %.1f | %.1f | %.3f | %.1f | %.1f | %.1f | %d | %d | %d | %d |"
+             "| ---: | ---: | ---: | ---: |"]
+    row = ("| %s | %d | %d | %.1f | %.1f | %.3f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f "
+           "| %d | %d | %d | %d |")
     for result in results:
         lines.append(row % (
             result.mode, result.clients, result.requests, throughput(result),
             result.requests / result.server_cpu_s, 1000.0 * result.client_cpu_s / result.requests,
             percentile(result.latencies_ms, 0.50), percentile(result.latencies_ms, 0.95),
-            percentile(result.latencies_ms, 0.99), result.client_errors, result.server_errors,
-            result.connection_failures, result.mismatches))
+            percentile(result.latencies_ms, 0.99), percentile(result.in_app_ms, 0.50),
+            result.sentences / max(result.model_calls, 1), result.model_call_seconds / result.seconds,
+            result.client_errors, result.server_errors, result.connection_failures,
+            result.mismatches))
     return "\n".join(lines)
 
 

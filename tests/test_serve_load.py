@@ -1,7 +1,8 @@
 """The load generator's asyncio HTTP client, against a small fake of serve.py.
 
 The fake answers /translate in serve.py's shape (JSON with Content-Length,
-keep-alive) and has paths that misbehave on purpose. No model is needed.
+keep-alive, the time in the app) and GET /v1/info with serve.py's model-call
+counts, and has paths that misbehave on purpose. No model is needed.
 """
 
 import asyncio
@@ -14,6 +15,8 @@ import pytest
 from bench import serve_load
 
 SENTENCES = ["one small step", "the cat sat", "a b c"]
+IN_APP_MS = 1.5
+CALL_SECONDS = 0.001
 
 
 def fake_translation(text):
@@ -24,6 +27,15 @@ class FakeServeHandler(BaseHTTPRequestHandler):
     """/translate as serve.py answers it; other paths misbehave as their names say."""
 
     protocol_version = "HTTP/1.1"  # keep-alive unless an answer says otherwise
+    counts_lock = threading.Lock()
+    translations = 0  # every translated text is a model call of its own
+
+    def do_GET(self):
+        if self.path == "/v1/info":
+            with self.counts_lock:
+                calls = FakeServeHandler.translations
+            self.send_json(200, {"batching": {"model_calls": calls, "sentences": calls,
+                                              "model_call_seconds": calls * CALL_SECONDS}})
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers["Content-Length"]))
@@ -62,7 +74,10 @@ class FakeServeHandler(BaseHTTPRequestHandler):
                 or set(request) != {"text"} or not request["text"]):
             self.send_json(400, {"error": {"code": "bad_request", "message": "no"}})
         else:
-            self.send_json(200, {"translations": [fake_translation(request["text"])]})
+            with self.counts_lock:
+                FakeServeHandler.translations += 1
+            self.send_json(200, {"translations": [fake_translation(request["text"])],
+                                 "elapsed_ms": IN_APP_MS})
 
     def send_json(self, status, value, close=False):
         self.send_body(status, json.dumps(value).encode("utf-8"), "application/json", close)
@@ -138,7 +153,7 @@ def test_status_and_body_over_one_kept_alive_connection(fake_server):
     assert first[0] == second[0] == 200
     assert json.loads(first[1]) == json.loads(second[1])  # the same client port: reused
     assert translated[0] == 200
-    assert json.loads(translated[1]) == {"translations": [fake_translation("the cat")]}
+    assert json.loads(translated[1])["translations"] == [fake_translation("the cat")]
 
 
 def test_connection_close_from_the_server_opens_a_new_connection(fake_server):
@@ -176,6 +191,10 @@ def test_run_phase_counts_every_kind_of_answer(fake_server, capsys):
     assert (result.requests, result.client_errors, result.server_errors,
             result.connection_failures, result.mismatches) == (42, 8, 1, 1, wrong)
     assert len(result.latencies_ms) == 32
+    # Only the right answers' time in the app; the server counted every translation.
+    assert result.in_app_ms == [IN_APP_MS] * (32 - wrong)
+    assert result.model_calls == result.sentences == 32
+    assert result.model_call_seconds == pytest.approx(32 * CALL_SECONDS)
     assert result.seconds > 0 and result.client_cpu_s > 0
     assert "without Content-Length" in capsys.readouterr().err
 
@@ -193,8 +212,21 @@ def test_answers_that_are_not_the_json_a_check_reads_are_wrong_answers(fake_serv
 def test_cpu_cost_ratio_compares_requests_per_server_cpu_second_at_the_most_clients():
     def phase(mode, clients, requests, server_cpu_s):
         return serve_load.PhaseResult(mode, clients, requests, 1.0, server_cpu_s, 0.1, [1.0],
-                                      0, 0, 0, 0)
+                                      [0.5], requests, requests, 0.5, 0, 0, 0, 0)
     results = [phase("on", 1, 100, 1.0), phase("off", 1, 100, 0.5),
                phase("on", 32, 900, 1.0), phase("off", 32, 300, 1.5)]
     assert serve_load.cpu_cost_ratio(results) == (32, pytest.approx(4.5))
     assert serve_load.cpu_cost_ratio(results[:1] + results[2:3]) is None
+
+
+def test_the_table_row_derives_the_mean_batch_and_the_calls_running():
+    result = serve_load.PhaseResult("on", 32, 1000, 2.0, 1.0, 0.2, [10.0, 20.0, 30.0], [4.0, 6.0, 8.0],
+                                    125, 800, 1.5, 200, 0, 0, 0)
+    header, _, row = serve_load.table([result]).splitlines()
+    cells = dict(zip([name.strip() for name in header.strip("|").split("|")],
+                     [value.strip() for value in row.strip("|").split("|")]))
+    assert cells["requests/s"] == "500.0"
+    assert cells["p50 ms"] == "20.0"
+    assert cells["in-app p50 ms"] == "6.0"
+    assert cells["sentences/model call"] == "6.4"
+    assert cells["model calls running"] == "0.75"
