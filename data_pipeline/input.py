@@ -7,6 +7,8 @@ Each element is a (features, labels) pair of dicts, padded with PAD_ID (0):
   labels["target_input"]     [B, T] int32  BOS_ID + y  (decoder input)
   labels["target_output"]    [B, T] int32  y + EOS_ID  (what to predict)
   labels["target_length"]    [B]    int32  len(y) + 1
+  labels["target_text"]      [B]    string the reference as the corpus gave it
+                                           (EVAL only; "" in the train split)
 
 TRAIN reads the shards interleaved, shuffles, repeats forever and batches by
 length bucket: pairs whose longer side (counting the target's EOS) falls in
@@ -85,7 +87,9 @@ def make_dataset(config, split, mode):
             dataset = tf.data.TFRecordDataset(files)
         # The prepared corpus is small (tens of MB at most in memory), so
         # parsing once and caching keeps later epochs off the disk and parser.
-        dataset = dataset.map(_to_model_inputs, num_parallel_calls=tf.data.experimental.AUTOTUNE)
+        # Training never reads the reference text: it stays out of the buckets.
+        dataset = dataset.map(_model_inputs(with_text=not training),
+                              num_parallel_calls=tf.data.experimental.AUTOTUNE)
         dataset = dataset.cache()
         if training:
             dataset = dataset.shuffle(train["shuffle_buffer"], seed=train["seed"]).repeat()
@@ -162,17 +166,23 @@ def _bucket_batches(dataset, config):
         drop_remainder=num_towers > 1)
 
 
-def _to_model_inputs(serialized):
-    """One serialised pair -> the unbatched model inputs (see module docstring)."""
-    example = parse_example(serialized)
-    source_ids, target_ids = example["source_ids"], example["target_ids"]
-    return {
-        "source_ids": source_ids,
-        "source_length": tf.size(source_ids),
-        "target_input": tf.concat([[BOS_ID], target_ids], axis=0),
-        "target_output": tf.concat([target_ids, [EOS_ID]], axis=0),
-        "target_length": tf.size(target_ids) + 1,
-    }
+def _model_inputs(with_text):
+    """The map function: one serialised pair -> the unbatched model inputs
+    (see module docstring), with "target_text" if `with_text`."""
+    def to_model_inputs(serialized):
+        example = parse_example(serialized)
+        source_ids, target_ids = example["source_ids"], example["target_ids"]
+        inputs = {
+            "source_ids": source_ids,
+            "source_length": tf.size(source_ids),
+            "target_input": tf.concat([[BOS_ID], target_ids], axis=0),
+            "target_output": tf.concat([target_ids, [EOS_ID]], axis=0),
+            "target_length": tf.size(target_ids) + 1,
+        }
+        if with_text:
+            inputs["target_text"] = example["target_text"]
+        return inputs
+    return to_model_inputs
 
 
 def _pair_length(inputs):
@@ -181,6 +191,7 @@ def _pair_length(inputs):
 
 def _features_and_labels(batch):
     features = {key: batch[key] for key in ("source_ids", "source_length")}
-    labels = {key: batch[key] for key in ("target_input", "target_output", "target_length")}
+    labels = {key: batch[key] for key in ("target_input", "target_output", "target_length",
+                                          "target_text") if key in batch}
     return features, labels
 

@@ -259,7 +259,9 @@ def _write_split(split, corpus_split, tokenizer, data, directory, verbose):
         elif len(source_ids) > data["max_source_length"] or len(target_ids) > data["max_target_length"]:
             skipped[TOO_LONG] += 1
         else:
-            encoded.append((source_ids, target_ids))
+            # Dev and test keep the reference text for BLEU (see tfrecords).
+            encoded.append((source_ids, target_ids) if split == "train"
+                           else (source_ids, target_ids, target))
             kept_pairs.append((source, target))
     if not encoded:
         raise CorpusError(

@@ -99,7 +99,7 @@ def _eval_spec(model, tokenizer, features, labels, params):
         return metrics.ids_to_text(ids[:, 0], lengths[:, 0], tokenizer.decode_target)
 
     with tf.name_scope("metrics"):
-        references = metrics.ids_to_text(target_output, target_length, tokenizer.decode_target)
+        references = _references(labels, tokenizer)
         metric_ops = {
             "perplexity": metrics.perplexity(nll, num_tokens),
             "token_accuracy": metrics.token_accuracy(accuracy, num_tokens),
@@ -108,6 +108,18 @@ def _eval_spec(model, tokenizer, features, labels, params):
         }
     return tf.estimator.EstimatorSpec(
         tf.estimator.ModeKeys.EVAL, loss=loss, eval_metric_ops=metric_ops)
+
+
+def _references(labels, tokenizer):
+    """BLEU's references, [batch] string: the corpus's own text where the input
+    carries it, else the reference ids detokenised (round-tripped through
+    SentencePiece, which normalises text and turns unknown pieces into ⁇)."""
+    detokenised = metrics.ids_to_text(labels["target_output"], labels["target_length"],
+                                      tokenizer.decode_target)
+    if "target_text" not in labels:
+        return detokenised
+    text = labels["target_text"]
+    return tf.where(tf.equal(text, ""), detokenised, text)
 
 
 def _predict_spec(model, features, params):
@@ -129,7 +141,8 @@ def model_fn(features, labels, mode, params, config):
         [batch] int32}.
       labels: {"target_input": [batch, tgt_time] int32 (begin token + target),
         "target_output": [batch, tgt_time] int32 (target + end token),
-        "target_length": [batch] int32}, or None in PREDICT mode.
+        "target_length": [batch] int32, and in EVAL "target_text": [batch]
+        string, the references BLEU scores against}, or None in PREDICT mode.
       mode: a `tf.estimator.ModeKeys`.
       params: the resolved config, plus "num_towers" (int, default 1): the
         training batch is split over that many devices.

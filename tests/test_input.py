@@ -41,8 +41,8 @@ def test_eval_yields_the_dev_set_in_order(tiny_config, tiny_data):
     tokenizer = Tokenizer.load(tiny_data.data_dir)
     source_path, target_path = tiny_data.raw_text["dev"]
     with open(source_path, encoding="utf-8") as sources, open(target_path, encoding="utf-8") as targets:
-        expected = [(tokenizer.encode_source(s.rstrip("\n")), tokenizer.encode_target(t.rstrip("\n")))
-                    for s, t in zip(sources, targets)]
+        pairs = [(s.rstrip("\n"), t.rstrip("\n")) for s, t in zip(sources, targets)]
+    expected = [(tokenizer.encode_source(s), tokenizer.encode_target(t), t) for s, t in pairs]
     seen = []
     for features, labels in batches(lambda: input_fn(EVAL, tiny_config)):
         assert len(features["source_ids"]) <= tiny_config["train"]["eval_batch_size"]
@@ -53,13 +53,14 @@ def test_eval_yields_the_dev_set_in_order(tiny_config, tiny_data):
             target_output = unpad(labels["target_output"][row], length)
             assert target_input[0] == BOS_ID and target_output[-1] == EOS_ID
             assert target_input[1:] == target_output[:-1]
-            seen.append((source, target_output[:-1]))
+            seen.append((source, target_output[:-1], labels["target_text"][row].decode("utf-8")))
     assert seen == expected
 
 
 def test_train_batches_shapes_dtypes_and_buckets(tiny_config, tiny_data):
     width = tiny_config["train"]["bucket_width"]
     for features, labels in batches(lambda: input_fn(TRAIN, tiny_config), limit=80):
+        assert "target_text" not in labels, "training batches carry no reference text"
         arrays = list(features.values()) + list(labels.values())
         assert all(array.dtype == np.int32 for array in arrays)
         source_length, target_length = features["source_length"], labels["target_length"]

@@ -37,3 +37,12 @@ def test_parse_example_gives_int32_ids():
             values = session.run(parsed)
     assert values["source_ids"].tolist() == [5, 6, 7]
     assert values["target_ids"].tolist() == [8, 9]
+
+
+def test_the_reference_text_survives_and_is_empty_where_not_written():
+    with tf.Graph().as_default():
+        with_text = parse_example(tf.constant(serialize_example([5], [8, 9], "dois mil e três ☃")))
+        without = parse_example(tf.constant(serialize_example([5], [8, 9])))
+        with tf.Session() as session:
+            texts = session.run([with_text["target_text"], without["target_text"]])
+    assert texts == ["dois mil e três ☃".encode("utf-8"), b""]

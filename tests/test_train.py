@@ -111,6 +111,26 @@ def test_evaluate_bleu_equals_sacrebleu_on_predictions(tiny_config, tiny_data, t
     assert result["bleu"] == pytest.approx(expected, abs=1e-3)
 
 
+def test_bleu_references_are_the_corpus_text_not_a_sentencepiece_round_trip(tiny_data):
+    """A character the vocabulary lacks comes back from the ids as ⁇; the reference keeps it."""
+    from seq2seq.model_fn import _references
+    tokenizer = Tokenizer.load(tiny_data.data_dir)
+    snowman, plain = "dois ☃ três", "dois três"
+    ids = [tokenizer.encode_target(snowman), tokenizer.encode_target(plain)]
+    assert tokenizer.decode_target(ids[0]) != snowman, "☃ must be outside the vocabulary"
+    width = max(len(row) for row in ids)
+    with tf.Graph().as_default():
+        labels = {"target_output": tf.constant([row + [0] * (width - len(row)) for row in ids]),
+                  "target_length": tf.constant([len(row) for row in ids])}
+        round_trip = _references(labels, tokenizer)
+        labels["target_text"] = tf.constant([snowman, ""])  # "": an example without its text
+        with_text = _references(labels, tokenizer)
+        with tf.Session() as session:
+            round_trip, with_text = session.run([round_trip, with_text])
+    assert [text.decode("utf-8") for text in with_text] == [snowman, plain]
+    assert round_trip[0].decode("utf-8") == tokenizer.decode_target(ids[0])
+
+
 def test_shape_change_is_refused_naming_the_keys(tiny_config, tiny_data, tiny_model_dir, tmp_path,
                                                  caplog):
     model_dir = tmp_path / "model"
