@@ -1,9 +1,12 @@
 """Readers for user corpora: a TSV file or two aligned plain-text files.
 
 Both readers are strict about encoding (UTF-8, an undecodable byte is an error
-naming file and line) and lenient about content: a line without a tab or with
-an empty side is skipped and *counted*, never silently dropped. Text is
-normalised to Unicode NFC and trimmed, inner whitespace runs to one space.
+naming file and line; a UTF-16 file is an error saying so) and lenient about
+content: a blank line, a line without a tab or a pair with an empty side is
+skipped and *counted*, never silently dropped. Lines end at LF (CR LF counts as
+LF), as for Moses, fairseq and sacreBLEU, so that line numbers agree with
+`wc -l` and editors. Text is normalised to Unicode NFC and trimmed, inner
+whitespace runs to one space.
 """
 
 import collections
@@ -14,8 +17,17 @@ import unicodedata
 # and "empty_side" again for a side that encodes to no piece at all; and
 # "source_in_dev_test" for train pairs repeating a source carved out for
 # dev or test.
+#
+# A blank (or whitespace-only) TSV line is counted apart from "no_tab", so
+# that "no_tab" points at real format problems (a space-separated file, say).
+# In two aligned files a blank line is an "empty_side": its pair is still one
+# line of each file.
+BLANK_LINE = "blank_line"
 NO_TAB = "no_tab"
 EMPTY_SIDE = "empty_side"
+
+UTF8_BOM = b"\xef\xbb\xbf"
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")  # little-, big-endian (also UTF-32 LE's start)
 
 Corpus = collections.namedtuple("Corpus", ["pairs", "skipped", "files"])
 Corpus.__doc__ = """Sentence pairs read from one corpus spec.
@@ -35,7 +47,7 @@ def normalize(text):
     """Returns `text` in Unicode NFC, trimmed, each inner run of whitespace one space.
 
     Collapsing also turns the line separators that can sit inside a line
-    (U+2028, U+0085, form feed...) into spaces, so that each sentence stays
+    (CR, U+2028, U+0085, form feed...) into spaces, so that each sentence stays
     one line of dev.src and dev.tgt for every reader; the tokenizer sees one
     space there anyway.
     """
@@ -81,10 +93,14 @@ def read_tsv(path):
     """Reads ``source<TAB>target`` lines; further columns are ignored.
 
     This is the Tatoeba/Anki export format, whose third column holds the
-    attribution.
+    attribution. Blank or whitespace-only lines count as "blank_line", other
+    lines without a tab as "no_tab".
     """
     pairs, skipped = [], collections.Counter()
     for line in _read_lines(path):
+        if not line.strip():  # whitespace-only: the whitespace normalize() collapses
+            skipped[BLANK_LINE] += 1
+            continue
         if "\t" not in line:
             skipped[NO_TAB] += 1
             continue
@@ -94,7 +110,11 @@ def read_tsv(path):
 
 
 def read_parallel(source_path, target_path):
-    """Reads two files whose lines are translations of each other."""
+    """Reads two files whose lines are translations of each other.
+
+    A pair with a blank side (a blank line in either file) counts as
+    "empty_side"; the files must have the same number of lines.
+    """
     source_lines = list(_read_lines(source_path))
     target_lines = list(_read_lines(target_path))
     if len(source_lines) != len(target_lines):
@@ -121,16 +141,43 @@ def _keep_pair(source, target, pairs, skipped):
 def _read_lines(path):
     """Yields every line of a strictly UTF-8 file, without its line ending.
 
-    Lines end at LF, CR LF or a lone CR (old Mac files), as in Python's text
-    mode: splitting at LF alone would read a whole CR file as one line. A
-    leading byte-order mark (which some Windows editors write) is not part of
-    the text. An undecodable byte is reported with its 1-based line number.
+    Lines end at LF only, as for Moses, fairseq, sacreBLEU and `wc -l`; one CR
+    before the LF (a Windows file) is part of the line ending. A file with CR
+    and no LF at all (an old Mac file) has its lines ended by CR instead:
+    read at LF it would be one line.
+
+    A CR inside a line, like the other separators Python's str.splitlines()
+    would break at (U+000B, U+000C, U+001C-U+001E, U+0085, U+2028, U+2029),
+    stays in the line: it is whitespace, which normalize() turns into one space.
+    That loses no text and keeps the line numbering of every other tool
+    (ending the line there would cut a sentence pair in two, and shift every
+    later line of one of two aligned files). Raising an error instead would
+    reject files those tools read fine, e.g. spreadsheet exports with a line
+    break inside a cell.
+
+    A leading UTF-8 byte-order mark (which some Windows editors write) is not
+    part of the text, nor of the column reported for an undecodable byte.
+
+    Raises:
+      CorpusError: the file is missing, starts with a UTF-16 byte-order mark,
+        or has an undecodable byte (named by 1-based line and column).
     """
     if not os.path.isfile(path):
         raise CorpusError("corpus file not found: %s" % path)
     with open(path, "rb") as f:
         data = f.read()
-    for number, raw in enumerate(data.splitlines(), start=1):
+    if data.startswith(UTF16_BOMS):
+        raise CorpusError("%s:1: starts with the UTF-16 byte-order mark 0x%02x 0x%02x: the file "
+                          "looks like UTF-16; save it as UTF-8" % (path, data[0], data[1]))
+    if data.startswith(UTF8_BOM):
+        data = data[len(UTF8_BOM):]
+    newline = b"\r" if b"\r" in data and b"\n" not in data else b"\n"
+    lines = data.split(newline)
+    if lines[-1] == b"":
+        lines.pop()  # after the last line ending, or an empty file
+    for number, raw in enumerate(lines, start=1):
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]  # CR LF
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as e:
@@ -138,4 +185,4 @@ def _read_lines(path):
             column = len(raw[:e.start].decode("utf-8")) + 1
             raise CorpusError("%s:%d: not valid UTF-8 (byte 0x%02x at column %d)"
                               % (path, number, raw[e.start], column)) from e
-        yield line.lstrip("\ufeff") if number == 1 else line
+        yield line

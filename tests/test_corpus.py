@@ -29,24 +29,56 @@ def test_a_sentence_stays_one_line_of_the_raw_text(tmp_path):
     assert read_corpus(tsv).pairs == [("one two", "um dois"), ("a b", "c d")]
 
 
-def test_tsv_counts_lines_without_tab_and_empty_sides(tmp_path):
+def test_tsv_counts_blank_lines_lines_without_tab_and_empty_sides(tmp_path):
     tsv = write(tmp_path / "c.tsv",
                 "#separator:tab\n"        # Anki's header line: no tab
                 "one\tum\n"
                 "\tvazio\n"
                 "empty\t   \n"
                 "\n"
+                "three tres\n"            # space-separated: a real format problem
                 "two\tdois\n")
     corpus = read_corpus(tsv)
     assert corpus.pairs == [("one", "um"), ("two", "dois")]
-    assert corpus.skipped == {"no_tab": 2, "empty_side": 2}
-    assert format_skipped(corpus.skipped) == "empty_side 2, no_tab 2"
+    assert corpus.skipped == {"no_tab": 2, "empty_side": 2, "blank_line": 1}
+    assert format_skipped(corpus.skipped) == "blank_line 1, empty_side 2, no_tab 2"
+
+
+def test_whitespace_only_tsv_lines_are_blank_not_missing_a_tab(tmp_path):
+    tsv = write(tmp_path / "c.tsv", "one\tum\n\n   \n \t \n\u3000\u2028\r\n\x0c\n")
+    assert read_corpus(tsv).skipped == {"blank_line": 5}
+    # The reason is named when nothing is left, so a space-separated file
+    # still shows as "no_tab" next to its blank lines.
+    spaces = write(tmp_path / "spaces.tsv", "one um\n\ntwo dois\n\n")
+    with pytest.raises(CorpusError,
+                       match=r"no usable sentence pair \(skipped: blank_line 2, no_tab 2\)"):
+        read_corpus(spaces)
 
 
 def test_tsv_byte_order_mark_is_not_text(tmp_path):
     path = tmp_path / "bom.tsv"
     path.write_bytes(b"\xef\xbb\xbfone\tum\n")
     assert read_corpus(str(path)).pairs == [("one", "um")]
+
+
+def test_byte_order_mark_is_not_a_column(tmp_path):
+    path = tmp_path / "bom.tsv"
+    path.write_bytes(b"\xef\xbb\xbfab\xff\tum\n")
+    with pytest.raises(CorpusError, match=r"bom.tsv:1: not valid UTF-8 \(byte 0xff at column 3\)"):
+        read_corpus(str(path))
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_utf16_file_is_named_as_such(tmp_path, encoding):
+    path = tmp_path / "c.tsv"
+    # Every UTF-16 file that starts with a byte-order mark, either endianness.
+    path.write_bytes("\ufeffone\tum\n".encode(encoding) if encoding != "utf-16"
+                     else "one\tum\n".encode(encoding))
+    with pytest.raises(CorpusError, match=r"c.tsv:1: .*looks like UTF-16; save it as UTF-8"):
+        read_corpus(str(path))
+    source = write(tmp_path / "a.en", "one\n")
+    with pytest.raises(CorpusError, match=r"c.tsv:1: .*looks like UTF-16; save it as UTF-8"):
+        read_corpus("%s,%s" % (source, path))
 
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
@@ -56,6 +88,35 @@ def test_every_line_ending_ends_a_line(tmp_path, newline):
     source = write(tmp_path / "a.en", newline.join(["one", "two", ""]))
     target = write(tmp_path / "a.pt", "um\ndois\n")
     assert read_corpus("%s,%s" % (source, target)).pairs == [("one", "um"), ("two", "dois")]
+
+
+# Separators Python's str.splitlines() breaks at; only LF ends a line.
+INNER_SEPARATORS = ["\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+
+
+@pytest.mark.parametrize("separator", INNER_SEPARATORS)
+def test_a_separator_inside_a_tsv_line_is_a_space(tmp_path, separator):
+    tsv = write(tmp_path / "c.tsv", "hello world\tolá mundo%scruel\nCR LF\tCR%sLF\r\n"
+                % (separator, separator))
+    corpus = read_corpus(tsv)
+    assert corpus.pairs == [("hello world", "olá mundo cruel"), ("CR LF", "CR LF")]
+    assert not corpus.skipped
+
+
+@pytest.mark.parametrize("separator", INNER_SEPARATORS)
+def test_a_separator_inside_a_line_keeps_aligned_files_aligned(tmp_path, separator):
+    # `wc -l` says 2 and 2.
+    source = write(tmp_path / "a.src", "one%sand a half\ntwo\n" % separator)
+    target = write(tmp_path / "a.tgt", "um e meio\ndois\n")
+    assert read_corpus("%s,%s" % (source, target)).pairs == [("one and a half", "um e meio"),
+                                                             ("two", "dois")]
+
+
+def test_line_numbers_count_line_feeds_only(tmp_path):
+    path = tmp_path / "c.tsv"
+    path.write_bytes(b"one\tum\rtwo\tdois\r\nthree\ttr\xeas\r\n")
+    with pytest.raises(CorpusError, match=r"c.tsv:2: not valid UTF-8 \(byte 0xea at column 9\)"):
+        read_corpus(str(path))
 
 
 def test_undecodable_byte_names_file_and_line(tmp_path):
