@@ -60,6 +60,7 @@ import collections
 import json
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -71,6 +72,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HOST = "127.0.0.1"
 REQUEST_TIMEOUT_S = 120
 STOP_TIMEOUT_S = 60
+# Loading and warming up a model takes seconds to a minute; a server that is
+# not ready after this long has hung, and the bench must not wait forever.
+START_TIMEOUT_S = 300
+# How long a server that closed its output before it was ready gets to exit.
+EXIT_WAIT_S = 5
 INVALID_EVERY = 5
 SCORE_TOLERANCE = 1e-4
 TARGET_SPEEDUP = 3.0
@@ -195,6 +201,28 @@ class Connection:
             self._streams = None
 
 
+def read_lines(pipe, count, timeout_s):
+    """(up to `count` lines from `pipe`, whether `timeout_s` ran out first).
+
+    Fewer lines at end of file. Reads the pipe's file descriptor with select
+    and os.read rather than readline, which would wait forever for a server
+    that hangs; and not through the pipe's buffer, where a second line that
+    came with the first would wait unseen by select. What follows the
+    `count`-th line in the same read is dropped.
+    """
+    deadline = time.monotonic() + timeout_s
+    descriptor, data = pipe.fileno(), b""
+    while data.count(b"\n") < count:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([descriptor], [], [], remaining)[0]:
+            return data.decode("utf-8", "replace").splitlines(keepends=True), True
+        chunk = os.read(descriptor, 4096)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode("utf-8", "replace").splitlines(keepends=True)[:count], False
+
+
 class Server:
     """serve.py in a child process on a free port of 127.0.0.1."""
 
@@ -205,16 +233,60 @@ class Server:
             "--warm_up_source_tokens", "0"]
         if not batching:
             command.append("--no_batching")
+        self._start(command, log_path, START_TIMEOUT_S)
+
+    def _start(self, command, log_path, timeout_s):
+        """Starts `command` and waits until it is ready; sets process and port.
+
+        The command must print serve.py's two lines: "listening on URL" once
+        it listens, then "ready: URL" once the model is loaded (serve.py exits
+        if loading fails). A server that does neither within `timeout_s` is
+        killed and waited for, its pipe and log are closed, and RuntimeError
+        names the log, which holds its stderr.
+        """
         self._log = open(log_path, "w", encoding="utf-8")
-        self.process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE,
-                                        stderr=self._log, text=True)
-        line = self.process.stdout.readline()
-        match = re.match(r"listening on http://127\.0\.0\.1:(\d+)/", line)
-        # serve.py prints "ready: URL" once the model is loaded, or exits.
-        if not match or not self.process.stdout.readline().startswith("ready:"):
-            self.process.kill()
-            raise RuntimeError("serve.py did not get ready (see %s)" % log_path)
-        self.port = int(match.group(1))
+        try:
+            self.process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE,
+                                            stderr=self._log)
+        except BaseException:
+            self._log.close()
+            raise
+        try:
+            self.port, problem = self._wait_until_ready(timeout_s)
+        except BaseException:
+            self._discard()
+            raise
+        if problem:
+            self._discard()
+            raise RuntimeError("the server did not get ready: %s (its stderr is in %s)"
+                               % (problem, log_path))
+
+    def _wait_until_ready(self, timeout_s):
+        """(port, None) once the server says it is ready, else (None, what went wrong)."""
+        lines, timed_out = read_lines(self.process.stdout, 2, timeout_s)
+        if timed_out:
+            return None, "not ready within %g s, after printing %r" % (timeout_s, "".join(lines))
+        if len(lines) < 2:
+            try:
+                # A server that closes its output is on its way out: its exit code says why.
+                code = "exit code %d" % self.process.wait(timeout=EXIT_WAIT_S)
+            except subprocess.TimeoutExpired:
+                code = "still running"
+            return None, "it closed its output (%s) after printing %r" % (code, "".join(lines))
+        match = re.match(r"listening on http://127\.0\.0\.1:(\d+)/", lines[0])
+        if not match or not lines[1].startswith("ready:"):
+            return None, "it printed %r" % "".join(lines)
+        return int(match.group(1)), None
+
+    def _discard(self):
+        """Kills a server that did not start, waits for it, and closes its pipe and log."""
+        try:
+            if self.process.poll() is None:
+                self.process.kill()
+            self.process.wait()
+        finally:
+            self.process.stdout.close()
+            self._log.close()
 
     def cpu_seconds(self):
         """The server's user + system CPU time so far (Linux /proc), all threads."""
@@ -400,12 +472,33 @@ def merge(results):
                        sum(r.mismatches for r in results))
 
 
+# The runs that miss the targets worst are the ones with nothing to measure:
+# no valid answer below 500 (no latencies), no right answer (no time in the
+# app), no CPU tick of the server's. Those figures are None and read "n/a"
+# or "not measured", so that the report, and its FAILs, still get printed.
+
+
 def percentile(sorted_values, fraction):
+    """The `fraction` percentile (nearest rank) of `sorted_values`; None if there are none."""
+    if not sorted_values:
+        return None
     return sorted_values[min(len(sorted_values) - 1, int(round(fraction * (len(sorted_values) - 1))))]
 
 
+def ratio(numerator, denominator):
+    """numerator / denominator; None if either is None or the denominator is 0."""
+    if numerator is None or not denominator:
+        return None
+    return numerator / denominator
+
+
+def cell(value, spec, missing="n/a"):
+    """`value` formatted with `spec`, or `missing` if it was not measured (None)."""
+    return missing if value is None else spec % value
+
+
 def throughput(result):
-    return result.requests / result.seconds
+    return ratio(result.requests, result.seconds)
 
 
 def table(results):
@@ -415,17 +508,20 @@ def table(results):
              "| connection failures | wrong answers |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
              "| ---: | ---: | ---: | ---: |"]
-    row = ("| %s | %d | %d | %.1f | %.1f | %.3f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f "
-           "| %d | %d | %d | %d |")
     for result in results:
-        lines.append(row % (
-            result.mode, result.clients, result.requests, throughput(result),
-            result.requests / result.server_cpu_s, 1000.0 * result.client_cpu_s / result.requests,
-            percentile(result.latencies_ms, 0.50), percentile(result.latencies_ms, 0.95),
-            percentile(result.latencies_ms, 0.99), percentile(result.in_app_ms, 0.50),
-            result.sentences / max(result.model_calls, 1), result.model_call_seconds / result.seconds,
-            result.client_errors, result.server_errors, result.connection_failures,
-            result.mismatches))
+        cells = [result.mode, "%d" % result.clients, "%d" % result.requests,
+                 cell(throughput(result), "%.1f"),
+                 cell(ratio(result.requests, result.server_cpu_s), "%.1f"),
+                 cell(ratio(1000.0 * result.client_cpu_s, result.requests), "%.3f"),
+                 cell(percentile(result.latencies_ms, 0.50), "%.1f"),
+                 cell(percentile(result.latencies_ms, 0.95), "%.1f"),
+                 cell(percentile(result.latencies_ms, 0.99), "%.1f"),
+                 cell(percentile(result.in_app_ms, 0.50), "%.1f"),
+                 "%.1f" % (result.sentences / max(result.model_calls, 1)),
+                 cell(ratio(result.model_call_seconds, result.seconds), "%.2f")]
+        cells += ["%d" % count for count in (result.client_errors, result.server_errors,
+                                             result.connection_failures, result.mismatches)]
+        lines.append("| %s |" % " | ".join(cells))
     return "\n".join(lines)
 
 
@@ -444,24 +540,29 @@ def verdicts(results):
                                  sum(r.mismatches for r in results)),
                not any(r.server_errors or r.connection_failures or r.mismatches for r in results))]
     if ("on", most) in by_key and ("off", most) in by_key:
-        speedup = throughput(by_key["on", most]) / throughput(by_key["off", most])
+        speedup = ratio(throughput(by_key["on", most]), throughput(by_key["off", most]))
         checks.append(("%d clients: batching on / off throughput >= %.0fx" % (most, TARGET_SPEEDUP),
-                       "%.2fx" % speedup, speedup >= TARGET_SPEEDUP))
+                       cell(speedup, "%.2fx", "not measured"),
+                       speedup is not None and speedup >= TARGET_SPEEDUP))
     if ("on", most) in by_key and ("on", 1) in by_key:
-        ratio = (percentile(by_key["on", most].latencies_ms, 0.99)
-                 / percentile(by_key["on", 1].latencies_ms, 0.50))
+        spread = ratio(percentile(by_key["on", most].latencies_ms, 0.99),
+                       percentile(by_key["on", 1].latencies_ms, 0.50))
         checks.append(("batching on: p99 at %d clients < %.0fx p50 at 1 client"
-                       % (most, TARGET_P99_OVER_P50), "%.2fx" % ratio, ratio < TARGET_P99_OVER_P50))
+                       % (most, TARGET_P99_OVER_P50), cell(spread, "%.2fx", "not measured"),
+                       spread is not None and spread < TARGET_P99_OVER_P50))
     return checks
 
 
 def cpu_cost_ratio(results):
-    """(clients, on / off requests per server CPU-second) at the most clients, or None."""
+    """(clients, on / off requests per server CPU-second) at the most clients, or None.
+
+    The ratio is None if a server used no CPU tick (or answered nothing) there.
+    """
     by_key, most = by_mode_and_clients(results)
     if ("on", most) not in by_key or ("off", most) not in by_key:
         return None
     on, off = by_key["on", most], by_key["off", most]
-    return most, (on.requests / on.server_cpu_s) / (off.requests / off.server_cpu_s)
+    return most, ratio(ratio(on.requests, on.server_cpu_s), ratio(off.requests, off.server_cpu_s))
 
 
 def default_input(model_dir):
@@ -533,8 +634,8 @@ def main(argv=None):
     cost_ratio = cpu_cost_ratio(results)
     if cost_ratio:
         # Not a target: what batching saves in server CPU, whatever the cores.
-        print("batching on / off requests per server CPU-second at %d clients: %.2fx"
-              % cost_ratio)
+        print("batching on / off requests per server CPU-second at %d clients: %s"
+              % (cost_ratio[0], cell(cost_ratio[1], "%.2fx")))
     checks = verdicts(results)
     for description, measured, passed in checks:
         print("%s %s: %s" % ("PASS" if passed else "FAIL", description, measured))

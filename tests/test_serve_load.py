@@ -7,7 +7,11 @@ counts, and has paths that misbehave on purpose. No model is needed.
 
 import asyncio
 import json
+import os
+import signal
+import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -230,3 +234,106 @@ def test_the_table_row_derives_the_mean_batch_and_the_calls_running():
     assert cells["in-app p50 ms"] == "6.0"
     assert cells["sentences/model call"] == "6.4"
     assert cells["model calls running"] == "0.75"
+
+
+def empty_phase(mode, clients):
+    """A phase in which every request failed: no latencies, no time in the app, no CPU tick."""
+    return serve_load.PhaseResult(mode, clients, 100, 1.0, 0.0, 0.0, [], [], 0, 0, 0.0,
+                                  20, 0, 80, 0)
+
+
+def test_a_phase_with_nothing_measured_reads_n_a_in_the_table():
+    header, _, row = serve_load.table([empty_phase("on", 32)]).splitlines()
+    cells = dict(zip([name.strip() for name in header.strip("|").split("|")],
+                     [value.strip() for value in row.strip("|").split("|")]))
+    for name in ("requests/server CPU-s", "p50 ms", "p95 ms", "p99 ms", "in-app p50 ms"):
+        assert cells[name] == "n/a"
+    assert cells["requests/s"] == "100.0"
+    assert cells["connection failures"] == "80"
+
+
+def test_verdicts_fail_what_could_not_be_measured():
+    results = [empty_phase("on", 1), empty_phase("off", 1),
+               empty_phase("on", 32), empty_phase("off", 32)]
+    # No valid answer, so no p99 / p50, and an off phase that took no time.
+    results[3] = results[3]._replace(seconds=0.0)
+    checks = serve_load.verdicts(results)
+    assert [(measured, passed) for _, measured, passed in checks] == [
+        ("0 / 320 / 0", False), ("not measured", False), ("not measured", False)]
+    assert serve_load.cpu_cost_ratio(results) == (32, None)
+
+
+def test_one_empty_percentile_fails_only_its_own_check():
+    fast = serve_load.PhaseResult("on", 1, 100, 1.0, 1.0, 0.1, [1.0], [0.5], 100, 100, 0.5,
+                                  0, 0, 0, 0)
+    results = [fast, empty_phase("on", 32)]
+    checks = dict((description, (measured, passed))
+                  for description, measured, passed in serve_load.verdicts(results))
+    assert checks["batching on: p99 at 32 clients < 10x p50 at 1 client"] == (
+        "not measured", False)
+
+
+def start(command, log_path, timeout_s):
+    """A serve_load.Server running `command`; the server even if starting it failed."""
+    server = serve_load.Server.__new__(serve_load.Server)
+    try:
+        server._start(command, str(log_path), timeout_s)
+    except RuntimeError as error:
+        return server, error
+    return server, None
+
+
+def python(code):
+    return [sys.executable, "-c", code]
+
+
+def open_descriptors_to(path):
+    """How many of this process's file descriptors point at `path`."""
+    return sum(os.path.realpath(os.path.join("/proc/self/fd", name)) == os.path.realpath(path)
+               for name in os.listdir("/proc/self/fd")
+               if os.path.exists(os.path.join("/proc/self/fd", name)))
+
+
+def test_a_server_that_hangs_while_loading_is_killed_after_the_start_timeout(tmp_path):
+    log_path = tmp_path / "server.log"
+    started = time.monotonic()
+    server, error = start(python("import sys, time; print('listening on http://127.0.0.1:1/', "
+                                 "flush=True); print('loading', file=sys.stderr, flush=True); "
+                                 "time.sleep(60)"), log_path, 0.5)
+    assert time.monotonic() - started < 30
+    assert error is not None and str(log_path) in str(error)
+    assert "not ready within 0.5 s" in str(error)
+    assert server.process.returncode == -signal.SIGKILL  # killed, and waited for
+    assert server.process.stdout.closed and server._log.closed
+    assert open_descriptors_to(log_path) == 0
+    assert log_path.read_text() == "loading\n"
+
+
+def test_a_server_that_exits_while_loading_fails_at_once(tmp_path):
+    log_path = tmp_path / "server.log"
+    started = time.monotonic()
+    server, error = start(python("import sys; print('listening on http://127.0.0.1:1/', "
+                                 "flush=True); sys.exit('no model here')"), log_path, 60)
+    assert time.monotonic() - started < 30
+    assert error is not None and "closed its output (exit code 1)" in str(error)
+    assert str(log_path) in str(error)
+    assert server.process.returncode == 1
+    assert server.process.stdout.closed and server._log.closed
+    assert "no model here" in log_path.read_text()
+
+
+def test_a_server_that_prints_something_else_is_refused(tmp_path):
+    server, error = start(python("print('hello\\nworld', flush=True)"), tmp_path / "log", 60)
+    assert error is not None and "'hello\\nworld\\n'" in str(error)
+    assert server.process.stdout.closed and server._log.closed
+
+
+def test_a_server_that_gets_ready_has_its_port(tmp_path):
+    # Both lines in one write: the second must not wait unseen in a buffer.
+    server, error = start(python("import time; print('listening on http://127.0.0.1:4321/ "
+                                 "(loading the model)\\nready: http://127.0.0.1:4321/', "
+                                 "flush=True); time.sleep(60)"), tmp_path / "log", 30)
+    assert error is None
+    assert server.port == 4321
+    assert server.stop() == -signal.SIGTERM
+    assert server.process.stdout.closed and server._log.closed
