@@ -5,6 +5,9 @@
     python train.py --train_data my.tsv --dev_data dev.tsv --model_dir runs/mine
     python train.py --model_dir runs/default --schedule export
 
+Evaluating or exporting an existing model directory uses the config it was
+trained with (MODEL_DIR/config.yaml) unless --config is given.
+
 The data is prepared first if needed (`data_pipeline.prepare`). The model
 directory receives the resolved config (config.yaml), the SentencePiece
 model(s), the checkpoints, TensorBoard events, MODEL_DIR/best/ (the checkpoint
@@ -14,8 +17,9 @@ checkpoint.
 
 Several devices: `--num_gpus N` splits every batch over N towers (GPUs, or N
 virtual CPU devices without GPUs). Several machines: set TF_CONFIG (chief,
-worker, ps) and the Estimator runs between-graph replicated training with
-parameter servers.
+worker, ps, and optionally evaluator) and run the default schedule,
+train_and_evaluate: the Estimator runs between-graph replicated training with
+parameter servers, each training task on its own share of the data.
 """
 
 import argparse
@@ -32,6 +36,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import absl.logging  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 
+from data_pipeline.corpus import CorpusError  # noqa: E402
 from data_pipeline.input import input_fn  # noqa: E402
 from data_pipeline.prepare import prepare  # noqa: E402
 from data_pipeline.tokenizer import Tokenizer  # noqa: E402
@@ -102,9 +107,8 @@ def wait_for_model_dir(model_dir, poll_secs=1.0):
     """Blocks until the SentencePiece model(s) are in the model directory.
 
     model_fn reads the vocabulary there and only the chief writes it, so a
-    worker that reaches training first (no train_and_evaluate start delay
-    with --schedule train) waits for the chief, as it waits for the chief's
-    session anyway.
+    worker or evaluator that gets there first waits for the chief, as it
+    waits for the chief's session anyway.
     """
     waiting = False
     while True:
@@ -236,8 +240,18 @@ def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=
     if max_steps is not None:
         config["train"]["max_steps"] = max_steps
     estimator = build_estimator(config, model_dir, num_gpus)
+    if estimator.config.cluster_spec.jobs and schedule != "train_and_evaluate":
+        # Only tf.estimator.train_and_evaluate starts a task's server and
+        # makes a parameter server serve: any other schedule would leave the
+        # other tasks waiting for a server that never comes.
+        raise ConfigError("TF_CONFIG describes a cluster: run the train_and_evaluate schedule "
+                          "there (an evaluator task evaluates); --schedule %s runs without "
+                          "TF_CONFIG" % schedule)
+    if schedule == "export":
+        # Exporting needs the model directory only, not the training data.
+        return _export(estimator, config, model_dir)
     if estimator.config.task_type != "ps":  # a parameter server only serves variables
-        follows_chief = not estimator.config.is_chief and schedule in TRAINING_SCHEDULES
+        follows_chief = estimator.config.cluster_spec.jobs and not estimator.config.is_chief
         if follows_chief:
             # The chief prepares the data before it writes the model directory:
             # on a shared file system the others then find it prepared, rather
@@ -282,17 +296,42 @@ def quiet_tensorflow():
     tf_logger.propagate = False
 
 
+def positive_int(text):
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected an integer >= 1, got %r" % text) from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("expected an integer >= 1, got %d" % value)
+    return value
+
+
+def config_path(args):
+    """The YAML config to load: --config, else the trained model's own for
+    evaluate and export, else configs/default.yaml."""
+    if args.config:
+        return args.config
+    if args.schedule in ("evaluate", "export") and args.model_dir:
+        trained = os.path.join(args.model_dir, CONFIG_FILE)
+        if os.path.isfile(trained):
+            return trained
+    return DEFAULT_CONFIG
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default=DEFAULT_CONFIG,
-                        help="YAML config (default: %(default)s)")
+    parser.add_argument("--config",
+                        help="YAML config (default: MODEL_DIR/config.yaml to evaluate or export "
+                             "a trained model, else configs/default.yaml)")
     parser.add_argument("--model_dir", help="model directory (default: runs/<config name>)")
     parser.add_argument("--hparams", default="", help="overrides: section.key=value,...")
     parser.add_argument("--train_data", help="TSV file (source<TAB>target) or src_file,tgt_file")
     parser.add_argument("--dev_data", help="TSV file or src_file,tgt_file")
-    parser.add_argument("--num_gpus", type=int, default=1,
-                        help="towers per batch: GPUs, or virtual CPU devices without GPUs")
-    parser.add_argument("--max_steps", type=int, help="overrides train.max_steps")
+    parser.add_argument("--num_gpus", type=positive_int, default=1,
+                        help="towers per batch: GPUs, or virtual CPU devices without GPUs "
+                             "(1: the CPU or one GPU)")
+    parser.add_argument("--max_steps", type=positive_int, help="overrides train.max_steps")
     parser.add_argument("--schedule", choices=SCHEDULES, default="train_and_evaluate")
     return parser.parse_args(argv)
 
@@ -304,11 +343,18 @@ def main(argv=None):
     tf.disable_v2_behavior()
     try:
         overrides = corpus_overrides(args.hparams, args.train_data, args.dev_data)
-        config = load_config(args.config, args.hparams, overrides)
+        config = load_config(config_path(args), args.hparams, overrides)
         model_dir = args.model_dir or os.path.join("runs", config["name"])
         run(config, model_dir, args.schedule, args.num_gpus, args.max_steps)
-    except (ConfigError, NonFiniteLossError) as error:
+    except (ConfigError, CorpusError, NonFiniteLossError) as error:
         logger.error("error: %s", error)
+        return 1
+    except ValueError as error:
+        # Other bad input (a vocabulary size the corpus cannot fill, no
+        # checkpoint to evaluate, ...): the message names it; the traceback
+        # is there for debugging only.
+        logger.error("error: %s", error)
+        logger.debug("where it was raised", exc_info=True)
         return 1
     return 0
 

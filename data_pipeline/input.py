@@ -24,9 +24,17 @@ which with an endless repeat loses nothing), so the model_fn can split it
 evenly. EVAL batches are not made divisible: EVAL keeps every dev pair, so
 its last batch holds the remainder (dev size mod eval_batch_size), and a
 model_fn must evaluate without splitting the batch evenly.
+
+Several machines (TF_CONFIG): each training task (chief and workers) reads
+its own 1/N of the training pairs, so N tasks see N times the data rather
+than the same batches N times. A resumed run shuffles with a seed of its own
+(train.seed plus the step it resumes from), so that it does not replay the
+first batches of the first run.
 """
 
+import collections
 import os
+import re
 
 import tensorflow.compat.v1 as tf
 
@@ -38,19 +46,51 @@ TRAIN = tf.estimator.ModeKeys.TRAIN
 EVAL = tf.estimator.ModeKeys.EVAL
 _SPLIT_FOR_MODE = {TRAIN: "train", EVAL: "dev"}
 
+TrainShare = collections.namedtuple("TrainShare", "num_tasks task_index resume_step")
+TrainShare.__doc__ = """Which training pairs a task reads, and how it shuffles them.
 
-def input_fn(mode, params):
+Fields:
+  num_tasks: how many training tasks split the pairs (1: one machine).
+  task_index: this task's share, 0..num_tasks - 1.
+  resume_step: the global step training resumes from (0 for a new model),
+    added to the shuffle seed.
+"""
+SINGLE_TASK = TrainShare(1, 0, 0)
+
+
+def input_fn(mode, params, config=None):
     """The Estimator's input_fn: the train split in TRAIN, dev in EVAL.
 
     Args:
       mode: tf.estimator.ModeKeys.TRAIN or EVAL.
       params: the resolved config dict, optionally with "num_towers".
+      config: the Estimator's RunConfig (the Estimator passes it because
+        this function names it): which task of a cluster this is, and the
+        model directory a run resumes from.
     Returns:
       A tf.data.Dataset of (features, labels); see the module docstring.
     """
     if mode not in _SPLIT_FOR_MODE:
         raise ValueError("input_fn serves TRAIN and EVAL, not %r" % mode)
-    return make_dataset(params, _SPLIT_FOR_MODE[mode], mode)
+    share = train_share(config) if mode == TRAIN else SINGLE_TASK
+    return make_dataset(params, _SPLIT_FOR_MODE[mode], mode, share)
+
+
+def train_share(run_config):
+    """The TrainShare of the task a RunConfig (or None) describes."""
+    if run_config is None:
+        return SINGLE_TASK
+    num_tasks = max(1, run_config.num_worker_replicas)
+    # The chief is 0, the workers 1..N-1; see RunConfig.global_id_in_cluster.
+    task_index = run_config.global_id_in_cluster if num_tasks > 1 else 0
+    return TrainShare(num_tasks, task_index, latest_step(run_config.model_dir))
+
+
+def latest_step(model_dir):
+    """The global step of the latest checkpoint in model_dir, 0 if there is none."""
+    path = tf.train.latest_checkpoint(model_dir) if model_dir else None
+    match = re.search(r"-(\d+)$", path or "")
+    return int(match.group(1)) if match else 0
 
 
 def make_input_fn(config, split, mode):
@@ -60,7 +100,7 @@ def make_input_fn(config, split, mode):
     return split_input_fn
 
 
-def make_dataset(config, split, mode):
+def make_dataset(config, split, mode, share=SINGLE_TASK):
     """Builds the dataset of (features, labels) for one split and mode.
 
     Args:
@@ -68,6 +108,7 @@ def make_dataset(config, split, mode):
       split: "train", "dev" or "test".
       mode: tf.estimator.ModeKeys.TRAIN (shuffled, endless) or EVAL (one
         pass, in file order).
+      share: in TRAIN, the TrainShare of this task (EVAL reads everything).
     Returns:
       A tf.data.Dataset of (features, labels): [B, S] source ids, [B, T]
       target input and output, [B] lengths (see the module docstring).
@@ -85,6 +126,8 @@ def make_dataset(config, split, mode):
                 num_parallel_calls=tf.data.experimental.AUTOTUNE)
         else:
             dataset = tf.data.TFRecordDataset(files)
+        if training and share.num_tasks > 1:
+            dataset = dataset.shard(share.num_tasks, share.task_index)
         # The prepared corpus is small (tens of MB at most in memory), so
         # parsing once and caching keeps later epochs off the disk and parser.
         # Training never reads the reference text: it stays out of the buckets.
@@ -92,7 +135,8 @@ def make_dataset(config, split, mode):
                               num_parallel_calls=tf.data.experimental.AUTOTUNE)
         dataset = dataset.cache()
         if training:
-            dataset = dataset.shuffle(train["shuffle_buffer"], seed=train["seed"]).repeat()
+            dataset = dataset.shuffle(train["shuffle_buffer"],
+                                      seed=train["seed"] + share.resume_step).repeat()
             dataset = _bucket_batches(dataset, config)
         else:
             dataset = dataset.padded_batch(train["eval_batch_size"])

@@ -1,13 +1,15 @@
 """input_fn: what it yields equals what was prepared; padding, buckets, towers."""
 
 import copy
+import types
 
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
 from data_pipeline.input import (
-    EVAL, TRAIN, bucket_batch_sizes, bucket_boundaries, input_fn, make_input_fn)
+    EVAL, SINGLE_TASK, TRAIN, TrainShare, bucket_batch_sizes, bucket_boundaries, input_fn,
+    make_dataset, make_input_fn, train_share)
 from data_pipeline.tokenizer import BOS_ID, EOS_ID, Tokenizer
 
 
@@ -114,3 +116,56 @@ def test_unprepared_or_stale_data(tiny_config, tiny_data, tmp_path):
         input_fn(TRAIN, stale)
     with pytest.raises(ValueError, match="TRAIN and EVAL"):
         input_fn(tf.estimator.ModeKeys.PREDICT, tiny_config)
+
+
+def pairs_seen(config, share, num_batches):
+    """The distinct (source, target) id pairs in a task's first training batches."""
+    seen = set()
+    for features, labels in batches(lambda: make_dataset(config, "train", TRAIN, share),
+                                    limit=num_batches):
+        for row in range(len(features["source_ids"])):
+            source = unpad(features["source_ids"][row], features["source_length"][row])
+            target = unpad(labels["target_output"][row], labels["target_length"][row])
+            seen.add((tuple(source), tuple(target)))
+    return seen
+
+
+def test_two_training_tasks_read_disjoint_halves_of_the_pairs(tiny_config, tiny_data):
+    everything = set()
+    for path in tiny_data.train_files:
+        for record in tf.io.tf_record_iterator(path):
+            feature = tf.train.Example.FromString(record).features.feature
+            everything.add((tuple(feature["source_ids"].int64_list.value),
+                            tuple(feature["target_ids"].int64_list.value) + (EOS_ID,)))
+    # One length bucket, so that no rarely filled bucket holds pairs back: 80
+    # batches of 32 from a half of 1,000 pairs pass each of them at least twice.
+    config = with_train(tiny_config, bucket_width=1000)
+    halves = [pairs_seen(config, TrainShare(2, index, 0), 80) for index in (0, 1)]
+    assert not halves[0] & halves[1]
+    assert halves[0] | halves[1] == everything
+    assert abs(len(halves[0]) - len(halves[1])) <= 1
+
+
+def test_a_resumed_run_shuffles_differently(tiny_config, tiny_data):
+    def first_sources(resume_step):
+        [(features, _)] = batches(
+            lambda: make_dataset(tiny_config, "train", TRAIN, TrainShare(1, 0, resume_step)),
+            limit=1)
+        return features["source_ids"].tolist()
+    assert first_sources(0) == first_sources(0)
+    assert first_sources(0) != first_sources(1500)
+
+
+def test_train_share_reads_the_task_and_the_step_to_resume_from(tmp_path):
+    with tf.Graph().as_default():
+        step = tf.train.get_or_create_global_step()
+        with tf.Session() as session:
+            session.run(tf.assign(step, 1500))
+            tf.train.Saver().save(session, str(tmp_path / "model.ckpt"), global_step=step)
+    worker = types.SimpleNamespace(num_worker_replicas=3, global_id_in_cluster=2,
+                                   model_dir=str(tmp_path))
+    assert train_share(worker) == TrainShare(3, 2, 1500)
+    alone = types.SimpleNamespace(num_worker_replicas=1, global_id_in_cluster=0,
+                                  model_dir=str(tmp_path / "new"))
+    assert train_share(alone) == TrainShare(1, 0, 0)
+    assert train_share(None) == SINGLE_TASK

@@ -162,18 +162,64 @@ def test_a_worker_trains_only_once_the_chief_has_written_the_model_dir(
     monkeypatch.setenv("TF_CONFIG", json.dumps(
         {"cluster": cluster, "task": {"type": "worker", "index": 0}}))
     # What model_fn does first: read the vocabulary from the model directory.
-    monkeypatch.setitem(train._SCHEDULES, "train",
+    monkeypatch.setitem(train._SCHEDULES, "train_and_evaluate",
                         lambda estimator, config, model_dir: Tokenizer.load(model_dir))
     model_dir = str(tmp_path / "model")
-    # The chief, a second behind the worker (no delay before --schedule train).
+    # The chief, a second behind the worker.
     chief = threading.Timer(1.0, train.write_model_dir,
                             [tiny_config, model_dir, Tokenizer.load(tiny_data.data_dir)])
     chief.start()
     try:
-        tokenizer = train.run(tiny_config, model_dir, schedule="train")
+        tokenizer = train.run(tiny_config, model_dir)
     finally:
         chief.join()
     assert tokenizer.target_vocab_size == Tokenizer.load(tiny_data.data_dir).target_vocab_size
+
+
+@pytest.mark.parametrize("schedule", ["train", "evaluate", "export"])
+def test_a_cluster_runs_train_and_evaluate_only(tiny_config, tmp_path, monkeypatch, schedule):
+    monkeypatch.setenv("TF_CONFIG", json.dumps(
+        {"cluster": {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]},
+         "task": {"type": "chief", "index": 0}}))
+    with pytest.raises(ConfigError, match="train_and_evaluate"):
+        train.run(tiny_config, str(tmp_path), schedule=schedule)
+    assert not os.listdir(str(tmp_path)), "refused before anything was written"
+
+
+def test_bad_input_is_one_error_line_not_a_traceback(tmp_path, caplog):
+    missing = str(tmp_path / "missing.tsv")
+    assert train.main(["--train_data", missing, "--model_dir", str(tmp_path / "model")]) == 1
+    assert "error: " in caplog.text and missing in caplog.text
+    assert "Traceback" not in caplog.text
+
+
+@pytest.mark.parametrize("flag", ["--num_gpus", "--max_steps"])
+def test_counts_below_one_are_refused_by_the_command_line(flag, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        train.parse_args([flag, "0"])
+    assert exit_info.value.code == 2
+    assert "expected an integer >= 1, got 0" in capsys.readouterr().err
+
+
+def test_evaluate_and_export_use_the_trained_models_config(tiny_model_dir, tmp_path):
+    trained = os.path.join(tiny_model_dir, "config.yaml")
+    for schedule in ("evaluate", "export"):
+        args = train.parse_args(["--model_dir", tiny_model_dir, "--schedule", schedule])
+        assert train.config_path(args) == trained
+    args = train.parse_args(["--model_dir", tiny_model_dir])
+    assert train.config_path(args) == train.DEFAULT_CONFIG, "training takes the default"
+    args = train.parse_args(["--model_dir", str(tmp_path), "--schedule", "export"])
+    assert train.config_path(args) == train.DEFAULT_CONFIG, "no trained model: the default"
+
+
+def test_export_needs_no_training_data(tiny_model_dir, tmp_path):
+    model_dir = str(tmp_path / "model")
+    shutil.copytree(tiny_model_dir, model_dir, ignore=shutil.ignore_patterns("export"))
+    config = load_config(os.path.join(model_dir, "config.yaml"),
+                         hparams="data.data_dir=%s" % (tmp_path / "no_such_data"))
+    result = train.run(config, model_dir, schedule="export")
+    assert os.path.isfile(os.path.join(result["export_path"], "saved_model.pb"))
+    assert not (tmp_path / "no_such_data").exists()
 
 
 def test_diverging_loss_stops_naming_the_step(tiny_config, tiny_data, tmp_path):
