@@ -20,7 +20,8 @@ MANIFEST = "manifest.json"
 # trained on the old data then refuses to resume: train.py compares its
 # SentencePiece model with the rebuilt one.
 # 2: "1º de <mês>" in pt_BR dates; SentencePiece with the identity rule.
-# 3: dev and test examples carry their reference text (BLEU's references).
+# 3: dev and test examples carry their reference text (BLEU's references);
+#    train pairs are written in a fixed random order.
 FORMAT_VERSION = 3
 
 # Keys of the "data" section that shape the prepared files, by corpus kind.

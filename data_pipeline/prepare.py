@@ -40,6 +40,10 @@ CARVE_MAX = 1000
 # Carving is a property of the corpus, not of a training run: a fixed seed
 # gives the same dev and test for the same file whatever train.seed is.
 CARVE_SEED = 20240101
+# Train pairs are written in a fixed random order: user corpora often come
+# sorted (by length, by source), and the input pipeline's shuffle buffer only
+# mixes what is near in the shards.
+TRAIN_ORDER_SEED = 20261121
 
 PreparedData = collections.namedtuple("PreparedData", [
     "data_dir", "manifest", "tokenizer_files", "train_files", "dev_files", "test_files",
@@ -107,6 +111,12 @@ def _build(config, splits, directory, log, verbose):
       The manifest without its fingerprint and notes.
     """
     data = config["data"]
+    for split in SPLITS:
+        # Before SentencePiece trains for a minute: an empty split fails at once.
+        if not splits[split].pairs:
+            raise CorpusError("the %s split has no pairs%s" % (
+                split, " (data.embedded_%s_size is 0?)" % split
+                if data["corpus"] == "embedded" else ""))
     tokenizer = train_tokenizer(splits["train"].pairs, directory, data["vocab_size"],
                                 data["spm_model_type"], data["joint_vocab"])
     log("SentencePiece %s (%s): %s pieces (data.vocab_size %d)"
@@ -268,6 +278,8 @@ def _write_split(split, corpus_split, tokenizer, data, directory, verbose):
             "the %s split is empty after skipping %s (limits: data.max_source_length %d, "
             "data.max_target_length %d)" % (split, format_skipped(skipped),
                                             data["max_source_length"], data["max_target_length"]))
+    if split == "train":
+        random.Random(TRAIN_ORDER_SEED).shuffle(encoded)
     num_shards = min(data["num_shards"], len(encoded)) if split == "train" else 1
     shards = shard_names(split, num_shards)
     write_shards(encoded, [os.path.join(directory, name) for name in shards],

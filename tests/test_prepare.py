@@ -211,3 +211,28 @@ def test_command_line_error_names_the_problem(tmp_path):
     with pytest.raises(SystemExit, match="corpus file not found: .*missing.tsv"):
         prepare_module.main(["--config", TINY_CONFIG, "--train_data", missing,
                              "--hparams", "data.data_dir=%s" % (tmp_path / "data")])
+
+
+def test_train_pairs_are_shuffled_into_the_shards(tiny_config, tmp_path):
+    # A corpus sorted by length, as Tatoeba-style exports are.
+    pairs = sorted(((" ".join(["word%d" % (index % 7)] * (1 + index % 9)) + " n%d" % index,
+                     "palavra %d" % index) for index in range(300)), key=lambda pair: len(pair[0]))
+    config = small_config(tiny_config, tmp_path / "data", corpus="files",
+                          train_data=write_tsv(tmp_path / "sorted.tsv", pairs))
+    prepared = prepare(config, verbose=False)
+    sources = train_sources(prepared)
+    kept_in_file_order = [source for source, _ in pairs if source in set(sources)]
+    assert sorted(sources) == sorted(kept_in_file_order), "every kept pair, once"
+    assert sources != kept_in_file_order, "not in the file's order"
+    assert prepare(config, verbose=False).manifest == prepared.manifest
+
+
+def test_an_empty_split_is_named_before_sentencepiece_trains(tiny_config, tmp_path, monkeypatch):
+    def no_training(*args, **kwargs):
+        raise AssertionError("SentencePiece must not train for a split that cannot be written")
+    monkeypatch.setattr(prepare_module, "train_tokenizer", no_training)
+    config = small_config(tiny_config, tmp_path)
+    config["data"]["embedded_dev_size"] = 0
+    with pytest.raises(CorpusError, match=r"the dev split has no pairs "
+                                          r"\(data.embedded_dev_size is 0\?\)"):
+        prepare(config, verbose=False)
