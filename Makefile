@@ -14,10 +14,10 @@ $(STAMP): requirements.txt requirements-dev.txt
 
 install: $(STAMP)
 
-# Prepare the embedded corpus, train configs/default.yaml (resuming if a
-# checkpoint exists), then serve it on http://127.0.0.1:8080/.
+# Prepare the embedded corpus (train.py does it first), train
+# configs/default.yaml (resuming if a checkpoint exists), then serve it on
+# http://127.0.0.1:8080/.
 demo: $(STAMP)
-	$(PY) -m data_pipeline.prepare --config configs/default.yaml
 	$(PY) train.py --config configs/default.yaml --model_dir runs/default
 	$(PY) serve.py --model_dir runs/default --host 127.0.0.1 --port 8080
 
@@ -27,5 +27,6 @@ test: $(STAMP)
 prepare: $(STAMP)
 	$(PY) -m data_pipeline.prepare --config configs/default.yaml
 
+# What demo and the benchmarks write; other models under runs/ are left alone.
 clean:
-	rm -rf data runs bench/out
+	rm -rf data/default runs/default bench/out
