@@ -7,111 +7,102 @@ against them, so an unknown or mistyped key is an error that names the key
 
 Override syntax (``--hparams``): ``section.key=value`` pairs separated by
 commas, e.g. ``model.num_units=128,train.max_steps=200``. A bare ``key=value``
-is accepted when the key exists in exactly one section.
+is accepted when the key exists in exactly one section. A comma starts a new
+pair only where ``key=`` follows it, so a value may hold commas
+(``data.train_data=a.en,a.pt``). Values are taken as written and converted
+to the key's type: ``data.target_locale=no`` is the string "no", and
+``data.data_dir=0123`` the string "0123" (YAML would read False and 83).
 """
 
 import copy
 import hashlib
 import json
+import math
 import os
+import re
 
 import yaml
 
 DEFAULTS = {
-    "name": "default",
+    "name": "default",  # the run's name: model_dir defaults to runs/<name>; /v1/info reports it
     "data": {
-        # Where the corpus comes from: "embedded" (generated offline from
-        # Babel/num2words data) or "files" (train_data/dev_data/test_data).
-        "corpus": "embedded",
-        # A TSV file (source<TAB>target[<TAB>ignored...]) or "src_file,tgt_file".
-        "train_data": "",
-        "dev_data": "",
-        "test_data": "",
-        # Prepared data: SentencePiece models, TFRecord shards, manifest.
-        "data_dir": "data/default",
-        # Embedded corpus sizes and generator.
-        "embedded_train_size": 60000,
-        "embedded_dev_size": 1000,
-        "embedded_test_size": 1000,
-        "embedded_seed": 1234,
-        "target_locale": "pt_BR",
-        # Pairs longer than this (in subword tokens, after encoding) are
-        # skipped and counted.
-        "max_source_length": 64,
-        "max_target_length": 64,
-        # SentencePiece: "unigram" or "bpe"; one joint model or one per side.
-        "spm_model_type": "unigram",
-        "joint_vocab": True,
-        "vocab_size": 4000,
-        "num_shards": 4,
+        "corpus": "embedded",  # "embedded" (generated offline, en -> target_locale) | "files"
+        "train_data": "",  # corpus "files": a TSV (source<TAB>target[<TAB>...]) or "src,tgt"
+        "dev_data": "",  # like train_data; "": carved out of it (2% of sources, <= 1000)
+        "test_data": "",  # like train_data; "": carved out of train_data, as dev_data
+        # Where prepare writes. A "files" corpus whose config names no
+        # data_dir of its own gets data/corpus-<hash> (see load_config).
+        "data_dir": "data/default",  # SentencePiece model(s), TFRecord shards, manifest.json
+        "embedded_train_size": 60000,  # embedded corpus: training pairs, >= 1
+        "embedded_dev_size": 1000,  # embedded corpus: dev pairs, >= 1
+        "embedded_test_size": 1000,  # embedded corpus: test pairs, >= 1
+        "embedded_seed": 1234,  # embedded corpus: generator seed (same seed, same corpus)
+        "target_locale": "pt_BR",  # embedded corpus: a CLDR locale num2words spells (es, fr...)
+        "max_source_length": 64,  # subword tokens, >= 1; longer pairs are skipped and counted
+        "max_target_length": 64,  # subword tokens, >= 1; longer pairs are skipped and counted
+        "spm_model_type": "unigram",  # SentencePiece algorithm: "unigram" | "bpe"
+        "joint_vocab": True,  # one SentencePiece model for both sides (false: one per side)
+        "vocab_size": 4000,  # pieces per SentencePiece model, >= 1 (fewer if the corpus is small)
+        "num_shards": 4,  # training TFRecord files, >= 1 (dev and test: one each)
     },
     "model": {
-        "embedding_size": 128,
-        # Decoder GRU size.
-        "num_units": 256,
-        # Each encoder direction's GRU size; 0: num_units // 2. The encoder
-        # memory is 2 * encoder_units wide, the bridge maps its final states
-        # to num_units.
-        "encoder_units": 0,
-        "encoder_layers": 1,
-        "attention": "bahdanau",  # "bahdanau" (additive) or "luong" (multiplicative)
-        "attention_size": 256,
-        # One embedding table for source and target (needs joint_vocab).
-        "share_embeddings": True,
-        # Output projection tied to the target embedding: the pre-output
-        # tanh layer is then embedding_size wide instead of num_units.
-        "tie_output_projection": False,
-        "dropout": 0.2,
+        "embedding_size": 128,  # E, the width of the source and target embeddings, >= 1
+        "num_units": 256,  # decoder GRU size, >= 1 (even when encoder_units is 0)
+        # The encoder memory is 2 * encoder_units wide; the bridge maps the
+        # encoder's final states to num_units.
+        "encoder_units": 0,  # each encoder direction's GRU size, >= 0; 0: num_units // 2
+        "encoder_layers": 1,  # bidirectional GRU layers, >= 1
+        "attention": "bahdanau",  # "bahdanau" (additive) | "luong" (multiplicative)
+        "attention_size": 256,  # hidden size of bahdanau attention, >= 1 (luong ignores it)
+        "share_embeddings": True,  # one embedding table for both sides (needs joint_vocab)
+        # Tied: the pre-output tanh layer is embedding_size wide instead of num_units.
+        "tie_output_projection": False,  # output projection tied to the target embedding
+        "dropout": 0.2,  # drop rate in training, in [0, 1): embeddings, between layers, output
     },
     "train": {
-        # Batches are sized by tokens (source + target) when batch_tokens > 0,
-        # otherwise by batch_size sentences.
-        "batch_tokens": 4096,
-        "batch_size": 64,
-        "bucket_width": 4,
-        "shuffle_buffer": 20000,
-        "learning_rate": 0.003,
-        "warmup_steps": 300,
-        # "rsqrt": lr * min(1, step/warmup) * sqrt(warmup/max(step, warmup));
-        # "constant": lr after warm-up; "cosine": cosine decay to 0 at max_steps.
-        "decay": "rsqrt",
-        "max_steps": 6000,
-        "clip_gradient_norm": 5.0,
-        "label_smoothing": 0.1,
-        "save_checkpoints_steps": 500,
-        "keep_checkpoint_max": 3,
-        "log_step_count_steps": 100,
-        "eval_batch_size": 64,
-        # Sentences of the dev set decoded for BLEU at each evaluation (0 = all).
-        "eval_bleu_sentences": 500,
-        "throttle_secs": 60,
-        "seed": 1,
+        "batch_tokens": 4096,  # source+target tokens (padded) per batch, >= 0; 0: use batch_size
+        "batch_size": 64,  # sentence pairs per batch when batch_tokens is 0, >= 1
+        "bucket_width": 4,  # batch pairs by length in buckets this many tokens wide, >= 1
+        "shuffle_buffer": 20000,  # training pairs shuffled at a time, >= 1
+        "learning_rate": 0.003,  # Adam's peak rate, at the end of warm-up, > 0
+        "warmup_steps": 300,  # steps of linear warm-up to learning_rate, >= 0 (0 acts as 1)
+        # "rsqrt": lr * sqrt(warmup_steps / step); "constant": lr; "cosine": half
+        # a cosine from lr at the end of warm-up to 0 at max_steps.
+        "decay": "rsqrt",  # the learning rate after warm-up: "rsqrt" | "constant" | "cosine"
+        "max_steps": 6000,  # training stops at this global step, >= 1
+        "clip_gradient_norm": 5.0,  # clip the gradients' global norm to this; <= 0: no clipping
+        "label_smoothing": 0.1,  # probability mass spread over the vocabulary, >= 0
+        "save_checkpoints_steps": 500,  # steps between checkpoints (each one evaluated), >= 1
+        "keep_checkpoint_max": 3,  # most recent checkpoints kept, >= 0 (0: all)
+        "log_step_count_steps": 100,  # steps between progress lines and summaries, >= 1
+        "eval_batch_size": 64,  # dev sentences per evaluation batch, >= 1
+        "eval_bleu_sentences": 500,  # dev sentences decoded for BLEU per evaluation, >= 0 (0: all)
+        "throttle_secs": 60,  # seconds at least between two evaluations, >= 0
+        "seed": 1,  # TensorFlow's graph seed and the shuffling seed
     },
     "decode": {
-        "beam_width": 5,
-        "length_penalty": 0.6,
-        # Tokens to generate at most: ratio * source_length + extra.
-        "max_length_ratio": 2.0,
-        "max_length_extra": 10,
-        "max_beam_width": 16,
-        "batch_size": 32,
+        "beam_width": 5,  # default beam width (eval BLEU, translate, serve), 1..max_beam_width
+        "length_penalty": 0.6,  # alpha in ((5 + length) / 6) ** alpha, >= 0 (0: none)
+        "max_length_ratio": 2.0,  # decode at most ratio * source tokens + max_length_extra, >= 0
+        "max_length_extra": 10,  # tokens added to that limit, >= 1
+        "max_beam_width": 16,  # the largest beam width a request or flag may ask for, >= 1
+        "batch_size": 32,  # sentences per decoding batch (translate, compare), >= 1
         # Threads of the decoding session (tensorflow/nmt's num_inter_threads
         # and num_intra_threads). -1 runs every op of a run in the calling
         # thread: concurrent requests then decode in parallel on their own
         # threads, and a small model's ops skip the thread pool's hand-offs.
         # 0 lets TensorFlow pick. The intra-op pool is the process's, sized
         # by its first session (see decode/session_config.py).
-        "inter_op_threads": -1,
-        "intra_op_threads": 1,
+        "inter_op_threads": -1,  # >= -1 (-1: the caller's thread, 0: TensorFlow picks)
+        "intra_op_threads": 1,  # threads within one op, >= 0 (0: TensorFlow picks)
     },
     "serve": {
-        "max_body_bytes": 65536,
-        "max_texts": 32,
-        "max_chars": 500,
-        "max_tokens": 128,
-        # Micro-batching: gather concurrent requests this long into one batch.
-        "batch_window_ms": 5.0,
-        "max_batch_sentences": 64,
+        "max_body_bytes": 65536,  # largest POST /translate body in bytes (else 413), >= 1
+        "max_texts": 32,  # most texts in one request, >= 1
+        "max_chars": 500,  # most characters in one text (after trimming), >= 1
+        "max_tokens": 128,  # most source subword tokens in one text, >= 1
+        "batch_window_ms": 5.0,  # gather concurrent requests this long, >= 0; 0: no batching
+        "max_batch_sentences": 64,  # most sentences in one micro-batch (a larger request runs alone), >= 1
     },
 }
 
@@ -141,13 +132,32 @@ class ConfigError(ValueError):
     """A config file or override that does not fit the schema."""
 
 
+# The "data" keys that shape what prepare writes for a "files" corpus (the
+# ones data_pipeline/manifest.py fingerprints): configs that differ in one of
+# them get different default data_dirs.
+FILES_CORPUS_KEYS = ("corpus", "train_data", "dev_data", "test_data", "spm_model_type",
+                     "joint_vocab", "vocab_size", "num_shards", "max_source_length",
+                     "max_target_length")
+
+# An --hparams item ends at a comma followed by the next "key=" (commas
+# inside a value stay in it); extra commas between items are dropped.
+_HPARAMS_SEPARATOR = re.compile(r",[\s,]*(?=[A-Za-z_][\w.]*\s*=)")
+
+_TRUE = ("true", "yes", "on", "1")
+_FALSE = ("false", "no", "off", "0")
+
+
 def _coerce(path, value, default):
-    """Returns `value` converted to the type of `default`, or raises ConfigError."""
+    """Returns `value` converted to the type of `default`, or raises ConfigError.
+
+    Strings (as --hparams gives every value) are parsed: "0123" is 123 for an
+    integer key and stays "0123" for a string key.
+    """
     if isinstance(default, bool):
         if isinstance(value, bool):
             return value
-        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
-            return value.lower() in ("true", "1", "yes")
+        if isinstance(value, str) and value.lower() in _TRUE + _FALSE:
+            return value.lower() in _TRUE
         raise ConfigError("%s must be a boolean, got %r" % (path, value))
     if isinstance(default, int):
         if isinstance(value, bool):
@@ -158,21 +168,25 @@ def _coerce(path, value, default):
             try:
                 return int(value)
             except ValueError:
-                pass
+                try:
+                    value = float(value)  # "1e3"
+                except ValueError:
+                    pass
         if isinstance(value, float) and value.is_integer():
             return int(value)
         raise ConfigError("%s must be an integer, got %r" % (path, value))
     if isinstance(default, float):
-        if isinstance(value, bool):
-            raise ConfigError("%s must be a number, got %r" % (path, value))
-        if isinstance(value, (int, float)):
-            return float(value)
-        if isinstance(value, str):
+        number = None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            number = float(value)
+        elif isinstance(value, str):
             try:
-                return float(value)
+                number = float(value)
             except ValueError:
                 pass
-        raise ConfigError("%s must be a number, got %r" % (path, value))
+        if number is None or not math.isfinite(number):
+            raise ConfigError("%s must be a finite number, got %r" % (path, value))
+        return number
     if isinstance(default, str):
         if value is None:
             return ""
@@ -182,7 +196,8 @@ def _coerce(path, value, default):
             if choices and value not in choices:
                 raise ConfigError("%s must be one of %s, got %r" % (path, ", ".join(choices), value))
             return value
-        raise ConfigError("%s must be a string, got %r" % (path, value))
+        hint = " (quote it in YAML: 'no')" if isinstance(value, bool) else ""
+        raise ConfigError("%s must be a string, got %r%s" % (path, value, hint))
     raise ConfigError("%s has an unsupported default type" % path)
 
 
@@ -210,58 +225,95 @@ def _merge(config, overrides, origin):
 def parse_hparams(hparams):
     """Parses ``"a.b=1,c=x"`` into a nested override mapping.
 
-    Bare keys are resolved to the one section that has them.
+    Bare keys are resolved to the one section that has them. Values stay the
+    text given (whitespace around it trimmed); merging converts them to each
+    key's type, so a string key gets exactly what was typed.
     """
     overrides = {}
     if not hparams:
         return overrides
-    for item in hparams.split(","):
+    for item in _HPARAMS_SEPARATOR.split(hparams.strip().strip(",")):
         item = item.strip()
         if not item:
             continue
         if "=" not in item:
             raise ConfigError("--hparams: %r is not of the form key=value" % item)
         key, value = (part.strip() for part in item.split("=", 1))
-        parsed = yaml.safe_load(value) if value else ""
         if "." in key:
             section, sub_key = key.split(".", 1)
-            overrides.setdefault(section, {})[sub_key] = parsed
+            overrides.setdefault(section, {})[sub_key] = value
         elif key in DEFAULTS and not isinstance(DEFAULTS[key], dict):
-            overrides[key] = parsed
+            overrides[key] = value
         else:
             sections = [s for s, v in DEFAULTS.items() if isinstance(v, dict) and key in v]
             if len(sections) != 1:
                 raise ConfigError("--hparams: unknown key %r" % key if not sections else
                                   "--hparams: %r is ambiguous (in %s)" % (key, ", ".join(sections)))
-            overrides.setdefault(sections[0], {})[key] = parsed
+            overrides.setdefault(sections[0], {})[key] = value
     return overrides
 
 
 def corpus_overrides(hparams="", train_data="", dev_data="", test_data=""):
     """The overrides for a user's corpus given on the command line.
 
-    `--train_data` switches data.corpus to "files". Unless `--hparams` names
-    data.data_dir, the corpus is prepared into its own directory,
-    ``data/corpus-<hash of the file names>``, so that it never overwrites the
-    prepared embedded corpus (or another corpus) that other runs train on.
+    `--train_data` switches data.corpus to "files". The data_dir is left to
+    `load_config`, which sees the YAML file too: see `corpus_data_dir`.
 
+    Args:
+      hparams: the ``--hparams`` string; not needed any more (load_config
+        reads it), accepted so that callers keep working.
+      train_data, dev_data, test_data: the command line's corpus files.
     Returns:
       A nested override mapping for `load_config` (empty without train_data).
     """
+    del hparams  # load_config reads it
     files = {key: value for key, value in (("train_data", train_data), ("dev_data", dev_data),
                                            ("test_data", test_data)) if value}
     if not files:
         return {}
     if not train_data:
         raise ConfigError("--dev_data/--test_data need --train_data")
-    data = dict(files, corpus="files")
-    if "data_dir" not in parse_hparams(hparams).get("data", {}):
-        data["data_dir"] = os.path.join("data", "corpus-" + fingerprint(files)[:8])
-    return {"data": data}
+    return {"data": dict(files, corpus="files")}
+
+
+def corpus_data_dir(data):
+    """The data_dir of a "files" corpus whose config sets none.
+
+    ``data/corpus-<hash>``, the hash over FILES_CORPUS_KEYS (the file names and
+    the settings that change the prepared files), so that the corpus never
+    overwrites the prepared embedded corpus, another corpus, or the same files
+    prepared with another vocab_size, which other runs may train on.
+
+    Args:
+      data: the resolved "data" section.
+    """
+    return os.path.join("data", "corpus-" + fingerprint(
+        {key: data[key] for key in FILES_CORPUS_KEYS})[:8])
+
+
+def _sets_data_dir(kind, layer):
+    """Whether an override layer ("yaml", "hparams" or "overrides") chooses
+    the data_dir of a "files" corpus.
+
+    --hparams and the command line always do. A YAML file does when it says
+    ``corpus: files`` too, and names a directory other than the default
+    data/default: a YAML file's data_dir for the embedded corpus (tiny.yaml's
+    data/tiny), or a copy of default.yaml's data/default, holds the embedded
+    corpus that other runs train on, not these files.
+    """
+    data = layer.get("data") or {}
+    if "data_dir" not in data:
+        return False
+    return kind != "yaml" or (data.get("corpus") == "files"
+                              and data["data_dir"] != DEFAULTS["data"]["data_dir"])
 
 
 def load_config(path=None, hparams="", overrides=None):
     """Returns the resolved config: defaults, then the YAML file, then overrides.
+
+    A "files" corpus keeps the data_dir its user chose (--hparams, `overrides`,
+    or a YAML file that says ``corpus: files``, see `_sets_data_dir`); otherwise
+    it gets `corpus_data_dir`.
 
     Args:
       path: a YAML file, or None for the defaults alone.
@@ -271,6 +323,7 @@ def load_config(path=None, hparams="", overrides=None):
       ConfigError: naming the file and key that does not fit.
     """
     config = copy.deepcopy(DEFAULTS)
+    layers = []
     if path:
         if not os.path.exists(path):
             raise ConfigError("config file not found: %s" % path)
@@ -279,36 +332,52 @@ def load_config(path=None, hparams="", overrides=None):
                 loaded = yaml.safe_load(f) or {}
             except yaml.YAMLError as e:
                 raise ConfigError("%s is not valid YAML: %s" % (path, e)) from e
-        _merge(config, loaded, path)
-    _merge(config, parse_hparams(hparams), "--hparams")
+        layers.append(("yaml", path, loaded))
+    layers.append(("hparams", "--hparams", parse_hparams(hparams)))
     if overrides:
-        _merge(config, overrides, "command line")
+        layers.append(("overrides", "command line", overrides))
+    for _, origin, layer in layers:
+        _merge(config, layer, origin)
+    data = config["data"]
+    if data["corpus"] == "files" and not any(_sets_data_dir(kind, layer)
+                                             for kind, _, layer in layers):
+        data["data_dir"] = corpus_data_dir(data)
     _validate(config)
     return config
+
+
+def _check_at_least(config, keys, minimum, strict=False):
+    """Raises ConfigError naming the first key below `minimum` (or equal, if strict)."""
+    for key in keys:
+        value = get(config, key)
+        if value < minimum or (strict and value == minimum):
+            raise ConfigError("%s must be %s %s, got %r"
+                              % (key, ">" if strict else ">=", minimum, value))
 
 
 def _validate(config):
     model, data = config["model"], config["data"]
     if model["share_embeddings"] and not data["joint_vocab"]:
         raise ConfigError("model.share_embeddings needs data.joint_vocab: true")
-    if model["encoder_units"] < 0:
-        raise ConfigError("model.encoder_units must be >= 0, got %r" % model["encoder_units"])
+    _check_at_least(config, ["model.encoder_units"], 0)
     if not model["encoder_units"] and model["num_units"] % 2:
         raise ConfigError("model.num_units must be even (each encoder direction has half"
                           " when model.encoder_units is 0)")
     if not 0.0 <= model["dropout"] < 1.0:
-        raise ConfigError("model.dropout must be in [0, 1)")
+        raise ConfigError("model.dropout must be in [0, 1), got %r" % model["dropout"])
     if data["corpus"] == "files" and not data["train_data"]:
         raise ConfigError("data.corpus is 'files' but data.train_data is empty")
-    for key in ("data.vocab_size", "data.num_shards", "data.max_source_length",
-                "data.max_target_length", "model.embedding_size", "model.num_units",
-                "model.encoder_layers", "model.attention_size", "train.batch_size",
-                "train.bucket_width", "train.max_steps", "train.eval_batch_size",
-                "decode.max_length_extra", "decode.max_beam_width", "decode.batch_size",
-                "serve.max_body_bytes", "serve.max_texts", "serve.max_chars",
-                "serve.max_tokens", "serve.max_batch_sentences"):
-        if get(config, key) < 1:
-            raise ConfigError("%s must be >= 1, got %r" % (key, get(config, key)))
+    if not data["data_dir"].strip():
+        raise ConfigError("data.data_dir must not be empty")
+    _check_at_least(config, (
+        "data.vocab_size", "data.num_shards", "data.max_source_length", "data.max_target_length",
+        "data.embedded_train_size", "data.embedded_dev_size", "data.embedded_test_size",
+        "model.embedding_size", "model.num_units", "model.encoder_layers", "model.attention_size",
+        "train.batch_size", "train.bucket_width", "train.shuffle_buffer", "train.max_steps",
+        "train.save_checkpoints_steps", "train.log_step_count_steps", "train.eval_batch_size",
+        "decode.max_length_extra", "decode.max_beam_width", "decode.batch_size",
+        "serve.max_body_bytes", "serve.max_texts", "serve.max_chars", "serve.max_tokens",
+        "serve.max_batch_sentences"), 1)
     decode = config["decode"]
     if not 1 <= decode["beam_width"] <= decode["max_beam_width"]:
         raise ConfigError("decode.beam_width must be in [1, decode.max_beam_width=%d], got %d"
@@ -316,10 +385,12 @@ def _validate(config):
     if decode["inter_op_threads"] < -1:
         raise ConfigError("decode.inter_op_threads must be >= -1 (-1: the calling thread), "
                           "got %r" % decode["inter_op_threads"])
-    for key in ("decode.max_length_ratio", "decode.length_penalty", "train.label_smoothing",
-                "decode.intra_op_threads", "serve.batch_window_ms"):
-        if get(config, key) < 0:
-            raise ConfigError("%s must be >= 0, got %r" % (key, get(config, key)))
+    _check_at_least(config, (
+        "train.batch_tokens", "train.warmup_steps", "train.keep_checkpoint_max",
+        "train.eval_bleu_sentences", "train.throttle_secs", "train.label_smoothing",
+        "decode.max_length_ratio", "decode.length_penalty", "decode.intra_op_threads",
+        "serve.batch_window_ms"), 0)
+    _check_at_least(config, ["train.learning_rate"], 0, strict=True)
 
 
 def get(config, dotted):

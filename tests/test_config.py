@@ -1,6 +1,9 @@
 """The config schema: defaults, YAML merge, --hparams, type checks, shape keys."""
 
+import re
+
 import pytest
+import yaml
 
 from seq2seq import config as cfg
 
@@ -66,6 +69,67 @@ def test_bad_hparams(hparams, message):
         cfg.load_config(hparams=hparams)
 
 
+@pytest.mark.parametrize("hparams, message", [
+    ("train.shuffle_buffer=0", r"train\.shuffle_buffer must be >= 1, got 0"),
+    ("train.save_checkpoints_steps=0", r"train\.save_checkpoints_steps must be >= 1, got 0"),
+    ("train.log_step_count_steps=0", r"train\.log_step_count_steps must be >= 1, got 0"),
+    ("data.embedded_train_size=0", r"data\.embedded_train_size must be >= 1, got 0"),
+    ("data.embedded_dev_size=0", r"data\.embedded_dev_size must be >= 1, got 0"),
+    ("data.embedded_test_size=0", r"data\.embedded_test_size must be >= 1, got 0"),
+    ("train.batch_tokens=-1", r"train\.batch_tokens must be >= 0, got -1"),
+    ("train.eval_bleu_sentences=-5", r"train\.eval_bleu_sentences must be >= 0, got -5"),
+    ("train.learning_rate=0", r"train\.learning_rate must be > 0, got 0\.0"),
+    ("train.learning_rate=-0.001", r"train\.learning_rate must be > 0, got -0\.001"),
+    ("train.learning_rate=nan", r"train\.learning_rate must be a finite number, got 'nan'"),
+    ("train.warmup_steps=-1", r"train\.warmup_steps must be >= 0, got -1"),
+    ("train.keep_checkpoint_max=-1", r"train\.keep_checkpoint_max must be >= 0, got -1"),
+    ("train.throttle_secs=-1", r"train\.throttle_secs must be >= 0, got -1"),
+    ("data.data_dir=", r"data\.data_dir must not be empty"),
+])
+def test_out_of_range_values_name_key_range_and_value(hparams, message):
+    with pytest.raises(cfg.ConfigError, match=message):
+        cfg.load_config(hparams=hparams)
+
+
+def test_range_edges_are_accepted():
+    config = cfg.load_config(hparams="train.batch_tokens=0,train.eval_bleu_sentences=0,"
+                                     "train.shuffle_buffer=1,train.learning_rate=1e-6,"
+                                     "train.save_checkpoints_steps=1,data.embedded_dev_size=1")
+    assert config["train"]["batch_tokens"] == 0
+    assert config["train"]["learning_rate"] == 1e-6
+
+
+def test_string_hparams_are_taken_as_written():
+    config = cfg.load_config(hparams="data.data_dir=0123,data.target_locale=no,name=1e3")
+    assert config["data"]["data_dir"] == "0123"  # not YAML 1.1's octal 83
+    assert config["data"]["target_locale"] == "no"  # Norwegian, not False
+    assert config["name"] == "1e3"
+    assert cfg.parse_hparams("data.data_dir=0123") == {"data": {"data_dir": "0123"}}
+
+
+def test_typed_hparams_are_converted_to_the_key_type():
+    config = cfg.load_config(hparams="train.max_steps=0100,model.share_embeddings=no,"
+                                     "data.joint_vocab=off,train.label_smoothing=1e-1,"
+                                     "train.batch_tokens=2e3")
+    assert config["train"]["max_steps"] == 100  # decimal, not octal 64
+    assert config["model"]["share_embeddings"] is False
+    assert config["data"]["joint_vocab"] is False
+    assert config["train"]["label_smoothing"] == 0.1
+    assert config["train"]["batch_tokens"] == 2000
+
+
+def test_commas_inside_a_value_stay_in_it():
+    config = cfg.load_config(hparams="data.corpus=files,data.train_data=a.en,a.pt,"
+                                     "dev_data = d.en,d.pt , model.num_units=64")
+    assert config["data"]["train_data"] == "a.en,a.pt"
+    assert config["data"]["dev_data"] == "d.en,d.pt"
+    assert config["model"]["num_units"] == 64
+    assert cfg.parse_hparams(",model.num_units=64,,train.max_steps=5,") == {
+        "model": {"num_units": "64"}, "train": {"max_steps": "5"}}
+    with pytest.raises(cfg.ConfigError, match="model.num_units must be an integer, got '64,x'"):
+        cfg.load_config(hparams="model.num_units=64,x")
+
+
 def test_encoder_units_frees_num_units_from_being_even():
     config = cfg.load_config(hparams="model.num_units=33,model.encoder_units=16")
     assert (config["model"]["num_units"], config["model"]["encoder_units"]) == (33, 16)
@@ -98,8 +162,69 @@ def test_a_user_corpus_gets_its_own_data_dir():
     config = cfg.load_config("configs/default.yaml", overrides=overrides)
     assert config["data"]["corpus"] == "files"
     assert config["data"]["train_data"] == "mine.tsv"
+    # default.yaml's data_dir (data/default) holds the embedded corpus, not this one.
     assert config["data"]["data_dir"].startswith("data/corpus-")
-    assert config["data"]["data_dir"] != cfg.corpus_overrides("", "other.tsv")["data"]["data_dir"]
+    other = cfg.load_config("configs/default.yaml", overrides=cfg.corpus_overrides("", "other.tsv"))
+    assert config["data"]["data_dir"] != other["data"]["data_dir"]
+    switched = cfg.load_config("configs/default.yaml",
+                               hparams="data.corpus=files,data.train_data=mine.tsv")
+    assert switched["data"]["data_dir"] == config["data"]["data_dir"]
+
+
+def test_a_files_corpus_in_yaml_without_data_dir_gets_its_own(tmp_path):
+    path = _write(tmp_path, "data:\n  corpus: files\n  train_data: my.tsv\n")
+    config = cfg.load_config(path)
+    assert config["data"]["data_dir"].startswith("data/corpus-")
+    assert config["data"]["data_dir"] != cfg.DEFAULTS["data"]["data_dir"]
+    # The same files with another vocabulary are prepared elsewhere too.
+    other_vocab = cfg.load_config(path, hparams="data.vocab_size=800")
+    assert other_vocab["data"]["data_dir"] != config["data"]["data_dir"]
+    # Settings that prepare ignores for a files corpus do not move it.
+    assert cfg.load_config(path, hparams="train.max_steps=5,data.embedded_seed=7")[
+        "data"]["data_dir"] == config["data"]["data_dir"]
+
+
+def test_a_data_dir_set_with_a_files_corpus_is_kept(tmp_path):
+    path = _write(tmp_path, "data:\n  corpus: files\n  train_data: my.tsv\n"
+                            "  data_dir: data/mine\n")
+    assert cfg.load_config(path)["data"]["data_dir"] == "data/mine"
+    overrides = cfg.corpus_overrides("", "other.tsv")
+    assert cfg.load_config(path, overrides=overrides)["data"]["data_dir"] == "data/mine"
+    assert cfg.load_config(path, hparams="data.data_dir=data/x",
+                           overrides=overrides)["data"]["data_dir"] == "data/x"
+
+
+def test_a_copy_of_the_demo_config_turned_to_files_leaves_data_default_alone(tmp_path):
+    with open("configs/default.yaml", encoding="utf-8") as f:
+        demo = yaml.safe_load(f)
+    demo["data"].update(corpus="files", train_data="my.tsv")
+    path = _write(tmp_path, yaml.safe_dump(demo))
+    config = cfg.load_config(path)
+    assert config["data"]["corpus"] == "files"
+    assert config["data"]["data_dir"].startswith("data/corpus-")
+    # Unless the command line asks for it by name.
+    assert cfg.load_config(path, hparams="data.data_dir=data/default")[
+        "data"]["data_dir"] == "data/default"
+
+
+def test_a_saved_files_config_reloads_with_its_data_dir(tmp_path):
+    config = cfg.load_config("configs/tiny.yaml", overrides=cfg.corpus_overrides("", "a.tsv"))
+    assert config["data"]["data_dir"].startswith("data/corpus-")
+    path = str(tmp_path / "config.yaml")
+    cfg.save_config(dict(config, data=dict(config["data"], data_dir="data/elsewhere")), path)
+    assert cfg.load_config(path)["data"]["data_dir"] == "data/elsewhere"
+
+
+def test_files_corpus_keys_are_what_the_manifest_fingerprints():
+    from data_pipeline import manifest
+    config = cfg.load_config(hparams="data.corpus=files,data.train_data=a.tsv")
+    assert set(cfg.FILES_CORPUS_KEYS) == set(manifest.data_settings(config))
+
+
+def test_embedded_corpus_keeps_the_default_data_dir():
+    assert cfg.load_config()["data"]["data_dir"] == "data/default"
+    assert cfg.load_config("configs/default.yaml")["data"]["data_dir"] == "data/default"
+    assert cfg.load_config("configs/tiny.yaml")["data"]["data_dir"] == "data/tiny"
 
 
 def test_hparams_data_dir_wins_for_a_user_corpus():
@@ -112,3 +237,23 @@ def test_no_user_corpus_no_overrides():
     assert cfg.corpus_overrides("", "") == {}
     with pytest.raises(cfg.ConfigError, match="need --train_data"):
         cfg.corpus_overrides("", "", dev_data="dev.tsv")
+
+
+def _schema_keys():
+    for section, value in cfg.DEFAULTS.items():
+        if isinstance(value, dict):
+            for key in value:
+                yield section, key
+        else:
+            yield None, section
+
+
+def test_every_key_has_an_inline_comment_in_the_schema_and_the_demo_config():
+    with open(cfg.__file__, encoding="utf-8") as f:
+        schema = f.read()
+    with open("configs/default.yaml", encoding="utf-8") as f:
+        demo = f.read()
+    for section, key in _schema_keys():
+        assert re.search(r'^ +"%s": [^\n]*,  # \S' % key, schema, re.M), key
+        yaml_key = r"^  %s: " % key if section else r"^%s: " % key
+        assert re.search(yaml_key + r"[^#\n]*# \S", demo, re.M), "%s.%s" % (section, key)
