@@ -7,7 +7,6 @@ session from then on.
 """
 
 import collections
-import os
 import threading
 import time
 
@@ -16,18 +15,19 @@ import tensorflow.compat.v1 as tf
 from decode.length_limits import unrolled_length_bucket
 from decode.model_search import DECODERS, search_encoded
 from decode.session_config import session_config
-from seq2seq.best_checkpoint import BEST_DIR
+from seq2seq.best_checkpoint import best_checkpoint_dir
 from seq2seq.model import Seq2SeqModel
 
 Variant = collections.namedtuple(
-    "Variant", "decoder beam_width max_length build_seconds num_ops")
+    "Variant", "decoder beam_width unrolled_length build_seconds num_ops")
 Variant.__doc__ = """A decoder graph the checkpoint backend has built.
 
 Fields:
   decoder: "while_loop", "unrolled" or "greedy".
   beam_width: its beam width (1 for greedy).
-  max_length: the unrolled search's length (its length bucket); None for the
-    others, whose loop bound is computed from the batch in the graph.
+  unrolled_length: the unrolled search's number of steps (its length
+    bucket); None for the others, whose loop bound is computed from the batch
+    in the graph.
   build_seconds: the wall time spent adding its ops to the graph.
   num_ops: how many ops building it added to the graph.
 """
@@ -43,8 +43,8 @@ def find_checkpoint(model_dir):
     Raises:
       ValueError: if the directory holds no checkpoint.
     """
-    best_dir = os.path.join(model_dir, BEST_DIR)
-    path = tf.train.latest_checkpoint(best_dir) if os.path.isdir(best_dir) else None
+    best_dir = best_checkpoint_dir(model_dir)
+    path = tf.train.latest_checkpoint(best_dir) if best_dir else None
     path = path or tf.train.latest_checkpoint(model_dir)
     if not path:
         raise ValueError("%s holds no checkpoint: train a model into it first "
@@ -80,7 +80,7 @@ class CheckpointBackend:
         self._reader = tf.train.load_checkpoint(checkpoint)
         self._checkpoint = checkpoint
         self._lock = threading.Lock()
-        self._built = {}  # (decoder, beam_width, max_length) -> (fetches, Variant)
+        self._built = {}  # (decoder, beam_width, unrolled_length) -> (fetches, Variant)
         self._restored = set()
         self._graph = tf.Graph()
         with self._graph.as_default():
@@ -88,9 +88,8 @@ class CheckpointBackend:
                 self._source_ids = tf.placeholder(tf.int32, [None, None], name="source_ids")
                 self._source_length = tf.placeholder(tf.int32, [None], name="source_length")
             self._model = Seq2SeqModel(config["model"], source_vocab_size, target_vocab_size)
-            with tf.name_scope("encode"):
-                self._encoded = self._model.encode(
-                    self._source_ids, self._source_length, training=False)
+            self._encoded = self._model.encode(
+                self._source_ids, self._source_length, training=False)
         self._session = tf.Session(graph=self._graph, config=session_config(config["decode"]))
         self._restore_new_variables()
 
@@ -124,15 +123,15 @@ class CheckpointBackend:
           (ids [batch, K, time] int32, scores [batch, K] float32,
            lengths [batch, K] int32), as the decoder contract defines them.
         """
-        max_length = (unrolled_length_bucket(int(source_length.max()), self._decode_params)
-                      if decoder == "unrolled" else None)
-        fetches = self._fetches(decoder, beam_width, max_length)
+        unrolled_length = (unrolled_length_bucket(int(source_length.max()), self._decode_params)
+                           if decoder == "unrolled" else None)
+        fetches = self._fetches(decoder, beam_width, unrolled_length)
         return self._session.run(fetches, {self._source_ids: source_ids,
                                            self._source_length: source_length})
 
-    def _fetches(self, decoder, beam_width, max_length):
+    def _fetches(self, decoder, beam_width, unrolled_length):
         """The cached (ids, scores, lengths) of a variant, built on first use."""
-        key = (decoder, beam_width, max_length)
+        key = (decoder, beam_width, unrolled_length)
         built = self._built.get(key)
         if built is None:
             # Double-checked: a variant enters `_built` only once it is built
@@ -140,19 +139,19 @@ class CheckpointBackend:
             with self._lock:
                 built = self._built.get(key)
                 if built is None:
-                    built = self._build(decoder, beam_width, max_length)
+                    built = self._build(decoder, beam_width, unrolled_length)
                     self._restore_new_variables()
                     self._built[key] = built
         return built[0]
 
-    def _build(self, decoder, beam_width, max_length):
+    def _build(self, decoder, beam_width, unrolled_length):
         """Adds one decoder variant to the graph; returns (fetches, Variant)."""
         start_seconds, start_ops = time.perf_counter(), len(self._graph.get_operations())
         with self._graph.as_default():
             fetches = search_encoded(self._model, self._encoded, self._source_length,
                                      self._decode_params, decoder, beam_width,
-                                     unrolled_length=max_length)
-        variant = Variant(decoder, beam_width, max_length,
+                                     unrolled_length=unrolled_length)
+        variant = Variant(decoder, beam_width, unrolled_length,
                           build_seconds=time.perf_counter() - start_seconds,
                           num_ops=len(self._graph.get_operations()) - start_ops)
         return fetches, variant

@@ -10,12 +10,12 @@ import sacrebleu
 import tensorflow.compat.v1 as tf
 
 
-def token_accuracy(batch_accuracy, num_tokens):
+def streaming_token_accuracy(batch_accuracy, num_tokens):
     """The fraction of target tokens whose most likely prediction is right.
 
     Args:
       batch_accuracy: scalar float32, the accuracy over one batch's tokens
-        (`seq2seq.losses.token_accuracy`).
+        (`seq2seq.losses.batch_token_accuracy`).
       num_tokens: scalar float32, the tokens it is over; batches are weighted
         by it, so the result is a per-token figure over the whole dev set.
     Returns:

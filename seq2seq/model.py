@@ -87,15 +87,19 @@ class Seq2SeqModel:
           An `EncoderOutput` of [batch, ...] tensors; memory [batch, src_time,
           2 * encoder_units].
         """
-        embedded = self._embeddings.embed_source(source_ids, training)
-        memory, final_state = self._encoder(embedded, source_length, training)
-        with tf.name_scope("source_mask"):
-            mask = sequence_mask(source_length, tf.shape(source_ids)[1])
-        return EncoderOutput(
-            memory=memory,
-            keys=self._decoder.attention_keys(memory),
-            mask=mask,
-            initial_state=self._decoder.initial_state(final_state))
+        # One "encode" box in TensorBoard instead of five root-level ones. A
+        # name scope names ops only: tf.get_variable ignores it, so the
+        # templates' variables (and the checkpoints) keep their names.
+        with tf.name_scope("encode"):
+            embedded = self._embeddings.embed_source(source_ids, training)
+            memory, final_state = self._encoder(embedded, source_length, training)
+            with tf.name_scope("source_mask"):
+                mask = sequence_mask(source_length, tf.shape(source_ids)[1])
+            return EncoderOutput(
+                memory=memory,
+                keys=self._decoder.attention_keys(memory),
+                mask=mask,
+                initial_state=self._decoder.initial_state(final_state))
 
     def teacher_forced_logits(self, encoder_output, target_input, training):
         """The logits of every target step given the gold previous tokens.
@@ -131,7 +135,8 @@ class Seq2SeqModel:
         """Adapts `step` to the beam-search contract of DESIGN.md.
 
         The memory, keys and mask are tiled to [batch * beam, ...] once, here,
-        and closed over, so the search never reorders them.
+        and closed over, so the search never reorders them. The initial state
+        is not: the search tiles it into its own state.
 
         Args:
           encoder_output: `encode(..., training=False)`'s result, [batch, ...].
@@ -142,8 +147,15 @@ class Seq2SeqModel:
           initial_state: {"h": [batch, num_units]}, for the search to tile.
         """
         with tf.name_scope("tile_encoder_output"):
-            tiled = tf.nest.map_structure(
-                lambda tensor: merge_beams(tile_beams(tensor, beam_width)), encoder_output)
+            def tile(tensor):
+                return merge_beams(tile_beams(tensor, beam_width))
+
+            # The step reads memory, keys and mask only; initial_state=None
+            # keeps an untiled tensor from being read by mistake.
+            tiled = EncoderOutput(memory=tile(encoder_output.memory),
+                                  keys=tile(encoder_output.keys),
+                                  mask=tile(encoder_output.mask),
+                                  initial_state=None)
 
         def update_fn(state, ids):
             with tf.name_scope("beam_update"):

@@ -54,10 +54,11 @@ def _train_spec(model, features, labels, params, run_config):
             tower_features["source_ids"], tower_features["source_length"], training=True)
         logits = model.teacher_forced_logits(
             encoder_output, tower_labels["target_input"], training=True)
-        loss, num_tokens = losses.sequence_cross_entropy(
+        cross_entropy = losses.sequence_cross_entropy(
             logits, tower_labels["target_output"], tower_labels["target_length"],
             train_params["label_smoothing"])
-        return loss * num_tokens, num_tokens
+        # Sums: parallel_gradients divides by the whole batch's token count.
+        return cross_entropy.loss_sum, cross_entropy.num_tokens
 
     loss, grads_and_vars = towers.parallel_gradients(
         tower_loss, (features, labels), params.get("num_towers", 1))
@@ -89,10 +90,14 @@ def _eval_spec(model, tokenizer, features, labels, params):
     logits = model.teacher_forced_logits(encoder_output, labels["target_input"], training=False)
     target_output, target_length = labels["target_output"], labels["target_length"]
     with tf.name_scope("loss"):
-        loss, num_tokens = losses.sequence_cross_entropy(
+        # One log-softmax for both: the smoothed loss is what training
+        # minimises, the plain NLL gives a perplexity comparable across configs.
+        cross_entropy = losses.sequence_cross_entropy(
             logits, target_output, target_length, params["train"]["label_smoothing"])
-        nll, _ = losses.sequence_cross_entropy(logits, target_output, target_length)
-    accuracy, _ = losses.token_accuracy(logits, target_output, target_length)
+        num_tokens = cross_entropy.num_tokens
+        loss = losses.token_mean(cross_entropy.loss_sum, num_tokens)
+        nll = losses.token_mean(cross_entropy.nll_sum, num_tokens)
+    accuracy, _ = losses.batch_token_accuracy(logits, target_output, target_length)
 
     def translations():
         ids, _, lengths = beam_search(model, encoder_output, source_length, params["decode"])
@@ -102,7 +107,7 @@ def _eval_spec(model, tokenizer, features, labels, params):
         references = _references(labels, tokenizer)
         metric_ops = {
             "perplexity": metrics.perplexity(nll, num_tokens),
-            "token_accuracy": metrics.token_accuracy(accuracy, num_tokens),
+            "token_accuracy": metrics.streaming_token_accuracy(accuracy, num_tokens),
             "bleu": metrics.corpus_bleu(translations, references,
                                         params["train"]["eval_bleu_sentences"]),
         }

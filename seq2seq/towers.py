@@ -93,7 +93,9 @@ def parallel_gradients(loss_fn, inputs, num_towers):
     Returns:
       (loss, grads_and_vars): the scalar loss sum(loss_sum) / sum(weight) over
       the whole batch, and a list of (gradient, variable) pairs for every
-      trainable variable, each gradient computed next to its variable.
+      trainable variable. With several towers, each tower's gradients are
+      computed on its own device (colocated with the forward ops), then
+      summed and scaled by 1 / sum(weight) on the variable's device.
     Raises:
       ValueError: if a tower after the first creates new trainable variables.
     """

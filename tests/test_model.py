@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from seq2seq.losses import sequence_cross_entropy
+from seq2seq.losses import sequence_cross_entropy, token_mean
 from seq2seq.model import Seq2SeqModel
 
 VOCAB = 11
@@ -99,6 +99,42 @@ def test_variables_are_created_once_and_named_by_component(variant, half):
         "seq2seq/decoder/output_projection/logits/kernel": [h, v],
         "seq2seq/decoder/output_projection/logits/bias": [v],
     }
+
+
+def test_encode_is_one_name_scope_that_leaves_variable_names_alone():
+    """TensorBoard shows one "encode" box per call; the variables, and so the
+    checkpoints written before the scope existed, keep their names (pinned
+    above): a name scope names ops, tf.get_variable ignores it."""
+    source, source_length = random_batch(np.random.RandomState(0), [3, 5])
+    with tf.Graph().as_default() as graph:
+        model = Seq2SeqModel(PARAMS, VOCAB, VOCAB)
+        for _ in range(2):
+            model.encode(tf.constant(source, name="source_ids"),
+                         tf.constant(source_length, name="source_length"), training=False)
+        roots = {op.name.split("/")[0] for op in graph.get_operations()}
+        variable_ops = {op.name for v in tf.global_variables()
+                        for op in graph.get_operations() if op.name.startswith(v.op.name)}
+        in_model_scope = {op.name for op in graph.get_operations()
+                          if op.name.startswith("seq2seq/")}
+        variable_names = {v.op.name for v in tf.global_variables()}
+    assert roots == {"source_ids", "source_length", "source_ids_1", "source_length_1",
+                     "seq2seq", "encode", "encode_1"}
+    # Under the model's scope: the variables and their initialisers only.
+    assert in_model_scope == variable_ops
+    assert {name.split("/")[1] for name in variable_names} == {"embeddings", "encoder", "decoder"}
+
+
+def test_beam_update_fn_tiles_only_what_the_step_reads():
+    source, source_length = random_batch(np.random.RandomState(0), [3, 5])
+    with tf.Graph().as_default() as graph:
+        model = Seq2SeqModel(PARAMS, VOCAB, VOCAB)
+        enc = model.encode(tf.constant(source), tf.constant(source_length), training=False)
+        _, initial_state = model.beam_update_fn(enc, beam_width=3)
+        tiled_inputs = {tensor.name for op in graph.get_operations()
+                        if op.name.startswith("tile_encoder_output/") for tensor in op.inputs}
+    assert {enc.memory.name, enc.keys.name, enc.mask.name} <= tiled_inputs
+    assert enc.initial_state["h"].name not in tiled_inputs
+    assert initial_state is enc.initial_state  # The search tiles it itself.
 
 
 def test_a_first_step_inside_a_while_loop_creates_the_same_variables():
@@ -266,7 +302,8 @@ def test_a_tiny_model_learns_to_reverse_sequences():
         model = Seq2SeqModel(params, VOCAB, VOCAB)
         enc = model.encode(source, source_length, training=True)
         logits = model.teacher_forced_logits(enc, target[:, :-1], training=True)
-        loss, _ = sequence_cross_entropy(logits, target[:, 1:], target_length)
+        cross_entropy = sequence_cross_entropy(logits, target[:, 1:], target_length)
+        loss = token_mean(cross_entropy.loss_sum, cross_entropy.num_tokens)
         train_op = tf.train.AdamOptimizer(0.02).minimize(loss, var_list=model.variables)
         sess.run(tf.global_variables_initializer())
         placeholders = (source, source_length, target, target_length)

@@ -101,3 +101,25 @@ def test_a_tower_creating_variables_is_an_error():
     with tf.Graph().as_default():
         with pytest.raises(ValueError, match="tower 1 created new variables"):
             towers.parallel_gradients(unshared_loss, tf.ones([4]), 2)
+
+
+@pytest.mark.parametrize("num_towers", [1, 2])
+def test_gradients_are_the_token_weighted_mean(num_towers):
+    """Against a hand-derived gradient: loss = sum(w * x) / sum(tokens), with
+    the halves holding 1 and 5 tokens (an average of the towers' averages
+    would weigh them equally)."""
+    x = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+    tokens = np.array([1.0, 0.0, 2.0, 3.0], np.float32)
+    with tf.Graph().as_default(), tf.Session(config=towers.session_config(2)) as session:
+        weight = tf.Variable(0.5)
+
+        def loss_fn(inputs):
+            tower_x, tower_tokens = inputs
+            return tf.reduce_sum(weight * tower_x), tf.reduce_sum(tower_tokens)
+
+        loss, grads_and_vars = towers.parallel_gradients(
+            loss_fn, (tf.constant(x), tf.constant(tokens)), num_towers)
+        session.run(tf.global_variables_initializer())
+        loss, ((gradient, _),) = session.run([loss, grads_and_vars])
+    np.testing.assert_allclose(loss, 0.5 * x.sum() / tokens.sum(), rtol=1e-6)
+    np.testing.assert_allclose(gradient, x.sum() / tokens.sum(), rtol=1e-6)
