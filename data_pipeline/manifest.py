@@ -9,7 +9,7 @@ inputs' sizes and modification times.
 import json
 import os
 
-from seq2seq.config import fingerprint
+from seq2seq.config import PREPARED_DATA_KEYS, fingerprint
 from data_pipeline.corpus import split_spec
 
 MANIFEST = "manifest.json"
@@ -24,21 +24,10 @@ MANIFEST = "manifest.json"
 #    train pairs are written in a fixed random order.
 FORMAT_VERSION = 3
 
-# Keys of the "data" section that shape the prepared files, by corpus kind.
-# data_dir is where, not what, and is left out.
-_COMMON_KEYS = ("corpus", "spm_model_type", "joint_vocab", "vocab_size", "num_shards",
-                "max_source_length", "max_target_length")
-_CORPUS_KEYS = {
-    "embedded": ("embedded_train_size", "embedded_dev_size", "embedded_test_size",
-                 "embedded_seed", "target_locale"),
-    "files": ("train_data", "dev_data", "test_data"),
-}
-
-
 def data_settings(config):
     """The data settings that the prepared files depend on, as a flat dict."""
     data = config["data"]
-    return {key: data[key] for key in _COMMON_KEYS + _CORPUS_KEYS[data["corpus"]]}
+    return {key: data[key] for key in PREPARED_DATA_KEYS[data["corpus"]]}
 
 
 def input_files(config):

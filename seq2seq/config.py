@@ -132,12 +132,17 @@ class ConfigError(ValueError):
     """A config file or override that does not fit the schema."""
 
 
-# The "data" keys that shape what prepare writes for a "files" corpus (the
-# ones data_pipeline/manifest.py fingerprints): configs that differ in one of
-# them get different default data_dirs.
-FILES_CORPUS_KEYS = ("corpus", "train_data", "dev_data", "test_data", "spm_model_type",
-                     "joint_vocab", "vocab_size", "num_shards", "max_source_length",
-                     "max_target_length")
+# The "data" keys that shape what prepare writes, by corpus kind (data_dir is
+# where, not what): data_pipeline/manifest.py fingerprints them, and "files"
+# configs that differ in one of them get different default data_dirs.
+_PREPARED_COMMON_KEYS = ("corpus", "spm_model_type", "joint_vocab", "vocab_size", "num_shards",
+                         "max_source_length", "max_target_length")
+PREPARED_DATA_KEYS = {
+    "embedded": _PREPARED_COMMON_KEYS + ("embedded_train_size", "embedded_dev_size",
+                                         "embedded_test_size", "embedded_seed", "target_locale"),
+    "files": _PREPARED_COMMON_KEYS + ("train_data", "dev_data", "test_data"),
+}
+FILES_CORPUS_KEYS = PREPARED_DATA_KEYS["files"]
 
 # An --hparams item ends at a comma followed by the next "key=" (commas
 # inside a value stay in it); extra commas between items are dropped.

@@ -215,12 +215,6 @@ def test_a_saved_files_config_reloads_with_its_data_dir(tmp_path):
     assert cfg.load_config(path)["data"]["data_dir"] == "data/elsewhere"
 
 
-def test_files_corpus_keys_are_what_the_manifest_fingerprints():
-    from data_pipeline import manifest
-    config = cfg.load_config(hparams="data.corpus=files,data.train_data=a.tsv")
-    assert set(cfg.FILES_CORPUS_KEYS) == set(manifest.data_settings(config))
-
-
 def test_embedded_corpus_keeps_the_default_data_dir():
     assert cfg.load_config()["data"]["data_dir"] == "data/default"
     assert cfg.load_config("configs/default.yaml")["data"]["data_dir"] == "data/default"
