@@ -2,7 +2,8 @@
 
 The unrolled search calls `advance` in a Python loop, the while_loop search in
 the loop body; everything that decides which hypotheses survive is in
-`scoring.select_best`. Greedy decoding starts with `start` too, at beam width 1.
+`scoring.select_best`, per-sentence length limits included. Greedy decoding
+starts with `start` too, at beam width 1.
 """
 
 import tensorflow.compat.v1 as tf
@@ -38,7 +39,7 @@ def start(update_fn, initial_state, beam_width, begin_token_id, end_token_id):
         return state, ids, scoring.initial_beam(batch_size, beam_width)
 
 
-def advance(update_fn, state, ids, beam, step, end_token_id, alpha):
+def advance(update_fn, state, ids, beam, step, end_token_id, alpha, max_lengths=None):
     """Feeds the last tokens to the model and keeps the best continuations.
 
     Args:
@@ -51,13 +52,16 @@ def advance(update_fn, state, ids, beam, step, end_token_id, alpha):
       step: int or scalar int32 tensor, tokens generated so far.
       end_token_id: int.
       alpha: length penalty weight.
+      max_lengths: None, or [batch] int32, the most tokens of each sentence
+        (end token included), as `checks.check_max_lengths` returns it; see
+        `scoring.select_best`.
     Returns:
       (state, choice): the new model state reordered to follow the kept
       hypotheses, and the scoring.Choice.
     """
     new_state, logits = update_fn(state, ids)
     checks.check_step_outputs(state, new_state, logits, end_token_id)
-    choice = scoring.select_best(logits, beam, step, end_token_id, alpha)
+    choice = scoring.select_best(logits, beam, step, end_token_id, alpha, max_lengths)
     with tf.name_scope("reorder_state"):
         new_state = tf.nest.map_structure(lambda s: batch_gather(s, choice.parent_ids), new_state)
     return new_state, choice

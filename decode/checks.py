@@ -118,3 +118,43 @@ def check_step_outputs(state, new_state, logits, end_token_id):
     if vocab_size is not None and end_token_id >= vocab_size:
         raise ValueError("end_token_id %d is outside the vocabulary of %d logits"
                          % (end_token_id, vocab_size))
+
+
+def check_max_lengths(max_lengths, batch_size):
+    """Returns the per-sentence length limits as a [batch] int32 tensor, or None.
+
+    Args:
+      max_lengths: None, or a [batch] integer tensor or array: the most tokens
+        of each sentence, end token included.
+      batch_size: the search's batch size, a Python int or a scalar tensor.
+    Returns:
+      None, or the limits as [batch] int32. When a batch size is known only at
+      run time, the tensor fails when run (InvalidArgumentError naming
+      max_lengths) unless it holds one limit per sentence: a single limit
+      would otherwise broadcast silently over the whole batch.
+    Raises:
+      ValueError: for limits that are not integers, not a vector of known
+        rank, or whose static size is not the static batch size.
+    """
+    if max_lengths is None:
+        return None
+    try:
+        max_lengths = tf.convert_to_tensor(max_lengths)
+    except (TypeError, ValueError) as error:
+        raise ValueError("max_lengths must be a [batch] int32 tensor: %s" % error) from None
+    if not max_lengths.dtype.is_integer:
+        raise ValueError("max_lengths must be an integer tensor, got %s" % max_lengths.dtype.name)
+    if max_lengths.shape.ndims != 1:
+        raise ValueError("max_lengths must be shaped [batch], got shape %s" % max_lengths.shape)
+    size = max_lengths.shape.as_list()[0]
+    if is_int(batch_size) and size is not None:
+        if size != batch_size:
+            raise ValueError("max_lengths must hold one limit per sentence: got %d for a "
+                             "batch of %d" % (size, batch_size))
+        return tf.cast(max_lengths, tf.int32)
+    with tf.name_scope("check_max_lengths"):
+        one_per_sentence = tf.debugging.assert_equal(
+            tf.size(max_lengths), batch_size,
+            message="max_lengths must hold one limit per sentence of the batch")
+        with tf.control_dependencies([one_per_sentence]):
+            return tf.cast(tf.identity(max_lengths), tf.int32)

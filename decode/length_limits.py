@@ -1,25 +1,34 @@
 """Output length limits: the most target tokens each sentence may get.
 
 A sentence of n source tokens gets at most ceil(max_length_ratio * n) +
-max_length_extra target tokens, its end token included; at the last one, the
-end token is the only token allowed (as fairseq forces EOS at its max length).
-A limit computed per batch instead, as the decoders' scalar `sequence_length`
-alone would give, makes a sentence's translation depend on the longest
-sentence it is batched with, and a beam cut off mid-sentence would be scored
-unlike one that ended. With per-sentence limits every hypothesis ends with the
-end token, so every decoder variant, any batching, and the unrolled search's
-extra steps (see UNROLLED_LENGTH_STEP) all give the same result.
+max_length_extra target tokens, its end token included. The searches apply
+the limits (their `max_lengths` argument, see `scoring.select_best`): at a
+sentence's last allowed step every token but the end token is removed from
+its alive hypotheses' candidates after the log-softmax, as fairseq masks its
+log-probabilities at its max length, so the end token keeps its true
+log-probability. A hypothesis that ends at its limit is therefore scored as
+any other: the sum of the log-softmax probabilities of its tokens, the forced
+end token's included, divided by the length penalty of its length, end token
+included. It pays -log p(end) as a hypothesis that ends by itself does;
+masking before the log-softmax would give it the end token for free and
+favour exactly the runaway outputs the limit is meant to stop.
+
+fairseq's limit is one per batch, from the padded source length; here every
+sentence has its own. A limit computed per batch, as the decoders' scalar
+`sequence_length` alone would give, makes a sentence's translation depend on
+the longest sentence it is batched with, and a beam cut off mid-sentence
+would be scored unlike one that ended. With per-sentence limits every
+hypothesis ends with the end token, so every decoder variant, any batching,
+and the unrolled search's extra steps (see UNROLLED_LENGTH_STEP) all give the
+same result.
 
 These functions are the only definition of the limits: `decode.model_search`
-applies them to every decoder graph, the Translator's and model_fn's (EVAL
+passes them to every decoder graph, the Translator's and model_fn's (EVAL
 BLEU, PREDICT and the exported SavedModel) alike.
 """
 
 import numpy as np
 import tensorflow.compat.v1 as tf
-
-from data_pipeline.tokenizer import EOS_ID
-from seq2seq.common import get_shape
 
 # The unrolled search is rebuilt for every distinct output length. Rounding
 # the length up to a multiple of this many steps bounds the number of graphs
@@ -76,31 +85,3 @@ def unrolled_length_bucket(max_source_length, decode_params):
     length = output_length_limit(max_source_length, decode_params)
     return -(-length // UNROLLED_LENGTH_STEP) * UNROLLED_LENGTH_STEP
 
-
-def end_at_length_limits(update_fn, initial_state, limits):
-    """Makes every hypothesis of a sentence end by that sentence's length limit.
-
-    Wraps a decoder-contract `update_fn`: the state gains a count of the
-    tokens generated so far, and at a sentence's last allowed step every
-    token but the end token gets probability 0 (logit -inf), so the end token
-    is chosen with log-probability 0: the hypothesis's score is the sum over
-    the tokens the model chose, penalised for the length including the end.
-
-    Args:
-      update_fn: `(state, ids [batch, beam]) -> (new_state, logits [batch, beam, vocab])`.
-      initial_state: nested structure of [batch, ...] tensors.
-      limits: [batch] int32 >= 1, the most tokens per sentence, end token included.
-    Returns:
-      (update_fn, initial_state) for the decoders, with the same contract.
-    """
-    def limited_update_fn(state, ids):
-        new_model_state, logits = update_fn(state["model"], ids)
-        with tf.name_scope("end_at_length_limit"):
-            generated = state["generated"] + 1                    # [batch, beam]
-            at_limit = tf.greater_equal(generated, limits[:, None])
-            only_end = tf.one_hot(EOS_ID, get_shape(logits)[-1], on_value=0.0,
-                                  off_value=-np.inf, dtype=logits.dtype)  # [vocab]
-            logits = tf.where_v2(at_limit[..., None], only_end, logits)
-        return {"model": new_model_state, "generated": generated}, logits
-
-    return limited_update_fn, {"model": initial_state, "generated": tf.zeros_like(limits)}

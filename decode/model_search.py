@@ -10,7 +10,7 @@ import tensorflow.compat.v1 as tf
 
 from data_pipeline.tokenizer import BOS_ID, EOS_ID
 from decode import greedy_search, rnn_beam_search, while_loop_beam_search
-from decode.length_limits import end_at_length_limits, output_length_limits
+from decode.length_limits import output_length_limits
 
 DECODERS = ("while_loop", "unrolled", "greedy")
 
@@ -50,16 +50,19 @@ def search_encoded(model, encoder_output, source_length, decode_params, decoder,
     scope = "%s_beam%d" % (decoder, beam_width) + (
         "_len%d" % unrolled_length if unrolled_length else "")  # e.g. unrolled_beam4_len24
     with tf.name_scope(scope):
+        # Each sentence's own limit, applied by the search itself: at a
+        # sentence's last allowed step its hypotheses can only end, and the
+        # end token is scored with its log-probability under the model.
         limits = output_length_limits(source_length, decode_params)          # [batch]
-        update_fn, initial_state = end_at_length_limits(
-            *model.beam_update_fn(encoder_output, beam_width), limits)
+        update_fn, initial_state = model.beam_update_fn(encoder_output, beam_width)
         if decoder == "unrolled":
             return rnn_beam_search(update_fn, initial_state, unrolled_length, beam_width,
-                                   BOS_ID, EOS_ID, length_penalty=alpha)
-        # By its longest limit every hypothesis of the batch has ended.
+                                   BOS_ID, EOS_ID, length_penalty=alpha, max_lengths=limits)
+        # By its longest limit every hypothesis of the batch has ended, so
+        # this batch-wide bound changes no sentence's result.
         max_length = tf.reduce_max(limits, name="max_output_length")
         if decoder == "greedy":
             return greedy_search(update_fn, initial_state, max_length, BOS_ID, EOS_ID,
-                                 length_penalty=alpha)
+                                 length_penalty=alpha, max_lengths=limits)
         return while_loop_beam_search(update_fn, initial_state, max_length, beam_width,
-                                      BOS_ID, EOS_ID, length_penalty=alpha)
+                                      BOS_ID, EOS_ID, length_penalty=alpha, max_lengths=limits)

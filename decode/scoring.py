@@ -10,7 +10,10 @@ candidate, and the best ``beam_width`` candidates are kept:
 - finished ``h`` has exactly one candidate, itself followed by ``end_token_id``,
   with its score unchanged, so it can neither grow nor crowd the beam with
   copies of itself (the flaw of the Effective TensorFlow cookbook's search);
-- ties go to the lower (beam, token) index, as ``tf.nn.top_k`` orders them.
+- ties go to the lower (beam, token) index, as ``tf.nn.top_k`` orders them;
+- optionally, a sentence may have its own length limit (``max_lengths``): at
+  its last allowed step its alive hypotheses' only candidate is the end token,
+  scored with its true log-probability (see `end_token_only_at_limits`).
 
 Because finished hypotheses keep their place and score, a beam whose
 hypotheses have all finished can never change again: that is what makes the
@@ -85,7 +88,50 @@ def initial_beam(batch_size, beam_width):
                     finished=tf.tile(tf.logical_not(first)[None], [batch_size, 1]))
 
 
-def select_best(logits, beam, step, end_token_id, alpha):
+def end_token_only_at_limits(row_logits, row_tokens, logits, step, max_lengths, end_token_id):
+    """Makes the end token the only candidate of every hypothesis at its sentence's limit.
+
+    fairseq's rule at its max length, applied after normalisation: at the last
+    step a sentence allows (step + 1 >= max_lengths[b]) every token but the
+    end token is removed, and the end token keeps its own logit. The caller
+    normalises with the logsumexp of the model's unmasked logits, so the end
+    token is scored with its true log-probability, as the contract's score
+    requires; masking the logits before normalising would give it
+    log-probability 0, a free end token for exactly the hypotheses the limit
+    cuts off.
+
+    Works on each row's best candidates, after the per-row top-k and before
+    the beam-wide one, rather than on the [batch, beam, vocab] logits: the
+    same choice (at its limit a row's one possible candidate is the end token,
+    the rest are -inf), without a select over the whole vocabulary, which
+    costs 0.2 ms of CPU per step at batch 32, beam 5, vocab 4000, where the
+    whole scoring step costs 1.2 ms.
+
+    Args:
+      row_logits: [batch, beam, r] float32, each row's best logits, best first.
+      row_tokens: [batch, beam, r] int32, their tokens.
+      logits: [batch, beam, vocab] float32, the model's logits.
+      step: int or scalar int32 tensor, tokens generated before this step.
+      max_lengths: [batch] int32, the most tokens per sentence counting the
+        end token (below 1 acts as 1), or None for no limit.
+      end_token_id: int.
+    Returns:
+      (row_logits, row_tokens), [batch, beam, r]: unchanged in the sentences
+      below their limit; in the others the end token's logit and id in the
+      first slot, then -inf (impossible candidates, token `end_token_id`).
+    """
+    if max_lengths is None:
+        return row_logits, row_tokens
+    with tf.name_scope("end_token_only_at_limits"):
+        at_limit = tf.greater_equal(step + 1, max_lengths)[:, None, None]     # [b, 1, 1]
+        end_logits = logits[:, :, end_token_id:end_token_id + 1]              # [b, k, 1]
+        first_slot = tf.equal(tf.range(get_shape(row_logits)[2]), 0)          # [r]
+        only_end = tf.where_v2(first_slot, end_logits, -np.inf)               # [b, k, r]
+        return (tf.where_v2(at_limit, only_end, row_logits),
+                tf.where_v2(at_limit, end_token_id, row_tokens))
+
+
+def select_best(logits, beam, step, end_token_id, alpha, max_lengths=None):
     """Scores every one-token continuation and keeps the best `beam_width`.
 
     Two stages, for speed, with the same result as one top_k over all
@@ -106,6 +152,10 @@ def select_best(logits, beam, step, end_token_id, alpha):
       step: int or scalar int32 tensor, tokens generated before this step.
       end_token_id: int.
       alpha: length penalty weight, float or scalar float32 tensor.
+      max_lengths: optional [batch] int32, the most tokens of each sentence,
+        end token included: at a sentence's last allowed step its alive
+        hypotheses can only end, with the end token's true log-probability
+        (see `end_token_only_at_limits`). None: no limit but the search's.
     Returns:
       A Choice: the new Beam, best first, and how it was reached.
     """
@@ -119,8 +169,12 @@ def select_best(logits, beam, step, end_token_id, alpha):
         else:
             row_width = min(beam_width, vocab_size)
 
+        # The normaliser of the model's own distribution, before any limit
+        # removes tokens: a forced end token still costs -log p(end).
         log_normaliser = tf.reduce_logsumexp(logits, axis=-1, keepdims=True)
         row_logits, row_tokens = top_k.top_k(logits, row_width)               # [b, k, r]
+        row_logits, row_tokens = end_token_only_at_limits(
+            row_logits, row_tokens, logits, step, max_lengths, end_token_id)
         alive_log_probs = beam.log_probs[..., None] + (row_logits - log_normaliser)
         alive_scores = alive_log_probs / length_penalty(step + 1, alpha)
 

@@ -41,15 +41,21 @@ def chunk_size(length, k):
 def top_k(values, k):
     """tf.nn.top_k(values, k, sorted=True), computed over chunks when that is faster.
 
+    Chunks only when both n and k are Python ints; otherwise this is
+    tf.nn.top_k itself. `scoring.select_best` passes k as a scalar int32
+    tensor, min(beam_width, vocab), when an update_fn's logits have no static
+    vocabulary size, which then rules out chunking anyway.
+
     Args:
       values: [..., n] float tensor; n must be known statically to chunk.
-      k: Python int <= n.
+      k: Python int <= n, or a scalar int32 tensor (no chunking).
     Returns:
       (top_values [..., k], top_indices [..., k] int32), best first, ties in
       index order: the same as tf.nn.top_k.
     """
     length = values.shape.as_list()[-1]
-    size = chunk_size(length, k) if length is not None else None
+    static = length is not None and not isinstance(k, (tf.Tensor, tf.Variable))
+    size = chunk_size(length, k) if static else None
     if size is None:
         return tf.nn.top_k(values, k)
     with tf.name_scope("chunked_top_k"):

@@ -9,11 +9,15 @@ TensorBoard and to debug, but its size and build time grow with
 import tensorflow.compat.v1 as tf
 
 from decode import beam_step, checks, results
+from seq2seq.common import get_shape
 
 
 def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width,
-                    begin_token_id, end_token_id, length_penalty=0.0, name="rnn"):
+                    begin_token_id, end_token_id, length_penalty=0.0, name="rnn",
+                    max_lengths=None):
     """Beam search for recurrent models, one graph step per token.
+
+    The decoder contract (DESIGN.md), extended by the optional `max_lengths`.
 
     Args:
       update_fn: `(state, ids) -> (new_state, logits)`: `state` a nested
@@ -28,6 +32,13 @@ def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width,
       end_token_id: int.
       length_penalty: alpha in ((5 + length) / 6) ** alpha; 0 for none.
       name: name scope.
+      max_lengths: an extension of the contract: None (the default: no limit
+        but `sequence_length`), or [batch] int32 (a tensor or array), the
+        most tokens of each sentence, end token included. At a sentence's
+        last allowed step its alive hypotheses can only end, and the end token
+        is scored with its true log-probability (`scoring.select_best`). Steps
+        beyond a batch's longest limit change nothing, so `sequence_length`
+        may round it up (see `length_limits.unrolled_length_bucket`).
     Returns:
       (ids, scores, lengths): ids [batch, beam, sequence_length] int32 without
       the begin token, end token included where emitted and repeated after it;
@@ -41,11 +52,12 @@ def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width,
     with tf.name_scope(name):
         state, ids, beam = beam_step.start(update_fn, initial_state, beam_width,
                                            begin_token_id, end_token_id)
+        max_lengths = checks.check_max_lengths(max_lengths, get_shape(beam.log_probs)[0])
         token_ids, parent_ids = [], []
         for step in range(sequence_length):
             with tf.name_scope("step_%d" % step):
                 state, choice = beam_step.advance(update_fn, state, ids, beam, step,
-                                                  end_token_id, length_penalty)
+                                                  end_token_id, length_penalty, max_lengths)
             ids, beam = choice.token_ids, choice.beam
             token_ids.append(choice.token_ids)
             parent_ids.append(choice.parent_ids)

@@ -15,29 +15,39 @@ returned time dimension is shorter.
 import tensorflow.compat.v1 as tf
 
 from decode import beam_step, checks, results
-from seq2seq.common import batch_free_shape_invariants
+from seq2seq.common import batch_free_shape_invariants, get_shape
 
 
 def while_loop_beam_search(update_fn, initial_state, sequence_length, beam_width,
                            begin_token_id, end_token_id, length_penalty=0.0,
-                           name="while_loop"):
+                           name="while_loop", max_lengths=None):
     """Beam search for recurrent models, in a tf.while_loop.
 
-    Same contract and same results as `rnn_beam_search`.
+    Same contract, same extension (`max_lengths`) and same results as
+    `rnn_beam_search`.
 
     Args:
       update_fn: `(state, ids) -> (new_state, logits)`: `state` a nested
         structure of [batch, beam, ...] tensors, `ids` [batch, beam] int32,
         `logits` [batch, beam, vocab]. Built once, inside the loop.
       initial_state: nested structure of [batch, ...] tensors, tiled over beams.
-      sequence_length: the most tokens to generate: a Python int >= 1 or a
-        scalar int32 tensor (e.g. `2 * tf.reduce_max(source_length) + 10`),
-        checked to be >= 1 when run.
+      sequence_length: the most tokens to generate: a Python int >= 1 (e.g.
+        100) or a scalar int32 tensor, checked to be >= 1 when run. It is one
+        limit for the whole batch: computed from the batch (say, twice its
+        longest source), it would on its own make a sentence's translation
+        depend on its batch-mates. Give per-sentence limits as `max_lengths`
+        instead, as `model_search` does with `length_limits`.
       beam_width: Python int >= 1.
       begin_token_id: int, the first input token.
       end_token_id: int.
       length_penalty: alpha in ((5 + length) / 6) ** alpha; 0 for none.
       name: name scope.
+      max_lengths: an extension of the contract: None (the default: no limit
+        but `sequence_length`), or [batch] int32 (a tensor or array), the
+        most tokens of each sentence, end token included. At a sentence's
+        last allowed step its alive hypotheses can only end, and the end token
+        is scored with its true log-probability (`scoring.select_best`); the
+        loop then stops by the batch's longest limit.
     Returns:
       (ids, scores, lengths): ids [batch, beam, time] int32, where time is the
       number of steps run (<= sequence_length: the loop stops once every
@@ -51,6 +61,7 @@ def while_loop_beam_search(update_fn, initial_state, sequence_length, beam_width
         sequence_length = checks.check_sequence_length(sequence_length, allow_tensor=True)
         state, ids, beam = beam_step.start(update_fn, initial_state, beam_width,
                                            begin_token_id, end_token_id)
+        max_lengths = checks.check_max_lengths(max_lengths, get_shape(beam.log_probs)[0])
         # dynamic_size: a tensor sequence_length is only an upper bound, and
         # stack() then returns exactly the steps that ran.
         token_ids = tf.TensorArray(tf.int32, size=0, dynamic_size=True, name="token_ids")
@@ -63,7 +74,7 @@ def while_loop_beam_search(update_fn, initial_state, sequence_length, beam_width
 
         def body(step, state, ids, beam, token_ids, parent_ids):
             state, choice = beam_step.advance(update_fn, state, ids, beam, step,
-                                              end_token_id, length_penalty)
+                                              end_token_id, length_penalty, max_lengths)
             return (step + 1, state, choice.token_ids, choice.beam,
                     token_ids.write(step, choice.token_ids),
                     parent_ids.write(step, choice.parent_ids))

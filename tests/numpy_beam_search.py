@@ -5,6 +5,11 @@ and calls a per-hypothesis step function `step(state, token) -> (state, logits)`
 `beam_search` is the straightforward algorithm: the full log-softmax, every
 beam x vocab candidate in one list, one stable sort. `enumerate_sequences`
 scores every possible output for brute-force checks.
+
+All three take an optional `max_length`, a sentence's own length limit (end
+token included), modelled on fairseq: at the last allowed step every token
+but the end token is dropped *after* the log-softmax, so a forced end token
+costs its true log-probability like any other.
 """
 
 import collections
@@ -35,14 +40,19 @@ def _padded(tokens, sequence_length, end_token_id):
     return list(tokens) + [end_token_id] * (sequence_length - len(tokens))
 
 
+def _at_limit(step, max_length):
+    """True when the token chosen at `step` (0-based) is the last `max_length` allows."""
+    return max_length is not None and step + 1 >= max_length
+
+
 def beam_search(step, initial_state, sequence_length, beam_width, begin_token_id,
-                end_token_id, alpha):
+                end_token_id, alpha, max_length=None):
     """Beam search over one sentence, with finished hypotheses kept in the beam.
 
     Each step, a finished hypothesis is one candidate (itself, score unchanged);
-    an alive one gives one candidate per token. Candidates are listed by
-    (beam, token), stable-sorted by score (best first), and the first
-    `beam_width` with a finite score are kept.
+    an alive one gives one candidate per token (only the end token, at
+    `max_length`). Candidates are listed by (beam, token), stable-sorted by
+    score (best first), and the first `beam_width` with a finite score are kept.
 
     Returns:
       (ids [beam, sequence_length], scores [beam], lengths [beam]) as NumPy
@@ -50,7 +60,7 @@ def beam_search(step, initial_state, sequence_length, beam_width, begin_token_id
       end_token_id and length 0.
     """
     beam = [Hypothesis((), 0.0, False, initial_state)]
-    for _ in range(sequence_length):
+    for position in range(sequence_length):
         candidates = []
         for hypothesis in beam:
             if hypothesis.finished:
@@ -59,6 +69,8 @@ def beam_search(step, initial_state, sequence_length, beam_width, begin_token_id
             last = hypothesis.tokens[-1] if hypothesis.tokens else begin_token_id
             state, logits = step(hypothesis.state, last)
             for token, log_prob in enumerate(log_softmax(logits)):
+                if _at_limit(position, max_length) and token != end_token_id:
+                    continue
                 candidates.append(Hypothesis(hypothesis.tokens + (token,),
                                              hypothesis.log_prob + log_prob,
                                              token == end_token_id, state))
@@ -75,34 +87,41 @@ def beam_search(step, initial_state, sequence_length, beam_width, begin_token_id
     return np.array(ids), np.array(scores), np.array(lengths)
 
 
-def greedy(step, initial_state, sequence_length, begin_token_id, end_token_id, alpha):
+def greedy(step, initial_state, sequence_length, begin_token_id, end_token_id, alpha,
+           max_length=None):
     """Greedy decoding of one sentence: (ids [sequence_length], score, length)."""
     state, tokens, log_prob = initial_state, [], 0.0
     while len(tokens) < sequence_length and end_token_id not in tokens:
         state, logits = step(state, tokens[-1] if tokens else begin_token_id)
         log_probs = log_softmax(logits)
-        tokens.append(int(np.argmax(log_probs)))
+        if _at_limit(len(tokens), max_length):
+            tokens.append(end_token_id)
+        else:
+            tokens.append(int(np.argmax(log_probs)))
         log_prob += log_probs[tokens[-1]]
     return (np.array(_padded(tokens, sequence_length, end_token_id)),
             log_prob / length_penalty(len(tokens), alpha), len(tokens))
 
 
 def enumerate_sequences(step, initial_state, sequence_length, vocab_size, begin_token_id,
-                        end_token_id, alpha):
+                        end_token_id, alpha, max_length=None):
     """Every possible output of one sentence, best first.
 
     The outputs are the sequences that end with the end token after at most
-    `sequence_length` tokens (and hold it nowhere else), plus all
-    `sequence_length`-token sequences without it.
+    `sequence_length` tokens, and at most `max_length` if given (and hold it
+    nowhere else), plus all `sequence_length`-token sequences without it
+    unless `max_length` forces them to end by then.
 
     Returns:
       A list of (ids padded to sequence_length, score, length), best first.
     """
     others = [t for t in range(vocab_size) if t != end_token_id]
+    ends_by = sequence_length if max_length is None else min(sequence_length, max_length)
     sequences = [prefix + (end_token_id,)
-                 for length in range(sequence_length)
+                 for length in range(ends_by)
                  for prefix in itertools.product(others, repeat=length)]
-    sequences += list(itertools.product(others, repeat=sequence_length))
+    if max_length is None or sequence_length < max_length:
+        sequences += list(itertools.product(others, repeat=sequence_length))
     results = []
     for tokens in sequences:
         state, last, log_prob = initial_state, begin_token_id, 0.0

@@ -19,18 +19,20 @@ BEGIN, END = 0, 1
 MIXED_ROWS = [-3.0, 0.0, 0.8, 2.5]
 
 
-def run_search(search, toy, batch_state, sequence_length, beam_width, alpha):
+def run_search(search, toy, batch_state, sequence_length, beam_width, alpha, max_lengths=None):
     """Builds `search` over the toy model in a fresh graph and runs it."""
     with tf.Graph().as_default():
         state = tf.nest.map_structure(tf.constant, batch_state)
-        outputs = search(toy.update_fn, state, sequence_length, beam_width, BEGIN, END, alpha)
+        outputs = search(toy.update_fn, state, sequence_length, beam_width, BEGIN, END, alpha,
+                         max_lengths=max_lengths)
         with tf.Session() as session:
             return session.run(outputs)
 
 
-def run_reference(toy, batch_state, sequence_length, beam_width, alpha):
+def run_reference(toy, batch_state, sequence_length, beam_width, alpha, max_lengths=None):
     rows = [reference.beam_search(toy.numpy_step, row_state(batch_state, row), sequence_length,
-                                  beam_width, BEGIN, END, alpha)
+                                  beam_width, BEGIN, END, alpha,
+                                  max_length=None if max_lengths is None else max_lengths[row])
             for row in range(len(batch_state["rnn"]))]
     return tuple(np.stack(parts) for parts in zip(*rows))
 
@@ -266,6 +268,158 @@ def test_select_best_carries_a_finished_hypothesis_once_with_its_score():
     np.testing.assert_array_equal(beam.finished, [[True, False, False]])
 
 
+# The reviewer's constant model: the same distribution at every step, whatever
+# came before. Token 3 ends; the best single token (1) is not the end token.
+CONSTANT_PROBS = np.array([0.05, 0.6, 0.05, 0.3])
+CONSTANT_END = 3
+
+
+def constant_update_fn(state, ids):
+    logits = tf.zeros_like(ids, tf.float32)[..., None] + np.log(CONSTANT_PROBS).astype(np.float32)
+    return state, logits
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6])
+@pytest.mark.parametrize("search", sorted(SEARCHES))
+def test_a_hypothesis_cut_off_at_its_limit_pays_for_its_end_token(search, alpha):
+    # Limit 2, beam 2. After [1] the end token is forced; it must still cost
+    # ln p(end) = ln .3, so [1, end] scores ln .6 + ln .3 = -1.71 and ranks
+    # below [end] at ln .3 = -1.20. A free forced end token would score
+    # [1, end] at ln .6 = -0.51, first.
+    with tf.Graph().as_default():
+        outputs = SEARCHES[search](constant_update_fn, tf.zeros([1, 1]), 5, 2, BEGIN,
+                                   CONSTANT_END, alpha, max_lengths=[2])
+        with tf.Session() as session:
+            ids, scores, lengths = session.run(outputs)
+    log_p = np.log(CONSTANT_PROBS)
+    np.testing.assert_array_equal(ids[0, :, :2], [[CONSTANT_END, CONSTANT_END], [1, CONSTANT_END]])
+    assert (ids[0, :, 2:] == CONSTANT_END).all()
+    np.testing.assert_array_equal(lengths, [[1, 2]])
+    np.testing.assert_allclose(scores, [[log_p[3] / reference.length_penalty(1, alpha),
+                                         (log_p[1] + log_p[3]) / reference.length_penalty(2, alpha)]],
+                               rtol=1e-6)
+
+
+# Per-sentence limits for MIXED_ROWS: the row that never ends is cut off at 3,
+# the neutral one may take a single token, the others 5 and 2.
+MIXED_LIMITS = [3, 1, 5, 2]
+
+
+@pytest.mark.parametrize("sequence_length", [4, 6])  # 4: row 2's limit is beyond the search's
+@pytest.mark.parametrize("beam_width", [3, 9])
+@pytest.mark.parametrize("alpha", [0.0, 0.6])
+@pytest.mark.parametrize("search", sorted(SEARCHES))
+def test_matches_numpy_reference_with_per_sentence_limits(search, alpha, beam_width,
+                                                          sequence_length):
+    toy = ToyDecoder(vocab_size=7, seed=3)
+    batch_state = toy.initial_state(MIXED_ROWS)
+    actual = run_search(SEARCHES[search], toy, batch_state, sequence_length, beam_width, alpha,
+                        max_lengths=MIXED_LIMITS)
+    expected = run_reference(toy, batch_state, sequence_length, beam_width, alpha, MIXED_LIMITS)
+    assert_same_result(actual, expected)
+    assert_well_formed(*actual)
+    ids, scores, lengths = actual
+    for row, limit in enumerate(MIXED_LIMITS):
+        possible = scores[row] > -np.inf
+        assert (lengths[row][possible] <= limit).all()
+        if limit <= sequence_length:
+            # Every hypothesis ended, the ones cut off at the limit included.
+            assert (ids[row, possible, lengths[row][possible] - 1] == END).all()
+    # The row that never ends by itself was cut off: its limit decided.
+    assert (lengths[0][scores[0] > -np.inf] == MIXED_LIMITS[0]).all()
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0])
+@pytest.mark.parametrize("search", sorted(SEARCHES))
+def test_exhaustive_beam_with_limits_finds_every_allowed_sequence_in_order(search, alpha):
+    # Vocab 4, 3 tokens. Limit 2: 1 + 3 sequences; limit 3: 1 + 3 + 9, all
+    # ended; limit 5 is beyond the search's 3 tokens: all 40 outputs. The
+    # forced end tokens are scored by the brute force as any other token.
+    toy = ToyDecoder(vocab_size=4, seed=5, logit_scale=1.0)
+    batch_state = toy.initial_state([-1.0, 0.0, 1.0])
+    limits = [2, 3, 5]
+    ids, scores, lengths = run_search(SEARCHES[search], toy, batch_state, 3, 40, alpha,
+                                      max_lengths=np.array(limits, np.int64))
+    for row, limit in enumerate(limits):
+        expected = reference.enumerate_sequences(toy.numpy_step, row_state(batch_state, row), 3,
+                                                 4, BEGIN, END, alpha, max_length=limit)
+        count = len(expected)
+        assert count == {2: 4, 3: 13, 5: 40}[limit]
+        np.testing.assert_array_equal(ids[row, :count], [e[0] for e in expected])
+        np.testing.assert_allclose(scores[row, :count], [e[1] for e in expected],
+                                   rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(lengths[row, :count], [e[2] for e in expected])
+        assert (scores[row, count:] == -np.inf).all() and (lengths[row, count:] == 0).all()
+
+
+@pytest.mark.parametrize("search", sorted(SEARCHES))
+def test_a_sentences_limit_does_not_depend_on_its_batch_mates(search):
+    toy = ToyDecoder(seed=11)
+    batch_state = toy.initial_state(MIXED_ROWS)
+    together = run_search(SEARCHES[search], toy, batch_state, 6, 3, 0.6, max_lengths=MIXED_LIMITS)
+    # The same sentences with other batch-mates' limits, and each one alone.
+    other_limits = [MIXED_LIMITS[0], 6, 6, 6]
+    regrouped = run_search(SEARCHES[search], toy, batch_state, 6, 3, 0.6, max_lengths=other_limits)
+    np.testing.assert_array_equal(regrouped[0][0, :, :together[0].shape[-1]], together[0][0])
+    np.testing.assert_allclose(regrouped[1][0], together[1][0], rtol=1e-5, atol=1e-6)
+    for row, limit in enumerate(MIXED_LIMITS):
+        alone_state = tf.nest.map_structure(lambda x: x[row:row + 1], batch_state)
+        ids, scores, lengths = run_search(SEARCHES[search], toy, alone_state, 6, 3, 0.6,
+                                          max_lengths=[limit])
+        np.testing.assert_array_equal(ids[0], together[0][row, :, :ids.shape[-1]])
+        assert (together[0][row, :, ids.shape[-1]:] == END).all()
+        np.testing.assert_allclose(scores[0], together[1][row], rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(lengths[0], together[2][row])
+
+
+def test_unrolled_with_extra_steps_equals_while_loop_with_limits():
+    # model_search's pattern: the unrolled search built for a rounded-up
+    # length, the while_loop bounded by the batch's longest limit (a tensor).
+    toy = ToyDecoder(vocab_size=11, hidden_size=8, seed=7)
+    batch_state = toy.initial_state([-1.0, 0.3, 0.5, 1.0, -2.0])
+    limits = np.array([4, 2, 5, 3, 6], np.int32)
+    unrolled = run_search(rnn_beam_search, toy, batch_state, 8, 4, 0.6, max_lengths=limits)
+    with tf.Graph().as_default():
+        max_lengths = tf.constant(limits)
+        outputs = while_loop_beam_search(toy.update_fn, tf.nest.map_structure(tf.constant, batch_state),
+                                         tf.reduce_max(max_lengths), 4, BEGIN, END, 0.6,
+                                         max_lengths=max_lengths)
+        with tf.Session() as session:
+            while_loop = session.run(outputs)
+    assert while_loop[0].shape[-1] == limits.max()
+    assert_same_result(while_loop, unrolled)
+
+
+def test_select_best_ends_alive_hypotheses_at_their_limit_with_the_true_log_prob():
+    # Two sentences, same beam of 3 (slot 0 finished, slots 1 and 2 alive),
+    # same logits; only the first is at its limit (step 3 chooses token 4).
+    with tf.Graph().as_default():
+        beam = scoring.Beam(log_probs=tf.constant([[-0.1, -1.0, -2.0]] * 2),
+                            lengths=tf.constant([[2, 3, 3]] * 2),
+                            finished=tf.constant([[True, False, False]] * 2))
+        logits = tf.constant([[[9.0, 0.0, 0.0, 0.0],
+                               [0.0, 0.0, 2.0, 1.0],
+                               [0.0, 0.0, 5.0, 0.0]]] * 2)
+        choice = scoring.select_best(logits, beam, step=3, end_token_id=END, alpha=0.0,
+                                     max_lengths=tf.constant([4, 9]))
+        with tf.Session() as session:
+            beam, token_ids, parent_ids = session.run(choice)
+    log_softmax_1 = reference.log_softmax([0.0, 0.0, 2.0, 1.0])
+    log_softmax_2 = reference.log_softmax([0.0, 0.0, 5.0, 0.0])
+    # At the limit: only end tokens, each with its own log-probability.
+    np.testing.assert_array_equal(parent_ids[0], [0, 1, 2])
+    np.testing.assert_array_equal(token_ids[0], [END, END, END])
+    np.testing.assert_allclose(beam.log_probs[0], [-0.1, -1.0 + log_softmax_1[END],
+                                                   -2.0 + log_softmax_2[END]], rtol=1e-6)
+    np.testing.assert_array_equal(beam.lengths[0], [2, 4, 4])
+    np.testing.assert_array_equal(beam.finished[0], [True, True, True])
+    # Below the limit: as without one.
+    np.testing.assert_array_equal(token_ids[1], [END, 2, 2])
+    np.testing.assert_allclose(beam.log_probs[1], [-0.1, -1.0 + log_softmax_1[2],
+                                                   -2.0 + log_softmax_2[2]], rtol=1e-6)
+    np.testing.assert_array_equal(beam.finished[1], [True, False, False])
+
+
 def _toy_graph_inputs():
     toy = ToyDecoder()
     return toy, tf.nest.map_structure(tf.constant, toy.initial_state([0.0, 1.0]))
@@ -290,6 +444,11 @@ def _toy_graph_inputs():
     pytest.param(lambda toy: dict(update_fn=lambda state, ids: ((state,), tf.zeros([2, 3, 7]))),
                  "structure", id="state_structure_changes"),
     pytest.param(lambda toy: dict(update_fn="not callable"), "update_fn", id="update_fn"),
+    pytest.param(lambda toy: dict(max_lengths=[2.0, 3.0]), "max_lengths", id="float_limits"),
+    pytest.param(lambda toy: dict(max_lengths=[[2, 3]]), "max_lengths", id="rank2_limits"),
+    pytest.param(lambda toy: dict(max_lengths=[2, 3, 4]), "max_lengths", id="limits_for_3_of_2"),
+    pytest.param(lambda toy: dict(max_lengths=tf.placeholder(tf.int32, None)), "max_lengths",
+                 id="limits_of_unknown_rank"),
 ])
 def test_bad_arguments_raise_value_error_when_building(search, bad_arguments, message):
     """`bad_arguments(toy)` returns the arguments to spoil, built in the test's graph."""
@@ -316,3 +475,18 @@ def test_while_loop_rejects_a_tensor_length_that_is_not_an_int_scalar(sequence_l
         toy, state = _toy_graph_inputs()
         with pytest.raises(ValueError, match="sequence_length"):
             while_loop_beam_search(toy.update_fn, state, sequence_length(), 3, BEGIN, END)
+
+
+@pytest.mark.parametrize("search", sorted(SEARCHES))
+def test_limits_for_another_batch_size_fail_when_run(search):
+    # Batch size known only at run time: a single limit must not broadcast.
+    toy = ToyDecoder()
+    with tf.Graph().as_default():
+        rnn = tf.placeholder(tf.float32, [None, toy.hidden_size])
+        state = {"rnn": rnn, "clock": {"steps": tf.zeros_like(rnn[:, 0]),
+                                       "end_bias": tf.zeros_like(rnn[:, 0])}}
+        outputs = SEARCHES[search](toy.update_fn, state, 4, 3, BEGIN, END, max_lengths=[2])
+        with tf.Session() as session:
+            session.run(outputs, {rnn: np.zeros([1, toy.hidden_size])})
+            with pytest.raises(tf.errors.InvalidArgumentError, match="max_lengths"):
+                session.run(outputs, {rnn: np.zeros([2, toy.hidden_size])})

@@ -30,3 +30,15 @@ def test_chunk_size_minimises_the_elements_left_to_sort():
     assert chunk_size(4000, 5) == 25      # 160 chunk maxima + 5 * 25 candidates
     assert chunk_size(7, 3) is None       # prime
     assert chunk_size(40, 5) is None      # less than 4x fewer elements: not worth it
+
+
+def test_a_tensor_k_is_tf_top_k():
+    # select_best's k when the vocabulary size is known only at run time.
+    values = np.random.RandomState(1).randint(3, size=(2, 3, 400)).astype(np.float32)
+    with tf.Graph().as_default():
+        inputs = tf.constant(values)
+        k = tf.minimum(5, tf.shape(inputs)[-1])
+        with tf.Session() as session:
+            got, expected = session.run([top_k(inputs, k), tf.nn.top_k(inputs, 5)])
+    np.testing.assert_array_equal(got[1], expected[1])
+    np.testing.assert_array_equal(got[0], expected[0])
