@@ -8,6 +8,7 @@ once the chief and the worker have finished.
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -17,8 +18,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MAX_STEPS = 50
-TIMEOUT_SECS = 300  # a bound for a hung run; each case takes 10-20 s on a quiet machine
+MAX_STEPS = 400  # the worker starts 5 s after the chief (train_and_evaluate): it must get steps too
+TIMEOUT_SECS = 300  # a bound for a hung run; each case takes 20-30 s on a quiet machine
 
 
 def _free_ports(count):
@@ -77,6 +78,9 @@ def test_chief_worker_and_ps_train_together(tiny_config, tiny_data, tmp_path, nu
 
     global_step = tf.train.load_checkpoint(model_dir).get_tensor(tf.GraphKeys.GLOBAL_STEP)
     assert global_step >= MAX_STEPS, _tail(logs["chief"])
+    # The chief alone could reach MAX_STEPS: the worker must have trained too.
+    with open(logs["worker"], encoding="utf-8", errors="replace") as worker_log:
+        assert re.search(r"step \d+/%d " % MAX_STEPS, worker_log.read()), _tail(logs["worker"])
     if num_gpus > 1:
         # The chief's graph splits each batch over its towers, each on its own device.
         with open(os.path.join(model_dir, "graph.pbtxt"), encoding="utf-8") as graph:
