@@ -13,7 +13,8 @@ decodes the same sentences, each with a fresh `Translator`, and is measured for:
 - quality: BLEU (sacrebleu) when references are given, and the mean length
   of the best hypotheses;
 - agreement: unrolled against while_loop at each beam width, and greedy
-  against while_loop at beam width 1: identical best texts, identical n-best
+  against while_loop at beam width 1 when 1 is among --beam_widths:
+  identical best texts, identical n-best
   ids, and the largest score difference (the two searches should agree to
   1e-5);
 - per-sentence latency against output length (one sentence per call), for
