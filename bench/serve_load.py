@@ -479,7 +479,8 @@ def merge(results):
 
 
 def percentile(sorted_values, fraction):
-    """The `fraction` percentile (nearest rank) of `sorted_values`; None if there are none."""
+    """The `fraction` percentile of `sorted_values`, the value at the nearest index
+    (numpy's method="nearest"); None if there are none."""
     if not sorted_values:
         return None
     return sorted_values[min(len(sorted_values) - 1, int(round(fraction * (len(sorted_values) - 1))))]

@@ -14,6 +14,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import numpy as np
 import pytest
 
 from bench import serve_load
@@ -337,3 +338,11 @@ def test_a_server_that_gets_ready_has_its_port(tmp_path):
     assert server.port == 4321
     assert server.stop() == -signal.SIGTERM
     assert server.process.stdout.closed and server._log.closed
+
+
+@pytest.mark.parametrize("count", [1, 2, 20, 1600])
+def test_percentiles_are_numpys_nearest(count):
+    values = sorted(np.random.RandomState(count).rand(count).tolist())
+    for fraction in (0.5, 0.95, 0.99):
+        assert serve_load.percentile(values, fraction) == np.percentile(
+            values, fraction * 100, method="nearest")

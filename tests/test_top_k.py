@@ -42,3 +42,23 @@ def test_a_tensor_k_is_tf_top_k():
             got, expected = session.run([top_k(inputs, k), tf.nn.top_k(inputs, 5)])
     np.testing.assert_array_equal(got[1], expected[1])
     np.testing.assert_array_equal(got[0], expected[0])
+
+
+def test_the_benchmarks_selection_floors_pick_what_one_top_k_picks():
+    """bench.decode_speed's two-stage floor must select what one top-k over beam x vocab does,
+    or its "floor" and scoring-step figures would time a cheaper wrong computation."""
+    from bench import decode_speed
+    rng = np.random.RandomState(7)
+    batch_size, beam_width = 3, 5
+    # Distinct values: no ties, so the indices are unique.
+    logits = rng.permutation(batch_size * beam_width * decode_speed.VOCAB_SIZE).astype(
+        np.float32).reshape([batch_size, beam_width, decode_speed.VOCAB_SIZE]) / 1000.0
+    beam_log_probs = -rng.rand(batch_size, beam_width).astype(np.float32) * 3.0
+    with tf.Graph().as_default():
+        logits, beam_log_probs = tf.constant(logits), tf.constant(beam_log_probs)
+        picks = [decode_speed.one_stage_top_k(logits, beam_log_probs, beam_width),
+                 decode_speed.two_stage_top_k(logits, beam_log_probs, beam_width, tf.nn.top_k),
+                 decode_speed.two_stage_top_k(logits, beam_log_probs, beam_width, top_k)]
+        with tf.Session() as session:
+            one_stage, with_nn_top_k, with_chunked = session.run(picks)
+    assert one_stage.tolist() == with_nn_top_k.tolist() == with_chunked.tolist()
