@@ -20,6 +20,7 @@ class SavedModelBackend:
       decoders: ("while_loop",).
       default_beam_width: the exported beam width K, read from the
         signature's "scores" output, [batch, K].
+      beam_widths: range(K, K + 1), the one beam width it serves.
     """
 
     decoders = ("while_loop",)
@@ -53,6 +54,7 @@ class SavedModelBackend:
         if self.default_beam_width is None:
             raise ValueError("the SavedModel in %s does not say its beam width (its scores "
                              "are shaped %s)" % (export_dir, self._outputs[1].shape))
+        self.beam_widths = range(self.default_beam_width, self.default_beam_width + 1)
         self._step = int(self._session.run(tf.train.get_global_step(self._graph)))
 
     def _tensor(self, tensor_infos, name):
@@ -77,13 +79,16 @@ class SavedModelBackend:
         self._session.close()
 
     def check_supported(self, decoder, beam_width):
-        """Raises ValueError unless the signature serves this decoder and beam width."""
+        """Raises ValueError unless the signature serves this decoder and beam width.
+
+        The message names neither the directory (it reaches HTTP clients, who
+        have no business with the server's paths) nor the values asked for
+        (the caller adds them, cut short).
+        """
         if decoder not in self.decoders or beam_width != self.default_beam_width:
             raise ValueError(
-                "the SavedModel in %s serves only the %s decoder at beam_width %d, got %s "
-                "at beam_width %d; translate from the checkpoint (no export_dir) for others"
-                % (self._export_dir, self.decoders[0], self.default_beam_width,
-                   decoder, beam_width))
+                "the exported SavedModel serves only the %s decoder at beam_width %d (a "
+                "checkpoint serves the others)" % (self.decoders[0], self.default_beam_width))
 
     def run(self, decoder, beam_width, source_ids, source_length):
         """Decodes one padded batch with the signature; see `CheckpointBackend.run`."""

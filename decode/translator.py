@@ -22,6 +22,7 @@ sentence; see `decode.length_limits`.
 """
 
 import collections
+import json
 import os
 
 import numpy as np
@@ -102,7 +103,10 @@ class Translator:
       source_vocab_size, target_vocab_size: the SentencePiece vocabulary sizes.
       decoders: the decoders it serves: all three from a checkpoint, the
         exported one from a SavedModel.
-      max_beam_width: config decode.max_beam_width.
+      beam_widths: the beam widths it accepts, a `range`: 1..decode.max_beam_width
+        from a checkpoint (for every decoder: greedy then decodes at 1), the
+        exported one from a SavedModel. What `check_options` enforces.
+      max_beam_width: the largest of `beam_widths`.
     """
 
     def __init__(self, model_dir, export_dir=None, checkpoint=None, hparams=""):
@@ -135,13 +139,15 @@ class Translator:
         self._tokenizer = Tokenizer.load(model_dir)
         self.source_vocab_size = self._tokenizer.source_vocab_size
         self.target_vocab_size = self._tokenizer.target_vocab_size
-        self.max_beam_width = self.config["decode"]["max_beam_width"]
         if export_dir:
             self._backend = SavedModelBackend(export_dir, self.config["decode"])
+            self.beam_widths = self._backend.beam_widths
         else:
             self._backend = CheckpointBackend(
                 self.config, self.source_vocab_size, self.target_vocab_size,
                 checkpoint or find_checkpoint(model_dir))
+            self.beam_widths = range(1, self.config["decode"]["max_beam_width"] + 1)
+        self.max_beam_width = self.beam_widths[-1]
         self.decoders = self._backend.decoders
         self.step = self._backend.step
 
@@ -165,32 +171,48 @@ class Translator:
     def check_options(self, decoder, beam_width=None, n_best=1):
         """Validates translation options and resolves the default beam width.
 
+        The one check of the options: the public methods call it once, and
+        what they call after it takes the options as valid.
+
         Args:
           decoder: one of `decoders`.
-          beam_width: 1..max_beam_width, or None for the default (the
-            config's decode.beam_width). Greedy decoding ignores it (acts as 1).
+          beam_width: one of `beam_widths`, or None for the default (the
+            config's decode.beam_width, or a SavedModel's own). Checked for
+            every decoder; greedy then decodes at 1.
           n_best: how many hypotheses to return, 1..beam_width (1 for greedy).
         Returns:
-          The beam width to decode with.
+          The beam width to decode with (1 for greedy).
         Raises:
-          ValueError: naming the bad option and its allowed values.
+          ValueError: naming the bad option and its allowed values; the
+            value is shown cut short (an HTTP client's value must not come
+            back whole).
         """
         if decoder not in self.decoders:
-            raise ValueError("decoder must be one of %s, got %r"
-                             % (", ".join(self.decoders), decoder))
+            raise ValueError("decoder must be one of %s, got %s"
+                             % (", ".join(self.decoders), _shown(decoder)))
+        if beam_width is None:
+            beam_width = self._backend.default_beam_width
+        else:
+            self._check_beam_width(decoder, beam_width)
         if decoder == "greedy":
             beam_width = 1
-        elif beam_width is None:
-            beam_width = self._backend.default_beam_width
-        elif not is_int(beam_width) or not 1 <= beam_width <= self.max_beam_width:
-            raise ValueError("beam_width must be an integer in 1..%d, got %r"
-                             % (self.max_beam_width, beam_width))
         if not is_int(n_best) or not 1 <= n_best <= beam_width:
-            raise ValueError("n_best must be an integer in 1..%d (the beam width%s), got %r"
+            raise ValueError("n_best must be an integer in 1..%d (the beam width%s), got %s"
                              % (beam_width, "; greedy decoding keeps one hypothesis"
-                                if decoder == "greedy" else "", n_best))
-        self._backend.check_supported(decoder, beam_width)
+                                if decoder == "greedy" else "", _shown(n_best)))
         return int(beam_width)
+
+    def _check_beam_width(self, decoder, beam_width):
+        """Raises ValueError unless `beam_width` is one of `beam_widths`."""
+        if is_int(beam_width):
+            try:
+                self._backend.check_supported(decoder, beam_width)  # a SavedModel's one width
+            except ValueError as error:
+                raise ValueError("%s, got beam_width %s" % (error, _shown(beam_width))) from None
+            if beam_width in self.beam_widths:
+                return
+        raise ValueError("beam_width must be an integer in %d..%d, got %s"
+                         % (self.beam_widths[0], self.beam_widths[-1], _shown(beam_width)))
 
     def search(self, token_ids, decoder="while_loop", beam_width=None):
         """Decodes tokenized sentences, batched by length.
@@ -204,7 +226,10 @@ class Translator:
         Raises:
           ValueError: for bad options or a sentence without tokens.
         """
-        beam_width = self.check_options(decoder, beam_width)
+        return self._search(token_ids, decoder, self.check_options(decoder, beam_width))
+
+    def _search(self, token_ids, decoder, beam_width):
+        """`search` with options already checked (beam_width resolved)."""
         for index, ids in enumerate(token_ids):
             if not len(ids):
                 raise ValueError("sentence %d has no source tokens" % index)
@@ -223,8 +248,8 @@ class Translator:
         Args:
           texts: a list of strings, one sentence each.
           decoder: "while_loop", "unrolled" or "greedy".
-          beam_width: 1..max_beam_width, None for the config's default; greedy
-            ignores it.
+          beam_width: one of `beam_widths`, None for the default; checked
+            for greedy too, which then decodes at 1.
           n_best: hypotheses per sentence, 1..beam_width (1 for greedy); fewer
             come back only where fewer are possible (see `SearchResult`).
         Returns:
@@ -234,7 +259,7 @@ class Translator:
             without source tokens (empty or blank).
         """
         # Options first: a bad option is reported before any text is tokenized.
-        self.check_options(decoder, beam_width, n_best)
+        beam_width = self.check_options(decoder, beam_width, n_best)
         if isinstance(texts, str):
             raise ValueError("texts must be a list of strings, got one string "
                              "(wrap a single sentence in a list)")
@@ -247,7 +272,7 @@ class Translator:
             if not ids:
                 raise ValueError("texts[%d] is empty (no source tokens)" % index)
             token_ids.append(ids)
-        return self.translate_tokens(token_ids, decoder, beam_width, n_best)
+        return self._translate_tokens(token_ids, decoder, beam_width, n_best)
 
     def translate_tokens(self, token_ids, decoder="while_loop", beam_width=None, n_best=1):
         """`translate` for sentences already tokenized (by `tokenize`).
@@ -263,9 +288,13 @@ class Translator:
         Raises:
           ValueError: for a bad option or a sentence without tokens.
         """
-        beam_width = self.check_options(decoder, beam_width, n_best)
+        return self._translate_tokens(token_ids, decoder,
+                                      self.check_options(decoder, beam_width, n_best), n_best)
+
+    def _translate_tokens(self, token_ids, decoder, beam_width, n_best):
+        """`translate_tokens` with options already checked (beam_width resolved)."""
         translations = []
-        for result in self.search(token_ids, decoder, beam_width):
+        for result in self._search(token_ids, decoder, beam_width):
             n_best_list = [Hypothesis(self.detokenize(ids), score)
                            for ids, score in zip(result.ids[:n_best], result.scores[:n_best])]
             translations.append(Translation(n_best_list[0].text, n_best_list[0].score, n_best_list))
@@ -301,6 +330,21 @@ class Translator:
                                      np.full([1, source_length], UNK_ID, np.int32),
                                      np.array([source_length], np.int32))
         return self.variants[already_built:]
+
+
+def _shown(value, limit=40):
+    """A value as an error message shows it: its JSON text (or repr), cut short.
+
+    An integer of more than 15 digits is described, not written out: no option
+    takes one, and Python refuses to write out those of over 4,300 digits.
+    """
+    if is_int(value):
+        return "an integer of more than 15 digits" if abs(value) >= 10 ** 15 else str(int(value))
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _warm_up_source_lengths(decoder, max_source_length, decode_params):

@@ -72,7 +72,7 @@ def test_loads_once_then_translates_without_reloading(translator, short_sentence
     assert translator.step == 200
     assert translator.model_name == "tiny"
     assert translator.decoders == ("while_loop", "unrolled", "greedy")
-    assert translator.max_beam_width == 8
+    assert translator.beam_widths == range(1, 9) and translator.max_beam_width == 8
 
 
 def test_unrolled_and_while_loop_give_the_same_n_best(translator, short_sentences):
@@ -81,7 +81,7 @@ def test_unrolled_and_while_loop_give_the_same_n_best(translator, short_sentence
     unrolled = translator.translate(short_sentences, "unrolled", beam_width, n_best=beam_width)
     assert_same_n_best(unrolled, while_loop)
     unrolled_graphs = [v for v in translator.variants if v.decoder == "unrolled"]
-    assert [v.max_length for v in unrolled_graphs] == [16], "3 tokens -> limit 16 -> bucket 16"
+    assert [v.unrolled_length for v in unrolled_graphs] == [16], "3 tokens -> limit 16 -> bucket 16"
 
 
 def test_greedy_equals_while_loop_at_beam_width_one(translator, dev_sentences):
@@ -172,6 +172,28 @@ def test_warm_up_builds_eagerly_once(translator, short_sentences):
     assert translator.warm_up(["while_loop"], [6]) == []
 
 
+def test_greedy_checks_the_beam_width_then_decodes_at_one(translator):
+    assert translator.check_options("greedy", 8) == 1
+    assert translator.check_options("greedy") == 1
+
+
+@pytest.mark.parametrize("call", [
+    lambda translator: translator.translate(["seven", "one"], "while_loop", 2, 2),
+    lambda translator: translator.translate_tokens([translator.tokenize("seven")], "greedy"),
+    lambda translator: translator.search([translator.tokenize("seven")], "while_loop", 2),
+], ids=["translate", "translate_tokens", "search"])
+def test_options_are_checked_once_per_call(translator, monkeypatch, call):
+    checks = []
+    check_options = translator.check_options
+
+    def counting_check_options(*args, **kwargs):
+        checks.append(args)
+        return check_options(*args, **kwargs)
+    monkeypatch.setattr(translator, "check_options", counting_check_options)
+    call(translator)
+    assert len(checks) == 1, checks
+
+
 def test_empty_input_gives_empty_output(translator):
     assert translator.translate([]) == []
     assert translator.translate([], "greedy") == []
@@ -186,6 +208,11 @@ def test_empty_input_gives_empty_output(translator):
     ({"n_best": 0}, "n_best must be an integer in 1..3"),
     ({"beam_width": 2, "n_best": 3}, "n_best must be an integer in 1..2"),
     ({"decoder": "greedy", "n_best": 2}, "greedy decoding keeps one hypothesis"),
+    ({"decoder": "greedy", "beam_width": 0}, "beam_width must be an integer in 1..8, got 0"),
+    ({"decoder": "greedy", "beam_width": 9}, "beam_width must be an integer in 1..8, got 9"),
+    ({"decoder": "greedy", "beam_width": "4"}, 'beam_width must be an integer in 1..8, got "4"'),
+    ({"beam_width": 10 ** 5000}, "got an integer of more than 15 digits"),
+    ({"decoder": "b" * 5000}, 'got "' + "b" * 39 + "..."),
     ({"texts": "one sentence"}, "list of strings"),
     ({"texts": ["fine", 7]}, "texts[1] must be a string"),
     ({"texts": ["fine", "   "]}, "texts[1] is empty"),
@@ -225,9 +252,14 @@ def test_saved_model_serves_its_signature_only(translator, tiny_model_dir):
     exported = Translator(tiny_model_dir, export_dir=export_dir)
     beam_width = translator.config["decode"]["beam_width"]
     assert exported.decoders == ("while_loop",)
+    assert exported.beam_widths == range(3, 4) and exported.max_beam_width == 3
     assert exported.step == translator.step
-    with pytest.raises(ValueError, match="serves only the while_loop decoder at beam_width 3"):
+    with pytest.raises(ValueError, match="serves only the while_loop decoder at beam_width 3") \
+            as raised:
         exported.translate(["seven"], beam_width=beam_width + 1)
+    # The message reaches HTTP clients: no server path in it.
+    assert export_root not in str(raised.value) and "/" not in str(raised.value)
+    assert str(raised.value).endswith("got beam_width 4")
     with pytest.raises(ValueError, match="decoder must be one of while_loop"):
         exported.translate(["seven"], decoder="greedy")
 
