@@ -1,13 +1,21 @@
 """Serves a trained model over HTTP: the JSON API of DESIGN.md and a web page.
 
     python serve.py --model_dir runs/default [--host 127.0.0.1] [--port 8080]
-                    [--export_dir E] [--no_batching]
+                    [--export_dir E] [--no_batching] [--warm_up_source_tokens N]
 
 The HTTP server (waitress, never Flask's development server) starts at once
 and answers GET /healthz with 503 while a background thread loads the model;
 the URL is printed again when the model is ready. SIGTERM or SIGINT stops the
 server after the requests in flight have been answered. One graph, one
 session: the model is loaded once and shared by every request.
+
+The unrolled decoder has one graph per beam width and output length bucket,
+each seconds to build: it serves sources of up to --warm_up_source_tokens
+tokens (default 16), whose graphs at the default beam width are built before
+the server says it is ready; longer sources are a 400 (use while_loop). With
+--warm_up_source_tokens 0 no graph is built at the start (the quickest
+start, for development and tests) and the unrolled decoder serves up to the
+default 16 tokens, building each graph on first use.
 """
 
 import argparse
@@ -17,14 +25,17 @@ import signal
 import sys
 
 from seq2seq.config import ConfigError, load_config
-from server.app import create_app
+from server.app import DEFAULT_MAX_UNROLLED_TOKENS, create_app
 from server.graceful_server import GracefulServer
 from server.loader import BackgroundLoader
 from server.model_slot import ModelSlot
 
 # Waitress threads beyond one per sentence of a full micro-batch: single-sentence
-# requests each hold a thread while they wait for their batch, and /healthz and
-# the page must still be answered while a full batch waits.
+# requests each hold a thread while they wait for their batch, so that a full
+# batch can gather, and a few more let /healthz and the page be answered beside
+# it. Only beside it: waitress queues requests first in, first out, so with more
+# requests in flight than threads (max_batch_sentences + SPARE_THREADS) a
+# /healthz waits behind those that came before it.
 SPARE_THREADS = 4
 
 
@@ -34,6 +45,14 @@ def port_number(text):
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError("a port is 0..65535, got %s" % text)
     return port
+
+
+def token_count(text):
+    """argparse type: a number of tokens, 0 or more."""
+    count = int(text)
+    if count < 0:
+        raise argparse.ArgumentTypeError("a number of tokens is 0 or more, got %s" % text)
+    return count
 
 
 def parse_args(argv):
@@ -46,9 +65,13 @@ def parse_args(argv):
                         help="serve this exported SavedModel instead of the latest checkpoint")
     parser.add_argument("--no_batching", action="store_true",
                         help="translate every request alone (same as serve.batch_window_ms: 0)")
-    parser.add_argument("--warm_up_source_tokens", type=int, default=16,
-                        help="before saying ready, build the unrolled decoder's graphs for "
-                             "sources of up to this many tokens (0: none; default: 16)")
+    parser.add_argument("--warm_up_source_tokens", type=token_count,
+                        default=DEFAULT_MAX_UNROLLED_TOKENS,
+                        help="the unrolled decoder serves sources of up to this many tokens, "
+                             "and its graphs for them are built before the server says it is "
+                             "ready (default: %d; 0: build none at the start, serve up to %d "
+                             "tokens, building graphs on first use)"
+                             % (DEFAULT_MAX_UNROLLED_TOKENS, DEFAULT_MAX_UNROLLED_TOKENS))
     return parser.parse_args(argv)
 
 
@@ -67,10 +90,12 @@ def main(argv=None):
         config["serve"]["batch_window_ms"] = 0.0
 
     model = ModelSlot()
-    app = create_app(model, config)
+    app = create_app(model, config, max_unrolled_tokens=(args.warm_up_source_tokens
+                                                         or DEFAULT_MAX_UNROLLED_TOKENS))
     try:
         server = GracefulServer(app, args.host, args.port,
-                                threads=config["serve"]["max_batch_sentences"] + SPARE_THREADS)
+                                threads=config["serve"]["max_batch_sentences"] + SPARE_THREADS,
+                                max_body_bytes=config["serve"]["max_body_bytes"])
     except (OSError, ValueError) as error:  # ValueError: waitress cannot resolve the host
         print("serve.py: cannot listen on %s port %d: %s" % (args.host, args.port, error),
               file=sys.stderr)

@@ -5,6 +5,7 @@ GET / (the page). The app holds no global state: everything it needs is made
 in :func:`create_app` and captured by the route functions.
 """
 
+import collections
 import logging
 import os
 import time
@@ -13,36 +14,50 @@ from flask import Flask, Response, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from server.batcher import MicroBatcher, Unbatched
-from server.errors import ApiError, error_response
+from server.errors import ApiError, body_over_limit_message, error_response
 from server.model_slot import ModelNotReady
-from server.validation import DEFAULT_DECODER, TranslateRequestParser, limits_from_config
+from server.validation import (DEFAULT_DECODER, TranslateRequestParser, limits_from_config,
+                               shorten)
 
 ACCESS_LOG = logging.getLogger("seq2seq.serve.access")
 ERROR_LOG = logging.getLogger("seq2seq.serve")
 PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static", "index.html")
 ROUTES = "GET /, GET /healthz, GET /v1/info, POST /translate"
+MAX_LOGGED_CHARS = 200
 # The page is self-contained: it may talk to this server and load nothing else.
 PAGE_POLICY = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
                "connect-src 'self'; img-src data:")
+# The longest source the unrolled decoder serves unless told otherwise (serve.py's
+# --warm_up_source_tokens default): its graphs for up to 16 tokens are 5 length
+# buckets per beam width, each seconds to build.
+DEFAULT_MAX_UNROLLED_TOKENS = 16
 
 
-def create_app(model, config):
+def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS):
     """Builds the application.
 
     Args:
       model: a server.model_slot.ModelSlot; requests that need the model answer
         503 while it is empty.
       config: the resolved config; the "serve" section sets the limits and the
-        batching ("serve.batch_window_ms: 0" turns batching off), "decode" the
-        default and the largest beam width.
+        batching ("serve.batch_window_ms: 0" turns batching off). The beam
+        widths are the translator's (`Translator.beam_widths`).
+      max_unrolled_tokens: the longest source, in tokens, the unrolled decoder
+        serves (longer ones are a 400). Its graph grows with the length, one
+        per length bucket and beam width, each seconds to build under one
+        lock and kept for good: unbounded, one client could stall the others
+        and grow the graph without end. serve.py passes the length it builds
+        the graphs for before it says it is ready.
     Returns:
       A Flask app (a WSGI application).
     """
     app = Flask(__name__, static_folder=None)
+    # Waitress (server.graceful_server) refuses larger bodies at the headers
+    # already; this is the limit under any other WSGI server too.
     app.config["MAX_CONTENT_LENGTH"] = config["serve"]["max_body_bytes"]
     app.json.sort_keys = False
     app.json.ensure_ascii = False
-    limits = limits_from_config(config)
+    limits = limits_from_config(config, max_unrolled_tokens)
     batcher = _make_batcher(model, config["serve"])
     with open(PAGE, encoding="utf-8") as page_file:
         page = page_file.read()
@@ -69,7 +84,7 @@ def create_app(model, config):
             decoders=list(translator.decoders),
             defaults={"decoder": DEFAULT_DECODER,
                       "beam_width": translator.check_options(DEFAULT_DECODER), "n_best": 1},
-            limits=dict(limits._asdict(), max_n_best=limits.max_beam_width),
+            limits=_limits_info(limits, translator),
             batching=_batching_info(batcher, config["serve"]),
             examples=examples)
 
@@ -79,12 +94,15 @@ def create_app(model, config):
         parsed = TranslateRequestParser(limits, translator).parse(
             request.mimetype, request.mimetype_params.get("charset"), request.get_data(cache=False))
         g.sentences = len(parsed.token_ids)
-        translations = batcher.submit(parsed.settings, parsed.token_ids)
+        settings = parsed.settings
+        answer = batcher.submit(BatchKey(settings.decoder, settings.beam_width),
+                                [(ids, settings.n_best) for ids in parsed.token_ids])
         return jsonify(
-            translations=[_translation_json(translation) for translation in translations],
-            decoder=parsed.settings.decoder,
-            beam_width=parsed.settings.beam_width,
+            translations=[_translation_json(translation) for translation in answer.results],
+            decoder=settings.decoder,
+            beam_width=settings.beam_width,
             elapsed_ms=round(_elapsed_ms(), 2),
+            decode_ms=round(answer.call_seconds * 1000.0, 2),
             model={"name": translator.model_name, "step": translator.step})
 
     _install_error_handlers(app)
@@ -92,13 +110,24 @@ def create_app(model, config):
     return app
 
 
-def _make_batcher(model, serve_config):
-    """A MicroBatcher over the model, or Unbatched when the window is 0."""
+# What requests must share to share a batch: n_best is not part of it, as it only
+# picks from the same beam (each request's own is applied after the call).
+BatchKey = collections.namedtuple("BatchKey", "decoder beam_width")
 
-    def run_batch(settings, token_ids):
-        return model.get().translate_tokens(token_ids, decoder=settings.decoder,
-                                            beam_width=settings.beam_width,
-                                            n_best=settings.n_best)
+
+def _make_batcher(model, serve_config):
+    """A MicroBatcher over the model, or Unbatched when the window is 0.
+
+    Its items are (source token ids, n_best) pairs, its keys BatchKeys.
+    """
+
+    def run_batch(key, items):
+        largest_n_best = max(n_best for _, n_best in items)
+        translations = model.get().translate_tokens(
+            [token_ids for token_ids, _ in items], decoder=key.decoder,
+            beam_width=key.beam_width, n_best=largest_n_best)
+        return [translation._replace(n_best=translation.n_best[:n_best])
+                for translation, (_, n_best) in zip(translations, items)]
 
     window_ms = serve_config["batch_window_ms"]
     if window_ms <= 0:
@@ -114,6 +143,15 @@ def _batching_info(batcher, serve_config):
             "max_batch_sentences": serve_config["max_batch_sentences"],
             "model_calls": totals["calls"], "sentences": totals["items"],
             "model_call_seconds": round(totals["seconds"], 6)}
+
+
+def _limits_info(limits, translator):
+    """/v1/info's limits: the request limits, and the beam widths the translator accepts."""
+    info = limits._asdict()
+    info.update(min_beam_width=translator.beam_widths[0],
+                max_beam_width=translator.beam_widths[-1],
+                max_n_best=translator.beam_widths[-1])
+    return info
 
 
 def _translation_json(translation):
@@ -140,14 +178,15 @@ def _install_error_handlers(app):
     @app.errorhandler(HTTPException)
     def http_error(error):
         if error.code == 404:
-            message = "no such path: %s; the paths are %s" % (request.path, ROUTES)
+            # Cut short and JSON-quoted: a 5,000-character path gets no 5 KB reply.
+            message = "no such path: %s; the paths are %s" % (shorten(request.path), ROUTES)
         elif error.code == 405:
             # HEAD and OPTIONS come with every route; name the methods that do something.
             useful = sorted(set(error.valid_methods) - {"HEAD", "OPTIONS"})
             message = "%s is not allowed on %s; use %s" % (
                 request.method, request.path, ", ".join(useful))
         elif error.code == 413:
-            message = "the body is over the limit of %d bytes" % app.config["MAX_CONTENT_LENGTH"]
+            message = body_over_limit_message(app.config["MAX_CONTENT_LENGTH"])
         else:
             message = error.description
         response = error_response(error.code, message)
@@ -157,7 +196,7 @@ def _install_error_handlers(app):
 
     @app.errorhandler(Exception)
     def internal_error(error):
-        ERROR_LOG.exception("%s %s failed", request.method, request.path)
+        ERROR_LOG.exception("%s %s failed", _loggable(request.method), _loggable(request.path))
         return error_response(500, "internal error; the server has logged the details")
 
 
@@ -171,6 +210,19 @@ def _install_access_log(app):
 
     @app.after_request
     def log_request(response):
-        ACCESS_LOG.info("%s %s %d %.1fms sentences=%d", request.method, request.path,
-                        response.status_code, _elapsed_ms(), g.sentences)
+        ACCESS_LOG.info("%s %s %d %.1fms sentences=%d", _loggable(request.method),
+                        _loggable(request.path), response.status_code, _elapsed_ms(),
+                        g.sentences)
         return response
+
+
+def _loggable(text):
+    r"""Client text as a log line may hold it: no line breaks or other controls.
+
+    A path's %0A decodes to a line break, which would start a forged log
+    line: controls, backslashes and non-ASCII characters are written as
+    Python escapes (\n, \\, \xe9), spaces too (as \x20, so that a field
+    never splits in two), and the whole is cut to MAX_LOGGED_CHARS.
+    """
+    text = text.encode("unicode_escape").decode("ascii").replace(" ", "\\x20")
+    return text if len(text) <= MAX_LOGGED_CHARS else text[:MAX_LOGGED_CHARS] + "..."

@@ -4,7 +4,7 @@ A tiny model on a CPU spends most of a call on per-call overhead (feeding,
 the decoder loop's bookkeeping), so 32 sentences in one call cost little more
 than one. The batcher gathers requests briefly and runs them together.
 
-Policy (one queue per settings key, e.g. (decoder, beam_width, n_best)):
+Policy (one queue per settings key, e.g. (decoder, beam_width)):
 
 * The first request to reach an idle key becomes that key's *leader*. It waits
   up to ``window_s`` after its arrival, or less once the queue holds
@@ -23,8 +23,12 @@ Policy (one queue per settings key, e.g. (decoder, beam_width, n_best)):
   most ``window_s`` plus, if its own key is busy, the rest of that key's
   running batch (and, when more than ``max_batch_items`` items of its key
   are queued ahead of it, the batches that serve them first).
-* Results are split back in order. If a batch fails, every request in it gets
-  the exception; the next batch starts afresh.
+* Results are split back in order, with the wall time of the model call
+  that computed them. If a batch fails, every request in it gets a
+  :class:`BatchFailed` of its own, caused by the batch's exception (one
+  exception object raised in several threads would gather every thread's
+  frames in its one traceback, and each logged failure would show the
+  others' stacks); the next batch starts afresh.
 
 With batching off, :class:`Unbatched` runs every request alone, concurrently.
 
@@ -35,6 +39,24 @@ batches were and how busy the model was can be read from outside (/v1/info).
 import collections
 import threading
 import time
+
+Answer = collections.namedtuple("Answer", "results call_seconds")
+Answer.__doc__ = """What a submission gets back.
+
+Fields:
+  results: run_batch's results for the submitted items, in order.
+  call_seconds: the wall time of the run_batch call that computed them (the
+    whole batch's call: the waiting before it is not counted).
+"""
+
+
+class BatchFailed(Exception):
+    """The model call of the batch that held a request failed.
+
+    Each request of the batch gets its own; ``__cause__`` is the exception
+    the call raised (shared: it is never raised again, so its traceback stays
+    the one of the thread that ran the batch).
+    """
 
 
 class CallCounts:
@@ -47,15 +69,20 @@ class CallCounts:
         self._seconds = 0.0
 
     def timed_call(self, run_batch, key, items):
-        """Returns run_batch(key, items), counting the call whether or not it fails."""
+        """Returns an Answer: run_batch(key, items) and its wall time.
+
+        The call is counted whether or not it fails.
+        """
         started = time.perf_counter()
         try:
-            return run_batch(key, items)
+            results = run_batch(key, items)
         finally:
+            seconds = time.perf_counter() - started
             with self._lock:
                 self._calls += 1
                 self._items += len(items)
-                self._seconds += time.perf_counter() - started
+                self._seconds += seconds
+        return Answer(results, seconds)
 
     def totals(self):
         """{"calls", "items", "seconds"} so far; seconds add up calls that overlapped."""
@@ -69,8 +96,9 @@ class _Waiter:
     def __init__(self, items):
         self.items = items
         self.arrived = time.monotonic()
-        self.results = None
-        self.error = None
+        self.answer = None
+        self.error = None  # the batch's exception, shared by its waiters
+        self.batch_items = 0
         self.done = False
         self.leads = False
         self.wake = threading.Event()
@@ -115,7 +143,11 @@ class MicroBatcher:
         self.counts = CallCounts()
 
     def submit(self, key, items):
-        """Returns run_batch's results for `items`, computed in some batch of `key`."""
+        """Returns the Answer for `items`, computed in some batch of `key`.
+
+        Raises:
+          BatchFailed: if that batch's call raised (it is the cause).
+        """
         waiter = _Waiter(list(items))
         with self._lock:
             queue = self._queues.get(key)
@@ -133,8 +165,10 @@ class MicroBatcher:
         if not waiter.done:
             self._lead_one_batch(key, queue)
         if waiter.error is not None:
-            raise waiter.error
-        return waiter.results
+            message = ("the model call of a batch of %d items (this request's %d among them) "
+                       "failed" % (waiter.batch_items, len(waiter.items)))
+            raise BatchFailed(message) from waiter.error
+        return waiter.answer
 
     def _gather(self, queue, deadline):
         """Waits until the window closes or a full batch is queued."""
@@ -149,16 +183,18 @@ class MicroBatcher:
         """Runs the next batch (it holds the leader's request), then passes the lead on."""
         with self._lock:
             batch = queue.take_batch(self._max_batch_items)
+        items = [item for waiter in batch for item in waiter.items]
         try:
-            results = self.counts.timed_call(
-                self._run_batch, key, [item for waiter in batch for item in waiter.items])
+            answer = self.counts.timed_call(self._run_batch, key, items)
             start = 0
             for waiter in batch:
-                waiter.results = results[start:start + len(waiter.items)]
+                waiter.answer = Answer(answer.results[start:start + len(waiter.items)],
+                                       answer.call_seconds)
                 start += len(waiter.items)
         except Exception as error:  # whatever failed, every caller in the batch must hear of it
             for waiter in batch:
                 waiter.error = error
+                waiter.batch_items = len(items)
         finally:
             for waiter in batch:
                 waiter.done = True
@@ -185,5 +221,8 @@ class Unbatched:
         self.counts = CallCounts()
 
     def submit(self, key, items):
-        """Returns run_batch(key, items)."""
+        """Returns the Answer of run_batch(key, items); its exception, if it raises.
+
+        Each call runs in its caller's thread: no exception is shared.
+        """
         return self.counts.timed_call(self._run_batch, key, list(items))

@@ -34,6 +34,11 @@ class ApiError(Exception):
         self.message = message
 
 
+def body_over_limit_message(max_body_bytes):
+    """The 413 message, the same whether the app or waitress refuses the body."""
+    return "the body is over the limit of %d bytes" % max_body_bytes
+
+
 def error_document(status, message):
     """The JSON-serialisable error body for `status` (a key of CODES; "error" for any other)."""
     return {"error": {"code": CODES.get(status, "error"), "message": message}}

@@ -17,7 +17,13 @@ signal handler and from any thread.
 
 Requests that waitress refuses itself, before the app sees them (a malformed
 request line or header, headers over its 256 KB limit, an unknown transfer
-encoding), get DESIGN.md's JSON error too, rather than waitress's text/plain.
+encoding, a body over the limit), get DESIGN.md's JSON error too, rather than
+waitress's text/plain.
+
+The body limit is enforced by waitress, at the headers: a Content-Length over
+it is answered 413 at once, before a byte of the body is read (the app's own
+limit, Flask's MAX_CONTENT_LENGTH, applies only once the server has read the
+whole body into memory, and waitress's default limit is 1 GiB).
 """
 
 import json
@@ -29,7 +35,7 @@ from waitress import wasyncore
 from waitress.channel import HTTPChannel
 from waitress.task import ErrorTask
 
-from server.errors import error_document
+from server.errors import body_over_limit_message, error_document
 
 # How long one poll may sleep when nothing happens; a stop request wakes it anyway.
 POLL_TIMEOUT_S = 1.0
@@ -41,7 +47,12 @@ class JsonErrorTask(ErrorTask):
 
     def execute(self):
         error = self.request.error  # a waitress.utilities.Error: code, reason, body
-        body = json.dumps(error_document(error.code, "%s: %s" % (error.reason, error.body)))
+        if error.code == 413:
+            # The app's own 413 message: the limit, not waitress's off-by-one threshold.
+            message = body_over_limit_message(self.channel.adj.max_request_body_size - 1)
+        else:
+            message = "%s: %s" % (error.reason, error.body)
+        body = json.dumps(error_document(error.code, message))
         body = body.encode("utf-8")
         self.status = "%d %s" % (error.code, error.reason)
         self.response_headers.append(("Content-Type", "application/json"))
@@ -63,15 +74,21 @@ class GracefulServer:
       app: the WSGI application.
       host, port: where to listen (port 0: any free port).
       threads: waitress worker threads, i.e. requests handled at once.
+      max_body_bytes: the largest request body; a larger one is answered 413
+        as soon as its headers are read (the config's serve.max_body_bytes,
+        the app's own limit).
       drain_timeout_s: the longest a stop waits for in-flight requests.
     """
 
-    def __init__(self, app, host, port, threads, drain_timeout_s=30.0):
+    def __init__(self, app, host, port, threads, max_body_bytes, drain_timeout_s=30.0):
         self._stopping = threading.Event()
         self._socket_map = {}
         self._drain_timeout_s = drain_timeout_s
+        # Waitress refuses a body of max_request_body_size bytes or more; the
+        # app, one over max_body_bytes: the + 1 makes both mean "over the limit".
         self._server = waitress.create_server(app, map=self._socket_map, host=host, port=port,
-                                              threads=threads)
+                                              threads=threads,
+                                              max_request_body_size=max_body_bytes + 1)
         self._server.channel_class = JsonErrorChannel
 
     @property

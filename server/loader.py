@@ -18,8 +18,9 @@ class BackgroundLoader:
         server says it is ready, so the first requests pay no graph building.
       warm_up_source_tokens: the unrolled decoder has one graph per output
         length bucket, each seconds to build: build those that sources of up
-        to this many tokens need (0: none). Longer sources build theirs on
-        first use.
+        to this many tokens need (0: none). The app serves the unrolled
+        decoder no longer sources (create_app's max_unrolled_tokens); other
+        beam widths build their graphs on first use.
     """
 
     def __init__(self, slot, model_dir, export_dir, warm_up_beam_widths, warm_up_source_tokens):

@@ -2,9 +2,19 @@
 
 Every check names the field and the limit, so a client can fix its request
 from the message alone (``texts[2] has 612 characters; the limit is 500``).
-The body's shape and JSON types are checked here; the decoding options'
-ranges by the Translator itself (``check_options``), which knows what its
-model serves (a SavedModel offers one decoder at one beam width).
+The body's shape and JSON types are checked here; the decoding options
+(decoder name, beam width and n_best ranges) by the Translator itself
+(``check_options``), the one place that knows what its model serves (a
+SavedModel offers one decoder at one beam width).
+
+null: the options "decoder", "beam_width" and "n_best" are optional, and
+``null`` is the same as leaving one out (its default applies), for all three
+alike. "text" and "texts" are not options: null is no text (a 400).
+
+Integers longer than MAX_INTEGER_DIGITS digits are read as +-10**MAX_INTEGER_DIGITS:
+out of every range alike, and so refused with the usual out-of-range message
+(Python refuses to read integers of over 4,300 digits at all, with a message
+about its own settings).
 """
 
 import collections
@@ -15,25 +25,31 @@ from server.errors import ApiError
 
 DEFAULT_DECODER = "while_loop"
 FIELDS = ("text", "texts", "decoder", "beam_width", "n_best")
+MAX_INTEGER_DIGITS = 100
 # Whitespace a pasted paragraph may carry; every other control character is refused.
 ALLOWED_CONTROLS = frozenset("\t\n\r")
 
+# The request limits that do not depend on the model (the beam widths do: the
+# Translator's `beam_widths`). max_unrolled_tokens: the unrolled decoder's
+# graph grows with the length (one graph per length bucket, seconds to build),
+# so it serves sources up to the length its graphs were built for at start.
 Limits = collections.namedtuple(
-    "Limits", "max_body_bytes max_texts max_chars max_tokens max_beam_width")
+    "Limits", "max_body_bytes max_texts max_chars max_tokens max_unrolled_tokens")
 
-# The decoding settings of a request: requests with equal settings can share a batch.
+# The decoding settings of a request. Requests with the same decoder and beam
+# width can share a batch: n_best only selects from the same beam.
 DecodeSettings = collections.namedtuple("DecodeSettings", "decoder beam_width n_best")
 
 # A checked request: each text's source token ids (tokenized once, here) and its settings.
 TranslateRequest = collections.namedtuple("TranslateRequest", "token_ids settings")
 
 
-def limits_from_config(config):
-    """The request limits of a resolved config (the "serve" and "decode" sections)."""
+def limits_from_config(config, max_unrolled_tokens):
+    """The request limits of a resolved config's "serve" section, and the unrolled one."""
     serve = config["serve"]
     return Limits(max_body_bytes=serve["max_body_bytes"], max_texts=serve["max_texts"],
                   max_chars=serve["max_chars"], max_tokens=serve["max_tokens"],
-                  max_beam_width=config["decode"]["max_beam_width"])
+                  max_unrolled_tokens=max_unrolled_tokens)
 
 
 def json_type_name(value):
@@ -56,8 +72,9 @@ class TranslateRequestParser:
 
     Args:
       limits: a Limits.
-      translator: what translates: its `decoders`, `check_options` (raises
-        ValueError for options out of range) and `tokenize`.
+      translator: what translates: its `check_options` (raises ValueError,
+        naming the option, for an unknown decoder or a value out of range)
+        and `tokenize`.
     """
 
     def __init__(self, limits, translator):
@@ -77,10 +94,13 @@ class TranslateRequestParser:
         unknown = sorted(set(fields) - set(FIELDS))
         if unknown:
             raise ApiError(400, "unknown field %s; the fields are %s"
-                           % (_shorten(unknown[0]), ", ".join(FIELDS)))
-        token_ids = [self._check_text(name, text)
-                     for name, text in _named_texts(fields, self._limits)]
-        return TranslateRequest(token_ids, self._settings(fields))
+                           % (shorten(unknown[0]), ", ".join(FIELDS)))
+        named_texts = _named_texts(fields, self._limits)
+        token_ids = [self._check_text(name, text) for name, text in named_texts]
+        settings = self._settings(fields)
+        if settings.decoder == "unrolled":
+            self._check_unrolled_lengths([name for name, _ in named_texts], token_ids)
+        return TranslateRequest(token_ids, settings)
 
     def _check_text(self, name, text):
         """Returns the source token ids of the text, or raises ApiError."""
@@ -114,13 +134,22 @@ class TranslateRequestParser:
                            "many tokens)" % (name, len(token_ids), self._limits.max_tokens))
         return token_ids
 
+    def _check_unrolled_lengths(self, names, token_ids):
+        limit = self._limits.max_unrolled_tokens
+        for name, ids in zip(names, token_ids):
+            if len(ids) > limit:
+                raise ApiError(400, "%s has %d tokens; the unrolled decoder's graph grows with "
+                               "the length, so it serves up to %d source tokens here; use "
+                               "while_loop" % (name, len(ids), limit))
+
     def _settings(self, fields):
-        """The decoding settings, the beam width resolved (its default; 1 for greedy)."""
-        decoder = fields.get("decoder", DEFAULT_DECODER)
-        decoders = self._translator.decoders
-        if not isinstance(decoder, str) or decoder not in decoders:
-            raise ApiError(400, "decoder must be one of %s, got %s"
-                           % (", ".join(decoders), _shorten(decoder)))
+        """The decoding settings, the beam width resolved (its default; 1 for greedy).
+
+        The types are checked here, the values by the translator's check_options.
+        """
+        decoder = fields.get("decoder")
+        if decoder is None:
+            decoder = DEFAULT_DECODER
         beam_width = _optional_integer(fields, "beam_width")
         n_best = _optional_integer(fields, "n_best")
         if n_best is None:
@@ -144,6 +173,14 @@ def _reject_constant(name):
     raise ValueError("%s is not a JSON value" % name)
 
 
+def _parse_int(text):
+    """A JSON integer; one of over MAX_INTEGER_DIGITS digits as +-10**MAX_INTEGER_DIGITS."""
+    digits = text.lstrip("-")
+    if len(digits) <= MAX_INTEGER_DIGITS:
+        return int(text)
+    return (-1 if text.startswith("-") else 1) * 10 ** MAX_INTEGER_DIGITS
+
+
 def _object_without_repeated_names(pairs):
     """A JSON object as a dict, or ApiError if a name repeats.
 
@@ -153,7 +190,7 @@ def _object_without_repeated_names(pairs):
     value = {}
     for name, member in pairs:
         if name in value:
-            raise ApiError(400, "the field %s appears twice; give each field once" % _shorten(name))
+            raise ApiError(400, "the field %s appears twice; give each field once" % shorten(name))
         value[name] = member
     return value
 
@@ -169,7 +206,7 @@ def _parse_json_object(body):
                        % (body[error.start], error.start)) from None
     try:
         # NaN and Infinity are Python's extensions, not JSON.
-        value = json.loads(document, parse_constant=_reject_constant,
+        value = json.loads(document, parse_constant=_reject_constant, parse_int=_parse_int,
                            object_pairs_hook=_object_without_repeated_names)
     except ValueError as error:
         raise ApiError(400, "the body is not valid JSON: %s" % error) from None
@@ -197,15 +234,15 @@ def _named_texts(fields, limits):
 
 
 def _optional_integer(fields, name):
-    """Returns fields[name] if it is a JSON integer, None if absent, or raises ApiError."""
+    """Returns fields[name] if it is a JSON integer, None if absent or null, or raises ApiError."""
     value = fields.get(name)
     # bool is an int in Python, but `true` is no beam width.
     if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-        raise ApiError(400, "%s must be an integer, got %s" % (name, _shorten(value)))
+        raise ApiError(400, "%s must be an integer, got %s" % (name, shorten(value)))
     return value
 
 
-def _shorten(value, limit=40):
+def shorten(value, limit=40):
     """The JSON text of a value, cut short: messages must not echo a whole body back."""
     text = json.dumps(value)
     return text if len(text) <= limit else text[:limit] + "..."

@@ -3,22 +3,30 @@
 import json
 import socket
 import threading
+import time
 
 import pytest
-from flask import Flask, jsonify
+from flask import Flask, jsonify, request
 
 from server.graceful_server import GracefulServer
+
+MAX_BODY_BYTES = 1000
 
 
 @pytest.fixture
 def server():
     app = Flask(__name__)
+    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
 
     @app.get("/healthz")
     def healthz():
         return jsonify(status="ok")
 
-    server = GracefulServer(app, "127.0.0.1", 0, threads=2)
+    @app.post("/echo")
+    def echo():
+        return jsonify(bytes=len(request.get_data()))
+
+    server = GracefulServer(app, "127.0.0.1", 0, threads=2, max_body_bytes=MAX_BODY_BYTES)
     thread = threading.Thread(target=server.serve)
     thread.start()
     yield server
@@ -27,13 +35,13 @@ def server():
     assert not thread.is_alive()
 
 
-def exchange(server, raw_request):
+def exchange(server, raw_request, timeout_s=30):
     """Sends raw bytes on a new connection and reads one response.
 
     Returns (status, headers with lower-case names, body bytes).
     """
     port = int(server.url.rsplit(":", 1)[1].strip("/"))
-    with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as connection:
         connection.sendall(raw_request)
         response = b""
         # Read no further than the response: a server that refuses a request
@@ -75,3 +83,36 @@ def test_requests_waitress_refuses_get_a_json_error(server, raw_request, status,
     # The server goes on serving.
     assert exchange(server, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")[:1] \
         == (200,)
+
+
+def assert_serves(server):
+    assert exchange(server, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")[:1] \
+        == (200,)
+
+
+def post(length, body=b""):
+    return (b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Connection: close\r\nContent-Length: %d\r\n\r\n" % length) + body
+
+
+def test_a_body_over_the_limit_is_refused_at_the_headers(server):
+    # Headers announcing 20 MB and no body at all: waitress's default limit
+    # (1 GiB) would wait for the body to arrive before the app could refuse it.
+    started = time.monotonic()
+    status, headers, body = exchange(server, post(20000000), timeout_s=10)
+    assert time.monotonic() - started < 5
+    assert status == 413
+    assert headers["content-type"] == "application/json"
+    # The app's own 413: the same code and message (tests/test_serve_api.py).
+    assert json.loads(body) == {"error": {
+        "code": "payload_too_large",
+        "message": "the body is over the limit of %d bytes" % MAX_BODY_BYTES}}
+    assert_serves(server)
+
+
+def test_the_limit_is_the_apps_one_byte_for_byte(server):
+    status, _, body = exchange(server, post(MAX_BODY_BYTES, b"x" * MAX_BODY_BYTES))
+    assert (status, json.loads(body)) == (200, {"bytes": MAX_BODY_BYTES})
+    status, _, body = exchange(server, post(MAX_BODY_BYTES + 1))
+    assert status == 413 and json.loads(body)["error"]["code"] == "payload_too_large"
+    assert_serves(server)

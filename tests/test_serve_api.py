@@ -10,9 +10,11 @@ import glob
 import json
 import logging
 import os
+import re
 
 import pytest
 
+from server import examples as examples_module
 from server.app import create_app
 from server.examples import read_examples
 from server.model_slot import ModelSlot
@@ -43,6 +45,14 @@ def assert_error(response, status, code, message_part):
     assert message_part in body["error"]["message"]
     text = response.get_data(as_text=True)
     assert "Traceback" not in text and ".py" not in text
+    assert_no_server_path(body["error"]["message"])
+
+
+def assert_no_server_path(message):
+    """No absolute path of this machine's files (a model or export directory, a module)."""
+    for path in re.findall(r"/[^\s,;:()'\"]+", message):
+        assert not (len(path) > 1 and os.path.exists(path.rstrip("."))), \
+            "the message names the server's path %s: %s" % (path, message)
 
 
 def assert_serves(client):
@@ -57,10 +67,11 @@ def test_translate_one_text(client, translator, config):
     response = client.post("/translate", json={"text": "  three hundred and twelve  "})
     assert response.status_code == 200
     body = response.get_json()
-    assert list(body) == ["translations", "decoder", "beam_width", "elapsed_ms", "model"]
+    assert list(body) == ["translations", "decoder", "beam_width", "elapsed_ms", "decode_ms",
+                          "model"]
     assert body["decoder"] == "while_loop"
     assert body["beam_width"] == config["decode"]["beam_width"]
-    assert body["elapsed_ms"] > 0
+    assert 0 < body["decode_ms"] <= body["elapsed_ms"]
     assert body["model"] == {"name": translator.model_name, "step": translator.step}
     [translation] = body["translations"]
     [expected] = translator.translate(["three hundred and twelve"])
@@ -90,6 +101,16 @@ def test_greedy_reports_beam_width_one(client):
     assert response.get_json()["beam_width"] == 1
 
 
+def test_null_options_are_the_defaults(client, config):
+    # null is the same as leaving an option out, for all three options alike.
+    response = client.post("/translate", json={"text": "seven", "decoder": None,
+                                               "beam_width": None, "n_best": None})
+    assert response.status_code == 200, response.get_json()
+    body = response.get_json()
+    assert (body["decoder"], body["beam_width"]) == ("while_loop", config["decode"]["beam_width"])
+    assert len(body["translations"][0]["n_best"]) == 1
+
+
 def test_charset_utf8_and_non_ascii_text_are_accepted(client):
     response = client.post("/translate", data=json.dumps({"text": "sete mil e ação"}),
                            content_type="application/json; charset=UTF-8")
@@ -110,8 +131,10 @@ def test_info_reports_the_model_and_the_limits(client, translator, config):
     assert info["limits"] == {
         "max_body_bytes": serve["max_body_bytes"], "max_texts": serve["max_texts"],
         "max_chars": serve["max_chars"], "max_tokens": serve["max_tokens"],
+        "max_unrolled_tokens": 16, "min_beam_width": 1,
         "max_beam_width": config["decode"]["max_beam_width"],
         "max_n_best": config["decode"]["max_beam_width"]}
+    assert list(translator.beam_widths) == list(range(1, config["decode"]["max_beam_width"] + 1))
     batching = dict(info["batching"])
     counts = {name: batching.pop(name)
               for name in ("model_calls", "sentences", "model_call_seconds")}
@@ -152,6 +175,19 @@ def test_info_without_a_held_out_split_has_no_examples(translator, config, tmp_p
     assert_serves(client)
 
 
+def test_a_relative_data_dir_is_the_repositorys_whatever_the_working_directory(
+        tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    (repo / "data" / "prepared").mkdir(parents=True)
+    (repo / "data" / "prepared" / "test.src").write_text("one\ntwo\n", encoding="utf-8")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.setattr(examples_module, "REPO", str(repo))
+    monkeypatch.chdir(elsewhere)
+    assert read_examples({"data": {"data_dir": "data/prepared"}}) == ["one", "two"]
+    assert read_examples({"data": {"data_dir": str(repo / "data" / "prepared")}}) == ["one", "two"]
+
+
 def test_examples_come_from_dev_src_without_a_test_src_and_skip_empty_lines(tmp_path):
     (tmp_path / "dev.src").write_text("\none\n  \ntwo  \none\n\n", encoding="utf-8")
     assert read_examples({"data": {"data_dir": str(tmp_path)}}) == ["one", "two"]
@@ -160,8 +196,11 @@ def test_examples_come_from_dev_src_without_a_test_src_and_skip_empty_lines(tmp_
 @pytest.mark.parametrize("model_config",
                          [{}, {"data": {}}, {"data": {"data_dir": "/nonexistent/data"}}],
                          ids=["no data section", "no data_dir", "missing directory"])
-def test_no_examples_without_a_data_dir(model_config):
-    assert read_examples(model_config) == []
+def test_no_examples_without_a_data_dir(model_config, caplog):
+    with caplog.at_level(logging.INFO, logger="seq2seq.serve"):
+        assert read_examples(model_config) == []
+    assert [record.levelname for record in caplog.records] == ["INFO"]
+    assert "no example sentences" in caplog.text
 
 
 def test_an_unreadable_split_gives_no_examples(tmp_path, caplog):
@@ -194,6 +233,21 @@ def test_one_log_line_per_request(client, caplog):
     assert len(lines) == 2
     assert lines[0].startswith("POST /translate 200 ") and lines[0].endswith("ms sentences=2")
     assert lines[1].startswith("GET /nowhere 404 ") and lines[1].endswith("ms sentences=0")
+
+
+def test_a_path_cannot_forge_log_lines_or_a_long_reply(client, caplog):
+    forged = "/x%0AGET /translate 200 1.0ms sentences=1%0D%0A"
+    with caplog.at_level(logging.INFO, logger="seq2seq.serve.access"):
+        response = client.get(forged)
+        long_response = client.get("/" + "a" * 5000)
+    assert_error(response, 404, "not_found", "no such path")
+    assert_error(long_response, 404, "not_found", "no such path")
+    assert len(long_response.get_data()) < 500, "the reply does not echo the whole path"
+    lines = [record.getMessage() for record in caplog.records if record.name == "seq2seq.serve.access"]
+    assert len(lines) == 2
+    assert all("\n" not in line and "\r" not in line for line in lines)
+    assert lines[0].startswith("GET /x\\nGET\\x20/translate\\x20200") and " 404 " in lines[0]
+    assert lines[1].startswith("GET /aaaa") and len(lines[1]) < 300
 
 
 # --- Bad input: one case per kind ---------------------------------------------------------------
@@ -261,6 +315,23 @@ BAD_REQUESTS = [
      "beam_width must be an integer in 1..8, got 0"),
     ("beam width too large", json_body({"text": "one", "beam_width": 9}), 400, "bad_request",
      "beam_width must be an integer in 1..8, got 9"),
+    ("beam width of 5000 digits", raw_body('{"text": "one", "beam_width": %s}' % ("9" * 5000)),
+     400, "bad_request", "beam_width must be an integer in 1..8, got an integer of more than 15 digits"),
+    ("negative beam width of 5000 digits",
+     raw_body('{"text": "one", "beam_width": -%s}' % ("9" * 5000)), 400, "bad_request",
+     "beam_width must be an integer in 1..8, got an integer of more than 15 digits"),
+    ("n-best of 200 digits", raw_body('{"text": "one", "n_best": %s}' % ("1" * 200)), 400,
+     "bad_request", "n_best must be an integer in 1..3 (the beam width), got an integer of more"),
+    ("greedy beam width zero", json_body({"text": "one", "decoder": "greedy", "beam_width": 0}),
+     400, "bad_request", "beam_width must be an integer in 1..8, got 0"),
+    ("greedy beam width too large",
+     json_body({"text": "one", "decoder": "greedy", "beam_width": 1000000}), 400, "bad_request",
+     "beam_width must be an integer in 1..8, got 1000000"),
+    ("long decoder name", json_body({"text": "one", "decoder": "x" * 5000}), 400, "bad_request",
+     'decoder must be one of while_loop, unrolled, greedy, got "xxxx'),
+    ("unrolled over its length", json_body({"texts": ["one", "one " * 17], "decoder": "unrolled"}),
+     400, "bad_request", "texts[1] has 34 tokens; the unrolled decoder's graph grows with the "
+     "length, so it serves up to 16 source tokens here; use while_loop"),
     ("beam width a string", json_body({"text": "one", "beam_width": "4"}), 400, "bad_request",
      'beam_width must be an integer, got "4"'),
     ("beam width a float", json_body({"text": "one", "beam_width": 2.0}), 400, "bad_request",
@@ -299,7 +370,7 @@ def test_bad_translate_request(client, arguments, status, code, message_part):
     ("GET", "/translate", 405, "method_not_allowed", "GET is not allowed on /translate; use POST"),
     ("PUT", "/healthz", 405, "method_not_allowed", "use GET"),
     ("DELETE", "/v1/info", 405, "method_not_allowed", "use GET"),
-    ("GET", "/v2/translate", 404, "not_found", "no such path: /v2/translate"),
+    ("GET", "/v2/translate", 404, "not_found", 'no such path: "/v2/translate"'),
     ("POST", "/", 405, "method_not_allowed", "use GET"),
 ])
 def test_bad_method_or_path(client, method, path, status, code, message_part):
@@ -334,9 +405,8 @@ def test_an_internal_error_is_a_generic_500_and_is_logged(translator, config, ca
         response = client.post("/translate", json={"text": "boom"})
     assert_error(response, 500, "internal_error", "the server has logged the details")
     assert "secret" not in response.get_data(as_text=True)
-    assert any("/srv/secret" in record.getMessage() or
-               (record.exc_info and "/srv/secret" in str(record.exc_info[1]))
-               for record in caplog.records)
+    # The log has the details: the failed batch and, as its cause, what failed.
+    assert "/srv/secret" in caplog.text and "BatchFailed" in caplog.text
     assert_serves(client)
 
 
@@ -387,6 +457,31 @@ def test_a_saved_model_serves_its_one_decoder_and_beam_width(tiny_model_dir, con
     assert response.get_json()["beam_width"] == info["defaults"]["beam_width"]
     assert_error(client.post("/translate", json={"text": "one", "decoder": "unrolled"}),
                  400, "bad_request", "decoder must be one of while_loop")
-    other_width = info["defaults"]["beam_width"] + 1
-    assert_error(client.post("/translate", json={"text": "one", "beam_width": other_width}),
-                 400, "bad_request", "serves only the while_loop decoder at beam_width")
+    # What the page sets its beam width field from: the one width the export serves.
+    width = info["defaults"]["beam_width"]
+    assert (info["limits"]["min_beam_width"], info["limits"]["max_beam_width"],
+            info["limits"]["max_n_best"]) == (width, width, width)
+    for other_width in (width - 1, width + 1, 100):
+        response = client.post("/translate", json={"text": "one", "beam_width": other_width})
+        assert_error(response, 400, "bad_request",
+                     "serves only the while_loop decoder at beam_width %d" % width)
+        message = response.get_json()["error"]["message"]
+        assert export_dir not in message and tiny_model_dir not in message
+        assert message.endswith("got beam_width %d" % other_width)
+
+
+def test_the_unrolled_decoder_serves_sources_up_to_its_limit(translator, config):
+    client = create_app(ModelSlot(translator), config, max_unrolled_tokens=6).test_client()
+    assert client.get("/v1/info").get_json()["limits"]["max_unrolled_tokens"] == 6
+    six_tokens, ten_tokens = "one two three", "one two three four five"
+    assert [len(translator.tokenize(text)) for text in (six_tokens, ten_tokens)] == [6, 10]
+    response = client.post("/translate", json={"texts": [six_tokens, ten_tokens],
+                                               "decoder": "unrolled"})
+    assert_error(response, 400, "bad_request",
+                 "texts[1] has 10 tokens; the unrolled decoder's graph grows with the length, so "
+                 "it serves up to 6 source tokens here; use while_loop")
+    for decoder in ("while_loop", "greedy"):
+        response = client.post("/translate", json={"text": ten_tokens, "decoder": decoder})
+        assert response.status_code == 200, "only the unrolled decoder is limited"
+    response = client.post("/translate", json={"text": six_tokens, "decoder": "unrolled"})
+    assert response.status_code == 200

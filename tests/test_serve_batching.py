@@ -9,11 +9,12 @@ batching changes nothing in the answers.
 import copy
 import threading
 import time
+import traceback
 
 import pytest
 
 from server.app import create_app
-from server.batcher import MicroBatcher, Unbatched
+from server.batcher import BatchFailed, MicroBatcher, Unbatched
 from server.model_slot import ModelSlot
 
 # Generous bounds: the machine is shared, so timing assertions leave slack.
@@ -50,7 +51,7 @@ def submit_concurrently(batcher, submissions):
     def submit(index, key, items):
         barrier.wait()
         try:
-            outcomes[index] = batcher.submit(key, items)
+            outcomes[index] = batcher.submit(key, items).results
         except Exception as error:  # the test inspects what each caller got
             outcomes[index] = error
 
@@ -107,8 +108,10 @@ def test_a_lone_request_waits_one_window_at_most():
     run = RecordingRun()
     batcher = MicroBatcher(run, window_s=WINDOW_S, max_batch_items=64)
     started = time.monotonic()
-    assert batcher.submit("k", [1]) == [10]
+    answer = batcher.submit("k", [1])
+    assert answer.results == [10]
     assert WINDOW_S * 0.9 <= time.monotonic() - started < WINDOW_S + SLACK_S
+    assert answer.call_seconds < WINDOW_S * 0.5, "the model call's time, not the window's"
 
 
 def start_held_batch(key):
@@ -129,7 +132,7 @@ def start_held_batch(key):
 def test_a_slow_batch_does_not_hold_back_other_settings():
     batcher, _, slow, release_slow = start_held_batch("slow")
     started = time.monotonic()
-    assert batcher.submit("fast", [2]) == [20]
+    assert batcher.submit("fast", [2]).results == [20]
     assert time.monotonic() - started < WINDOW_S + SLACK_S
     assert slow.is_alive(), "the slow batch is still running"
     release_slow.set()
@@ -152,9 +155,29 @@ def test_a_failed_batch_fails_its_own_requests_only():
     run = RecordingRun(fail_on=2)
     batcher = MicroBatcher(run, window_s=WINDOW_S, max_batch_items=64)
     outcomes = submit_concurrently(batcher, [("k", [1]), ("k", [2]), ("other", [3])])
-    assert isinstance(outcomes[0], RuntimeError) and isinstance(outcomes[1], RuntimeError)
+    assert isinstance(outcomes[0], BatchFailed) and isinstance(outcomes[1], BatchFailed)
+    assert isinstance(outcomes[0].__cause__, RuntimeError)
     assert outcomes[2] == [30]
-    assert batcher.submit("k", [4]) == [40], "the key serves again after a failure"
+    assert batcher.submit("k", [4]).results == [40], "the key serves again after a failure"
+
+
+def test_each_request_of_a_failed_batch_gets_an_exception_of_its_own():
+    # One exception object raised in several threads gathers all their frames
+    # in its one traceback: each logged 500 would show the others' stacks.
+    run = RecordingRun(fail_on=2)
+    batcher = MicroBatcher(run, window_s=WINDOW_S, max_batch_items=64)
+    outcomes = submit_concurrently(batcher, [("k", [1]), ("k", [2]), ("k", [3])])
+    assert len(run.batches) == 1
+    assert all(isinstance(outcome, BatchFailed) for outcome in outcomes)
+    assert len({id(outcome) for outcome in outcomes}) == 3
+    cause = outcomes[0].__cause__
+    assert isinstance(cause, RuntimeError) and "cannot translate 2" in str(cause)
+    assert all(outcome.__cause__ is cause for outcome in outcomes), "the cause is kept"
+    for outcome in outcomes:
+        frames = [frame.name for frame in traceback.extract_tb(outcome.__traceback__)]
+        assert frames.count("submit") == 2, "the test's submit and the batcher's, once: %s" % frames
+    frames = [frame.name for frame in traceback.extract_tb(cause.__traceback__)]
+    assert "submit" not in frames, "the cause's traceback is the batch's run only: %s" % frames
 
 
 def test_unbatched_runs_every_request_alone():
@@ -162,6 +185,7 @@ def test_unbatched_runs_every_request_alone():
     outcomes = submit_concurrently(Unbatched(run), [("k", [1]), ("k", [2, 3])])
     assert outcomes == [[10], [20, 30]]
     assert sorted(items for _, items in run.batches) == [[1], [2, 3]]
+    assert Unbatched(run).submit("k", [4]).call_seconds >= 0.0
 
 
 def test_the_counts_add_up_the_model_calls_of_both_batchers():
@@ -187,6 +211,28 @@ def test_the_counts_time_each_call_from_start_to_end():
     assert 0.3 <= totals["seconds"] < 0.3 + SLACK_S
 
 
+def test_every_request_of_a_batch_gets_the_time_of_its_call():
+    release = threading.Event()
+    run = RecordingRun(hold={"k": release})
+    batcher = MicroBatcher(run, window_s=WINDOW_S, max_batch_items=64)
+    answers = [None, None]
+
+    def submit(index):
+        answers[index] = batcher.submit("k", [index])
+    threads = [threading.Thread(target=submit, args=(index,)) for index in range(2)]
+    for thread in threads:
+        thread.start()
+    assert run.started.wait(timeout=10)
+    time.sleep(0.3)
+    release.set()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert len(run.batches) == 1
+    assert answers[0].call_seconds == answers[1].call_seconds
+    assert 0.3 <= answers[0].call_seconds < 0.3 + SLACK_S
+    assert batcher.counts.totals()["seconds"] == answers[0].call_seconds
+
+
 # --- The app, with the real tiny model ---------------------------------------------------------
 
 class CountingTranslator:
@@ -195,12 +241,14 @@ class CountingTranslator:
     def __init__(self, translator):
         self._translator = translator
         self.calls = []
+        self.options = []
 
     def __getattr__(self, name):
         return getattr(self._translator, name)
 
     def translate_tokens(self, token_ids, **options):
         self.calls.append(len(token_ids))
+        self.options.append(dict(options, token_ids=token_ids))
         return self._translator.translate_tokens(token_ids, **options)
 
 
@@ -211,9 +259,11 @@ def translator(tiny_model_dir):
 
 
 def app_with(translator, config, window_ms):
+    """The app with this batching window; the unrolled decoder serves every length here."""
     config = copy.deepcopy(config)
     config["serve"]["batch_window_ms"] = window_ms
-    return create_app(ModelSlot(translator), config)
+    return create_app(ModelSlot(translator), config,
+                      max_unrolled_tokens=config["serve"]["max_tokens"])
 
 
 def post_concurrently(app, bodies):
@@ -266,3 +316,40 @@ def test_a_zero_window_turns_batching_off(translator):
     assert [response.status_code for response in responses] == [200] * 4
     assert counting.calls == [1, 1, 1, 1]
     assert app.test_client().get("/v1/info").get_json()["batching"]["enabled"] is False
+
+
+def test_requests_that_differ_in_n_best_only_share_a_batch(translator):
+    # n_best only picks from the same beam: the call decodes with the largest,
+    # and each request keeps its own.
+    counting = CountingTranslator(translator)
+    app = app_with(counting, translator.config, window_ms=300)
+    n_bests = [1, 3, 2, 3, 1, 2]
+    bodies = [{"text": text, "beam_width": 3, "n_best": n_best}
+              for text, n_best in zip(SENTENCES, n_bests)]
+    responses = post_concurrently(app, bodies)
+    assert [response.status_code for response in responses] == [200] * len(bodies)
+    assert len(counting.calls) < len(bodies), "requests of different n_best shared a batch"
+    n_best_of = {tuple(translator.tokenize(text)): n_best for text, n_best in zip(SENTENCES, n_bests)}
+    for options in counting.options:
+        assert options["n_best"] == max(n_best_of[tuple(ids)] for ids in options["token_ids"]), \
+            "a call decodes its batch's largest n_best"
+    for text, n_best, response in zip(SENTENCES, n_bests, responses):
+        [alone] = translator.translate([text], beam_width=3, n_best=n_best)
+        [batched] = response.get_json()["translations"]
+        assert [hypothesis["text"] for hypothesis in batched["n_best"]] == [h.text for h in alone.n_best]
+        assert [hypothesis["score"] for hypothesis in batched["n_best"]] == pytest.approx(
+            [h.score for h in alone.n_best], abs=1e-4)
+        assert (batched["text"], batched["score"]) == (
+            alone.text, pytest.approx(alone.score, abs=1e-4))
+
+
+def test_decode_ms_is_the_model_call_and_elapsed_ms_includes_the_window(translator):
+    app = app_with(translator, translator.config, window_ms=300)
+    client = app.test_client()
+    client.post("/translate", json={"text": "one", "decoder": "greedy"})  # builds the graph
+    body = client.post("/translate", json={"text": "one", "decoder": "greedy"}).get_json()
+    assert body["elapsed_ms"] >= 300, "a lone request waits the whole window"
+    assert 0 < body["decode_ms"] < body["elapsed_ms"] - 250, body
+    batched = [response.get_json()["decode_ms"] for response in post_concurrently(
+        app, [{"text": text, "decoder": "greedy"} for text in SENTENCES[:3]])]
+    assert len(set(batched)) < 3, "requests of one batch report its one model call"

@@ -5,8 +5,10 @@ set) a missing browser is a failure.
 """
 
 import contextlib
+import json
 import math
 import os
+import re
 import threading
 
 import pytest
@@ -37,10 +39,16 @@ def translator(tiny_model_dir):
 
 
 @contextlib.contextmanager
-def serving(translator):
-    """The app over `translator`, served by waitress on a free port; yields its URL."""
-    server = GracefulServer(create_app(ModelSlot(translator), translator.config),
-                            "127.0.0.1", 0, threads=8)
+def serving(translator, wrap=None, **app_options):
+    """The app over `translator`, served by waitress on a free port; yields its URL.
+
+    Args:
+      wrap: a function of the WSGI app that returns the WSGI app to serve.
+      app_options: create_app's keyword arguments.
+    """
+    app = create_app(ModelSlot(translator), translator.config, **app_options)
+    server = GracefulServer(wrap(app) if wrap else app, "127.0.0.1", 0, threads=8,
+                            max_body_bytes=translator.config["serve"]["max_body_bytes"])
     thread = threading.Thread(target=server.serve, name="waitress", daemon=True)
     thread.start()
     try:
@@ -89,6 +97,17 @@ def set_number(browser, element_id, value):
     field.send_keys(str(value))
 
 
+def column_times(browser, decoder):
+    """The (decoding, in the server) milliseconds a column shows, each with its label."""
+    column = 'section.decoder[data-decoder="%s"]' % decoder
+    decoding = browser.find_element(By.CSS_SELECTOR, column + " .decode-ms").text
+    in_server = browser.find_element(By.CSS_SELECTOR, column + " .elapsed").text
+    decoding_match = re.fullmatch(r"decoding (\d+\.\d\d) ms", decoding)
+    in_server_match = re.fullmatch(r"in the server (\d+\.\d\d) ms", in_server)
+    assert decoding_match and in_server_match, (decoding, in_server)
+    return float(decoding_match.group(1)), float(in_server_match.group(1))
+
+
 def column_hypotheses(browser, decoder):
     column = browser.find_element(By.CSS_SELECTOR, 'section.decoder[data-decoder="%s"]' % decoder)
     return [(item.find_element(By.CLASS_NAME, "text").text,
@@ -117,9 +136,8 @@ def test_a_person_compares_the_two_beam_searches(browser, page_url, translator):
         assert [text for text, _ in shown] == [hypothesis.text for hypothesis in expected.n_best]
         assert [score for _, score in shown] == pytest.approx(
             [hypothesis.score for hypothesis in expected.n_best], abs=1e-3)
-        elapsed = browser.find_element(
-            By.CSS_SELECTOR, 'section.decoder[data-decoder="%s"] .elapsed' % decoder).text
-        assert elapsed.endswith(" ms") and float(elapsed[:-3]) > 0
+        decoding, in_server = column_times(browser, decoder)
+        assert 0 < decoding <= in_server
     assert not browser.find_element(By.ID, "error").is_displayed()
     severe = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
     assert severe == [], "the page logged errors (a blocked resource, a script error)"
@@ -182,3 +200,51 @@ def test_an_answer_that_is_not_json_is_shown_and_the_page_stays_usable(browser, 
         wait.until(expected_conditions.visibility_of_element_located((By.ID, "error")))
         assert "the server answered 200 without JSON" in browser.find_element(By.ID, "error").text
         wait.until(expected_conditions.element_to_be_clickable((By.ID, "translate")))
+
+
+def test_a_source_too_long_for_the_unrolled_decoder_fails_in_its_column_only(browser, translator):
+    with serving(translator, max_unrolled_tokens=4) as url:
+        wait = open_page(browser, url)
+        assert "of up to 4 tokens" in browser.find_element(By.ID, "model").text
+        browser.find_element(By.ID, "text").send_keys("I bought these two chairs.")
+        browser.find_element(By.ID, "translate").click()
+        wait.until(expected_conditions.presence_of_element_located(
+            (By.CSS_SELECTOR, 'section.decoder[data-decoder="while_loop"] .elapsed')))
+        wait.until(expected_conditions.element_to_be_clickable((By.ID, "translate")))
+        unrolled = browser.find_element(By.CSS_SELECTOR, 'section.decoder[data-decoder="unrolled"]')
+        assert "serves up to 4 source tokens here; use while_loop" in \
+            unrolled.find_element(By.CLASS_NAME, "failed").text
+        [expected] = translator.translate(["I bought these two chairs."])
+        assert column_hypotheses(browser, "while_loop") == [
+            (expected.text, pytest.approx(expected.score, abs=1e-3))]
+        assert "unrolled: " in browser.find_element(By.ID, "error").text
+
+
+def unexpected_translate_answers(app):
+    """The app, except that POST /translate answers 200 with JSON that is no translation."""
+
+    def wsgi(environ, start_response):
+        if environ["PATH_INFO"] != "/translate":
+            return app(environ, start_response)
+        environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        body = json.dumps({"translations": "not a list"}).encode("utf-8")
+        start_response("200 OK", [("Content-Type", "application/json"),
+                                  ("Content-Length", str(len(body)))])
+        return [body]
+    return wsgi
+
+
+def test_an_answer_of_unexpected_shape_is_shown_and_the_page_stays_usable(browser, translator):
+    with serving(translator, wrap=unexpected_translate_answers) as url:
+        wait = open_page(browser, url)
+        browser.find_element(By.ID, "text").send_keys("one")
+        browser.find_element(By.ID, "translate").click()
+        wait.until(expected_conditions.visibility_of_element_located((By.ID, "error")))
+        wait.until(expected_conditions.element_to_be_clickable((By.ID, "translate")))
+        columns = browser.find_elements(By.CSS_SELECTOR, "section.decoder")
+        assert [column.get_attribute("data-decoder") for column in columns] == \
+            ["while_loop", "unrolled"]
+        for column in columns:
+            assert "could not be shown" in column.find_element(By.CLASS_NAME, "failed").text
+            assert "translating" not in column.text
+        assert browser.find_element(By.CSS_SELECTOR, "#examples button").is_enabled()

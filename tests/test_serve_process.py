@@ -91,7 +91,22 @@ def test_starts_serves_and_stops_gracefully_on_sigterm(server):
     assert status == 200 and len(body["translations"]) == 2
     status, body = server.request("POST", "/translate", {"text": ""})
     assert (status, body["error"]["code"]) == (400, "bad_request")
-    assert server.request("GET", "/v1/info")[1]["model"]["step"] > 0
+    info = server.request("GET", "/v1/info")[1]
+    assert info["model"]["step"] > 0
+    assert info["limits"]["max_unrolled_tokens"] == 16, "--warm_up_source_tokens 0: the default"
+
+    # A body over the limit is refused as soon as its headers arrive.
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw:
+        raw.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: 20000000\r\n\r\n")
+        answer = b""
+        while b"}}" not in answer:
+            chunk = raw.recv(65536)
+            assert chunk, "closed before an answer: %r" % answer
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 413 ")
+    assert json.loads(answer.partition(b"\r\n\r\n")[2])["error"] == {
+        "code": "payload_too_large", "message": "the body is over the limit of 65536 bytes"}
 
     # A long request (its unrolled graph is built on first use) is in flight
     # when SIGTERM arrives: it is still answered, then the process exits 0.
@@ -165,12 +180,23 @@ def test_stops_promptly_while_tensorflow_builds_the_decoder_graphs(tiny_model_di
 
 def test_serves_an_exported_saved_model(tiny_model_dir, tmp_path):
     export_dir = max(glob.glob(os.path.join(tiny_model_dir, "export", "*")))  # the newest
-    server = ServerProcess(tiny_model_dir, str(tmp_path / "serve.log"), ["--export_dir", export_dir])
+    # The warm-up builds nothing for a SavedModel (it has no unrolled decoder),
+    # but the limit it sets is reported.
+    server = ServerProcess(tiny_model_dir, str(tmp_path / "serve.log"),
+                           ["--export_dir", export_dir, "--warm_up_source_tokens", "5"])
     try:
         server.wait_until_ready()
-        assert server.request("GET", "/v1/info")[1]["decoders"] == ["while_loop"]
+        info = server.request("GET", "/v1/info")[1]
+        assert info["decoders"] == ["while_loop"]
+        assert info["limits"]["max_unrolled_tokens"] == 5
+        width = info["defaults"]["beam_width"]
+        assert (info["limits"]["min_beam_width"], info["limits"]["max_beam_width"]) == (width, width)
         status, body = server.request("POST", "/translate", {"text": "twenty one"})
         assert status == 200 and body["translations"][0]["text"]
+        status, body = server.request("POST", "/translate", {"text": "one", "beam_width": width + 1})
+        assert status == 400 and export_dir not in body["error"]["message"]
+        assert "serves only the while_loop decoder at beam_width %d" % width \
+            in body["error"]["message"]
         server.process.send_signal(signal.SIGTERM)
         assert server.process.wait(timeout=STOP_TIMEOUT_S) == 0
     finally:
@@ -218,3 +244,11 @@ def test_a_model_that_fails_to_load_stops_the_server_with_exit_code_1(tiny_model
         assert "holds no checkpoint" in server.log()
     finally:
         server.stop()
+
+
+def test_a_negative_warm_up_is_refused(tiny_model_dir):
+    finished = subprocess.run(
+        [sys.executable, "serve.py", "--model_dir", tiny_model_dir, "--warm_up_source_tokens", "-1"],
+        cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert finished.returncode == 2
+    assert "a number of tokens is 0 or more, got -1" in finished.stderr
