@@ -1,6 +1,7 @@
 """SentencePiece training and the Tokenizer wrapper."""
 
 import os
+import shutil
 import unicodedata
 
 import pytest
@@ -110,3 +111,80 @@ def test_vocab_size_is_a_soft_limit(pairs, tmp_path):
 def test_vocab_too_small_for_the_alphabet(pairs, tmp_path):
     with pytest.raises(ValueError, match="data.vocab_size 10 is too small"):
         train_tokenizer(pairs, str(tmp_path), 10, "unigram", joint=True)
+
+
+@pytest.fixture(scope="module")
+def separate(pairs, tmp_path_factory):
+    return train_tokenizer(pairs, str(tmp_path_factory.mktemp("separate")), 150, "unigram", joint=False)
+
+
+def _contents(directory):
+    """{file name: bytes} of a directory."""
+    return {name: open(os.path.join(directory, name), "rb").read() for name in sorted(os.listdir(directory))}
+
+
+def test_copy_to_copies_per_side_models_under_their_names(separate, corpus, tmp_path):
+    directory = str(tmp_path / "model_dir")
+    copies = separate.copy_to(directory)
+    assert copies == [os.path.join(directory, "source.model"), os.path.join(directory, "target.model")]
+    assert sorted(os.listdir(directory)) == ["source.model", "target.model"]
+    originals = _contents(os.path.dirname(separate.model_files[0]))
+    assert _contents(directory) == originals
+    copied = Tokenizer.load(directory)
+    assert copied.model_files == copies
+    assert (copied.source_vocab_size, copied.target_vocab_size) == (
+        separate.source_vocab_size, separate.target_vocab_size)
+    for example in corpus.dev:
+        assert copied.encode_source(example.source) == separate.encode_source(example.source)
+        assert copied.encode_target(example.target) == separate.encode_target(example.target)
+        ids = separate.encode_target(example.target)
+        assert copied.decode_target(ids) == separate.decode_target(ids) == example.target
+
+
+@pytest.mark.parametrize("which", ["joint", "separate"])
+def test_copy_to_its_own_directory_changes_nothing(which, joint, separate, monkeypatch):
+    tokenizer = {"joint": joint, "separate": separate}[which]
+    directory = os.path.dirname(tokenizer.model_files[0])
+    before = _contents(directory)
+    mtimes = [os.stat(path).st_mtime_ns for path in tokenizer.model_files]
+    # The same directory spelled three ways: as given, with "/./", relative.
+    monkeypatch.chdir(os.path.dirname(directory))
+    for spelling in (directory, os.path.join(directory, "."), os.path.basename(directory)):
+        copies = tokenizer.copy_to(spelling)
+        assert [os.path.abspath(path) for path in copies] == tokenizer.model_files
+    assert _contents(directory) == before
+    assert [os.stat(path).st_mtime_ns for path in tokenizer.model_files] == mtimes
+
+
+@pytest.mark.xfail(strict=True, raises=shutil.SameFileError,
+                   reason="Tokenizer.copy_to compares os.path.abspath, which does not resolve symbolic "
+                          "links: copying into its own directory reached through a link calls "
+                          "shutil.copyfile on one file, which raises SameFileError (os.path.samefile "
+                          "or realpath would make it the documented no-op)")
+def test_copy_to_its_own_directory_through_a_symbolic_link(separate, tmp_path):
+    link = tmp_path / "link"
+    link.symlink_to(os.path.dirname(separate.model_files[0]), target_is_directory=True)
+    copies = separate.copy_to(str(link))
+    assert copies == [str(link / "source.model"), str(link / "target.model")]
+
+
+def test_load_prefers_the_joint_model_when_both_kinds_exist(joint, separate, tmp_path):
+    """Tokenizer.load documents: spm.model when it exists, else source.model and target.model."""
+    directory = str(tmp_path)
+    separate.copy_to(directory)
+    assert Tokenizer.load(directory).model_files == [os.path.join(directory, name)
+                                                     for name in ("source.model", "target.model")]
+    joint.copy_to(directory)
+    assert sorted(os.listdir(directory)) == ["source.model", "spm.model", "target.model"]
+    loaded = Tokenizer.load(directory)
+    assert loaded.model_files == [os.path.join(directory, "spm.model")]
+    sentence = "Eu comprei as duas casas vermelhas."
+    assert loaded.encode_target(sentence) == joint.encode_target(sentence)
+    assert loaded.encode_target(sentence) != separate.encode_target(sentence)
+
+
+def test_load_needs_both_per_side_models(separate, tmp_path):
+    separate.copy_to(str(tmp_path))
+    os.remove(str(tmp_path / "target.model"))
+    with pytest.raises(FileNotFoundError, match="source.model and target.model"):
+        Tokenizer.load(str(tmp_path))
