@@ -112,7 +112,8 @@ class Tokenizer:
         copies = []
         for path, name in zip(self._files, self._file_names):
             copy = os.path.join(directory, name)
-            if os.path.abspath(copy) != os.path.abspath(path):
+            # realpath: the same file reached through a symbolic link is no copy.
+            if os.path.realpath(copy) != os.path.realpath(path):
                 shutil.copyfile(path, copy)
             copies.append(copy)
         return copies
