@@ -4,10 +4,12 @@ import copy
 import json
 import os
 
+import numpy as np
 import pytest
+import sacrebleu
 
 from decode import compare
-from decode.translator import SearchResult
+from decode.translator import SearchResult, Translator
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -21,6 +23,13 @@ class FakeDetokenizer:
 
 
 @pytest.fixture(scope="module")
+def translator(tiny_model_dir):
+    translator = Translator(tiny_model_dir)
+    yield translator
+    translator.close()
+
+
+@pytest.fixture(scope="module")
 def short_pairs(tiny_config, tiny_data):
     """Dev pairs with at most 2 source words, so that one small unrolled graph fits them."""
     data_dir = tiny_config["data"]["data_dir"]
@@ -31,14 +40,24 @@ def short_pairs(tiny_config, tiny_data):
     return [(s, t) for s, t in zip(sources, targets) if len(s.split()) <= 2][:3]
 
 
-def test_compare_cli_writes_a_json_report_and_a_png(tiny_model_dir, short_pairs, tmp_path,
-                                                    capsys):
+def test_compare_cli_writes_a_json_report_and_a_png(tiny_model_dir, translator, short_pairs,
+                                                    tmp_path, capsys):
+    sources = [source for source, _ in short_pairs]
+    # The references are the model's own greedy translations, so that the BLEU
+    # of an aligned report is 100 and any shift of the references lowers it
+    # (the tiny model's BLEU against the real references is about the same
+    # whether they are shifted or not). Stripped, as compare reads them.
+    references = [t.text.strip() for t in translator.translate(sources, "greedy")]
     source, reference = tmp_path / "in.txt", tmp_path / "ref.txt"
-    # A blank line, dropped together with its reference.
-    source.write_text("\n".join([short_pairs[0][0], ""] + [s for s, _ in short_pairs[1:]]) + "\n",
-                      encoding="utf-8")
-    reference.write_text("\n".join([short_pairs[0][1], "-"] + [t for _, t in short_pairs[1:]])
-                         + "\n", encoding="utf-8")
+    # A blank line, dropped together with its reference "-".
+    source.write_text("\n".join([sources[0], ""] + sources[1:]) + "\n", encoding="utf-8")
+    reference.write_text("\n".join([references[0], "-"] + references[1:]) + "\n",
+                         encoding="utf-8")
+
+    token_ids, kept_references = compare.load_inputs(translator, str(source), str(reference), 0)
+    assert token_ids == [translator.tokenize(sentence) for sentence in sources]
+    assert kept_references == references
+
     report_path, plot_path = tmp_path / "report.json", tmp_path / "chart.png"
     assert compare.main([
         "--model_dir", tiny_model_dir, "--input", str(source), "--reference", str(reference),
@@ -48,12 +67,21 @@ def test_compare_cli_writes_a_json_report_and_a_png(tiny_model_dir, short_pairs,
     report = json.loads(report_path.read_text(encoding="utf-8"))
     assert report["model"]["step"] == 200
     assert report["inputs"]["sentences"] == len(short_pairs)
+    assert report["inputs"]["source_tokens"] == sum(map(len, token_ids))
     assert [(row["decoder"], row["beam_width"]) for row in report["results"]] == [
         ("greedy", 1), ("while_loop", 1), ("unrolled", 1)]
     for row in report["results"]:
+        texts = [t.text for t in translator.translate(sources, row["decoder"], beam_width=1)]
+        assert row["bleu"] == pytest.approx(
+            sacrebleu.corpus_bleu(texts, [references]).score, abs=1e-6)
+        assert row["mean_output_tokens"] == pytest.approx(np.mean([
+            len(result.ids[0]) for result in translator.search(token_ids, row["decoder"], 1)]))
+    assert report["results"][0]["bleu"] == pytest.approx(100.0)
+    # A shift of the references would show: the check above can fail.
+    assert sacrebleu.corpus_bleu(references, [["-"] + references[:-1]]).score < 90
+    for row in report["results"]:
         assert {key for _, key, _ in compare.STEADY_COLUMNS} <= set(row)
         assert row["first_call_ms"] > 0 and row["steady_ms"] > 0
-        assert 0 <= row["bleu"] <= 100
     greedy, while_loop, unrolled = report["results"]
     assert greedy["graphs"] == while_loop["graphs"] == unrolled["graphs"] == 1
     assert unrolled["num_ops"] > while_loop["num_ops"] > greedy["num_ops"] > 0
@@ -129,3 +157,99 @@ def test_format_table_aligns_columns_and_prints_missing_values_as_dashes():
     assert compare.format_table([{"name": "greedy", "ms": 1.24}, {"name": "x", "ms": None}],
                                 columns).split("\n") == ["name     ms", "greedy  1.2",
                                                          "x         -"]
+
+
+def data_config(data_dir, **files):
+    """A config whose data_dir holds the given files (name with "_" for "." -> text)."""
+    for name, text in files.items():
+        (data_dir / name.replace("_", ".")).write_text(text, encoding="utf-8")
+    return {"data": {"data_dir": str(data_dir)}}
+
+
+def test_default_inputs_fall_back_to_the_dev_set(tmp_path):
+    config = data_config(tmp_path, dev_src="a\n", dev_tgt="b\n")
+    assert compare.default_input_files(config) == (
+        str(tmp_path / "dev.src"), str(tmp_path / "dev.tgt"))
+
+
+def test_default_inputs_without_a_target_file_have_no_reference(tmp_path):
+    config = data_config(tmp_path, dev_src="a\n")
+    assert compare.default_input_files(config) == (str(tmp_path / "dev.src"), None)
+    # The test set wins, even without its targets: dev.tgt is not test.src's reference.
+    data_config(tmp_path, test_src="c\n", dev_tgt="b\n")
+    assert compare.default_input_files(config) == (str(tmp_path / "test.src"), None)
+
+
+class SplitTokenizer:
+    """Stands in for a Translator in `load_inputs`: one id per word."""
+
+    @staticmethod
+    def tokenize(text):
+        return [len(word) for word in text.split()]
+
+
+def write_lines(path, lines):
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return str(path)
+
+
+def test_load_inputs_drops_blank_sources_with_their_references_then_keeps_the_first_n(
+        tmp_path):
+    source = write_lines(tmp_path / "in.txt", ["", "a bb", "   ", "ccc", "dddd e", "ff"])
+    reference = write_lines(tmp_path / "ref.txt", ["-", "A", "-", "C", "D", "F"])
+    assert compare.load_inputs(SplitTokenizer, source, reference, 0) == (
+        [[1, 2], [3], [4, 1], [2]], ["A", "C", "D", "F"])
+    # max_sentences counts kept sentences, not lines.
+    assert compare.load_inputs(SplitTokenizer, source, reference, 2) == (
+        [[1, 2], [3]], ["A", "C"])
+    assert compare.load_inputs(SplitTokenizer, source, reference, 10) == (
+        [[1, 2], [3], [4, 1], [2]], ["A", "C", "D", "F"])
+    assert compare.load_inputs(SplitTokenizer, source, None, 3) == ([[1, 2], [3], [4, 1]], None)
+
+
+def test_load_inputs_with_only_blank_sources_is_an_error(tmp_path):
+    source = write_lines(tmp_path / "in.txt", ["", "  "])
+    with pytest.raises(ValueError, match="in.txt holds no sentence to translate"):
+        compare.load_inputs(SplitTokenizer, source, None, 0)
+
+
+def test_variants_and_agreement_pairs_without_beam_width_1_have_no_greedy_pair():
+    assert compare.agreement_pairs([4, 8]) == [
+        (("unrolled", 4), ("while_loop", 4)), (("unrolled", 8), ("while_loop", 8))]
+    assert compare.agreement_pairs([1, 4]) == [
+        (("greedy", 1), ("while_loop", 1)), (("unrolled", 1), ("while_loop", 1)),
+        (("unrolled", 4), ("while_loop", 4))]
+    assert compare.variants_to_compare([4, 8]) == [
+        ("greedy", 1), ("while_loop", 4), ("unrolled", 4), ("while_loop", 8), ("unrolled", 8)]
+
+
+def test_agreement_when_the_best_texts_differ():
+    results = [SearchResult([[5]], [-1.0]), SearchResult([[6, 7]], [-2.0]),
+               SearchResult([[8]], [-3.0]), SearchResult([[9]], [-4.0])]
+    others = [SearchResult([[5]], [-1.0]), SearchResult([[6]], [-1.5]),
+              SearchResult([[8]], [-3.0]), SearchResult([[10]], [-4.25])]
+    assert compare.agreement(FakeDetokenizer, results, others) == {
+        "identical_texts_percent": 50.0, "identical_ids_percent": 50.0,
+        "max_score_difference": 0.5}
+
+
+class DropsUnknownDetokenizer:
+    """Detokenizes id 0 to nothing, as SentencePiece may an unknown piece."""
+
+    @staticmethod
+    def detokenize(ids):
+        return " ".join(str(i) for i in ids if i)
+
+
+def test_agreement_compares_texts_not_ids_and_only_the_narrower_beam():
+    # Different best ids with the same text; the wider beam's third
+    # hypothesis (score far off) is not compared.
+    results = [SearchResult([[5, 0], [6]], [-1.0, -2.0])]
+    others = [SearchResult([[5], [6], [7]], [-1.0, -2.25, -9.0])]
+    assert compare.agreement(DropsUnknownDetokenizer, results, others) == {
+        "identical_texts_percent": 100.0, "identical_ids_percent": 0.0,
+        "max_score_difference": 0.25}
+    assert compare.agreement(DropsUnknownDetokenizer, [SearchResult([[5], [6]], [-1.0, -2.0])],
+                             others) == {
+        "identical_texts_percent": 100.0, "identical_ids_percent": 100.0,
+        "max_score_difference": 0.25}
