@@ -62,7 +62,8 @@ def parse_args(argv):
                         help="address to listen on (default: 127.0.0.1, this machine only)")
     parser.add_argument("--port", type=port_number, default=8080, help="port (0: any free port)")
     parser.add_argument("--export_dir", default=None,
-                        help="serve this exported SavedModel instead of the latest checkpoint")
+                        help="serve this exported SavedModel instead of the best-BLEU checkpoint "
+                             "(MODEL_DIR/best/, else the latest)")
     parser.add_argument("--no_batching", action="store_true",
                         help="translate every request alone (same as serve.batch_window_ms: 0)")
     parser.add_argument("--warm_up_source_tokens", type=token_count,

@@ -13,7 +13,8 @@ class BackgroundLoader:
     Args:
       slot: the server.model_slot.ModelSlot to fill.
       model_dir: the model directory.
-      export_dir: a SavedModel to load instead of the latest checkpoint, or None.
+      export_dir: a SavedModel to load instead of the best-BLEU checkpoint (else the
+        latest), or None.
       warm_up_beam_widths: the beam widths whose graphs are built before the
         server says it is ready, so the first requests pay no graph building.
       warm_up_source_tokens: the unrolled decoder has one graph per output
