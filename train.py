@@ -142,9 +142,27 @@ def build_estimator(config, model_dir, num_towers):
         keep_checkpoint_max=train["keep_checkpoint_max"],
         save_summary_steps=train["log_step_count_steps"],
         log_step_count_steps=train["log_step_count_steps"],
-        session_config=towers.session_config(num_towers))
+        session_config=_with_cluster_defaults(towers.session_config(num_towers)))
     return tf.estimator.Estimator(
         model_fn=model_fn, config=run_config, params=dict(config, num_towers=num_towers))
+
+
+def _with_cluster_defaults(session_config):
+    """`session_config` plus what a RunConfig gives a task of TF_CONFIG's cluster.
+
+    RunConfig sets a task's device filters (a worker talks to the parameter
+    servers and itself, not to the other workers, so one that is down or done
+    cannot hang the others' sessions) only in a session config of its own
+    making: the towers' config would drop them.
+    """
+    probe = tf.estimator.RunConfig()
+    cluster_default = probe.session_config if probe.cluster_spec.jobs else None
+    if session_config is None or cluster_default is None:
+        return session_config
+    merged = tf.ConfigProto()
+    merged.CopyFrom(cluster_default)
+    merged.MergeFrom(session_config)
+    return merged
 
 
 def export(estimator, model_dir):

@@ -17,7 +17,7 @@ import tensorflow.compat.v1 as tf
 import train
 from data_pipeline.input import make_input_fn
 from data_pipeline.tokenizer import Tokenizer
-from seq2seq import metrics, optimization, progress
+from seq2seq import metrics, optimization, progress, towers
 from seq2seq import best_checkpoint
 from seq2seq.best_checkpoint import read_best
 from seq2seq.config import ConfigError, load_config
@@ -174,6 +174,27 @@ def test_a_worker_trains_only_once_the_chief_has_written_the_model_dir(
     finally:
         chief.join()
     assert tokenizer.target_vocab_size == Tokenizer.load(tiny_data.data_dir).target_vocab_size
+
+
+@pytest.mark.parametrize("num_towers", [1, 2])
+def test_a_cluster_task_keeps_its_device_filters_with_towers(tiny_config, tmp_path, monkeypatch,
+                                                             num_towers):
+    monkeypatch.setenv("TF_CONFIG", json.dumps(
+        {"cluster": {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2", "127.0.0.1:3"],
+                     "ps": ["127.0.0.1:4"]},
+         "task": {"type": "worker", "index": 1}}))
+    session_config = train.build_estimator(tiny_config, str(tmp_path), num_towers).config.session_config
+    assert list(session_config.device_filters) == ["/job:ps", "/job:worker/task:1"]
+    if num_towers > 1 and not towers.has_gpus():
+        assert session_config.device_count["CPU"] == num_towers
+
+
+def test_one_machine_has_no_device_filters(tiny_config, tmp_path, monkeypatch):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    for num_towers in (1, 2):
+        session_config = train.build_estimator(
+            tiny_config, str(tmp_path), num_towers).config.session_config
+        assert not session_config.device_filters
 
 
 @pytest.mark.parametrize("schedule", ["train", "evaluate", "export"])
