@@ -232,7 +232,7 @@ TRAINING_SCHEDULES = ("train_and_evaluate", "train")
 
 
 def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=None):
-    """Prepares the data if needed, then trains, evaluates or exports.
+    """Trains, evaluates or exports; the schedules that read data prepare it first if needed.
 
     Args:
       config: a resolved config (`seq2seq.config.load_config`).
@@ -241,7 +241,8 @@ def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=
       schedule: "train_and_evaluate" (train, evaluating after every
         checkpoint, then export), "train" (train, then export), "evaluate"
         (the latest checkpoint on the dev set) or "export" (a SavedModel of
-        the latest checkpoint).
+        the latest checkpoint; no data is read). Under a TF_CONFIG cluster
+        only "train_and_evaluate" runs.
       num_gpus: towers to split each batch over (GPUs, or virtual CPU
         devices when there are none).
       max_steps: the global step to train to; overrides train.max_steps.
@@ -249,7 +250,10 @@ def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=
       A dict: the evaluation metrics (for evaluating schedules), the global
       step (for "train") and "export_path" (for schedules that export).
     Raises:
-      ConfigError: when the model directory holds a model of another shape.
+      ConfigError: when the model directory holds a model of another shape,
+        or no checkpoint to evaluate or export; when a cluster is given
+        another schedule than train_and_evaluate; for data settings that
+        cannot be met (a ValueError, as is CorpusError for unreadable data).
       NonFiniteLossError: when the loss becomes NaN or infinite, naming the step.
     """
     if schedule not in _SCHEDULES:
@@ -265,6 +269,9 @@ def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=
         raise ConfigError("TF_CONFIG describes a cluster: run the train_and_evaluate schedule "
                           "there (an evaluator task evaluates); --schedule %s runs without "
                           "TF_CONFIG" % schedule)
+    if schedule in ("evaluate", "export") and not tf.train.latest_checkpoint(model_dir):
+        raise ConfigError("%s holds no checkpoint to %s: train a model into it first"
+                          % (model_dir, schedule))
     if schedule == "export":
         # Exporting needs the model directory only, not the training data.
         return _export(estimator, config, model_dir)
@@ -365,14 +372,9 @@ def main(argv=None):
         model_dir = args.model_dir or os.path.join("runs", config["name"])
         run(config, model_dir, args.schedule, args.num_gpus, args.max_steps)
     except (ConfigError, CorpusError, NonFiniteLossError) as error:
+        # Bad input, each naming its problem: one line, no traceback. Any
+        # other exception is a bug, and keeps its traceback.
         logger.error("error: %s", error)
-        return 1
-    except ValueError as error:
-        # Other bad input (a vocabulary size the corpus cannot fill, no
-        # checkpoint to evaluate, ...): the message names it; the traceback
-        # is there for debugging only.
-        logger.error("error: %s", error)
-        logger.debug("where it was raised", exc_info=True)
         return 1
     return 0
 

@@ -41,6 +41,7 @@ import tensorflow.compat.v1 as tf
 from data_pipeline import manifest
 from data_pipeline.tfrecords import parse_example
 from data_pipeline.tokenizer import BOS_ID, EOS_ID
+from seq2seq.config import ConfigError
 
 TRAIN = tf.estimator.ModeKeys.TRAIN
 EVAL = tf.estimator.ModeKeys.EVAL
@@ -153,11 +154,11 @@ def prepared_shards(config, split):
     data_dir = config["data"]["data_dir"]
     prepared = manifest.load(data_dir)
     if prepared is None:
-        raise ValueError("no prepared data in %s: run python -m data_pipeline.prepare "
+        raise ConfigError("no prepared data in %s: run python -m data_pipeline.prepare "
                          "with the same config first" % data_dir)
     mismatches = manifest.settings_mismatches(prepared, config)
     if mismatches:
-        raise ValueError("the data in %s was prepared with other settings (%s): "
+        raise ConfigError("the data in %s was prepared with other settings (%s): "
                          "run python -m data_pipeline.prepare again" % (data_dir, "; ".join(mismatches)))
     return [os.path.join(data_dir, name) for name in prepared["splits"][split]["shards"]]
 
@@ -199,7 +200,7 @@ def _bucket_batches(dataset, config):
     if train["batch_tokens"] > 0:
         sizes = bucket_batch_sizes(boundaries, max_length, train["batch_tokens"], num_towers)
     elif train["batch_size"] % num_towers:
-        raise ValueError("train.batch_size %d is not divisible by num_towers %d: each tower needs "
+        raise ConfigError("train.batch_size %d is not divisible by num_towers %d: each tower needs "
                          "an equal share" % (train["batch_size"], num_towers))
     else:
         sizes = [train["batch_size"]] * (len(boundaries) + 1)

@@ -21,8 +21,10 @@ MANIFEST = "manifest.json"
 # SentencePiece model with the rebuilt one.
 # 2: "1º de <mês>" in pt_BR dates; SentencePiece with the identity rule.
 # 3: dev and test examples carry their reference text (BLEU's references);
-#    train pairs are written in a fixed random order.
+#    train pairs are written in a fixed random order; corpus lines end at LF
+#    only (an inner CR is whitespace).
 FORMAT_VERSION = 3
+
 
 def data_settings(config):
     """The data settings that the prepared files depend on, as a flat dict."""

@@ -111,12 +111,6 @@ def _build(config, splits, directory, log, verbose):
       The manifest without its fingerprint and notes.
     """
     data = config["data"]
-    for split in SPLITS:
-        # Before SentencePiece trains for a minute: an empty split fails at once.
-        if not splits[split].pairs:
-            raise CorpusError("the %s split has no pairs%s" % (
-                split, " (data.embedded_%s_size is 0?)" % split
-                if data["corpus"] == "embedded" else ""))
     tokenizer = train_tokenizer(splits["train"].pairs, directory, data["vocab_size"],
                                 data["spm_model_type"], data["joint_vocab"])
     log("SentencePiece %s (%s): %s pieces (data.vocab_size %d)"

@@ -7,6 +7,7 @@ import sentencepiece as spm
 
 from data_pipeline.tokenizer import (
     BOS_ID, EOS_ID, JOINT_MODEL, PAD_ID, SOURCE_MODEL, TARGET_MODEL, UNK_ID, Tokenizer, model_text)
+from seq2seq.config import ConfigError
 
 
 def train_tokenizer(pairs, directory, vocab_size, model_type, joint):
@@ -65,7 +66,7 @@ def _train_model(sentences, path, vocab_size, model_type):
             minloglevel=2)
     except RuntimeError as e:
         if "smaller than required_chars" in str(e):
-            raise ValueError("data.vocab_size %d is too small for the characters of the training "
+            raise ConfigError("data.vocab_size %d is too small for the characters of the training "
                              "text (SentencePiece: %s)" % (vocab_size, str(e).split("] ")[-1])) from e
         raise
     with open(path, "wb") as f:

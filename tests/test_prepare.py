@@ -233,8 +233,11 @@ def test_an_empty_split_is_named_before_sentencepiece_trains(tiny_config, tmp_pa
     def no_training(*args, **kwargs):
         raise AssertionError("SentencePiece must not train for a split that cannot be written")
     monkeypatch.setattr(prepare_module, "train_tokenizer", no_training)
-    config = small_config(tiny_config, tmp_path)
-    config["data"]["embedded_dev_size"] = 0
-    with pytest.raises(CorpusError, match=r"the dev split has no pairs "
-                                          r"\(data.embedded_dev_size is 0\?\)"):
+    pairs = [("sentence %d" % index, "frase %d" % index) for index in range(50)]
+    dev = tmp_path / "dev.tsv"
+    dev.write_text("only a source\n\t\n   \n", encoding="utf-8")
+    config = small_config(tiny_config, tmp_path / "data", corpus="files",
+                          train_data=write_tsv(tmp_path / "train.tsv", pairs), dev_data=str(dev))
+    with pytest.raises(CorpusError, match=r"dev.tsv has no usable sentence pair "
+                                          r"\(skipped: blank_line 2, no_tab 1\)"):
         prepare(config, verbose=False)

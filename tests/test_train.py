@@ -375,3 +375,17 @@ def test_best_is_the_higher_bleu_then_the_lower_dev_perplexity():
     assert not best_checkpoint._improves(49.0, 0.1, best)
     assert best_checkpoint._improves(50.0, 1.9, best)
     assert not best_checkpoint._improves(50.0, 2.0, best)
+
+
+@pytest.mark.parametrize("schedule", ["evaluate", "export"])
+def test_evaluating_or_exporting_without_a_checkpoint_is_one_error_line(tiny_config, tmp_path,
+                                                                         caplog, schedule):
+    model_dir = str(tmp_path / "empty")
+    with pytest.raises(ConfigError, match="holds no checkpoint to %s" % schedule):
+        train.run(tiny_config, model_dir, schedule=schedule)
+    args = ["--config", os.path.join(os.path.dirname(train.DEFAULT_CONFIG), "tiny.yaml"),
+            "--model_dir", model_dir, "--schedule", schedule,
+            "--hparams", "data.data_dir=%s" % tiny_config["data"]["data_dir"]]
+    assert train.main(args) == 1
+    assert "holds no checkpoint to %s" % schedule in caplog.text
+    assert "Traceback" not in caplog.text

@@ -14,6 +14,7 @@ from babel import Locale, UnknownLocaleError
 
 from data_pipeline.embedded.families import ALL_FAMILIES, families_for
 from data_pipeline.embedded.spelling import check_language
+from seq2seq.config import ConfigError
 
 Example = collections.namedtuple("Example", ["source", "target", "family"])
 EmbeddedCorpus = collections.namedtuple("EmbeddedCorpus", ["train", "dev", "test"])
@@ -53,7 +54,7 @@ def generate(train_size, dev_size, test_size, seed, target_locale):
             raise RuntimeError("the generator translates %r both as %r and as %r"
                                % (source, known.target, target))
     if len(by_source) < total:
-        raise ValueError("the embedded corpus has only %d distinct sentences for %s, %d requested: "
+        raise ConfigError("the embedded corpus has only %d distinct sentences for %s, %d requested: "
                          "lower data.embedded_*_size" % (len(by_source), target_locale, total))
     examples = list(by_source.values())
     rng.shuffle(examples)
@@ -69,12 +70,13 @@ def missing_families(target_locale):
 
 
 def check_locale(target_locale):
-    """Raises ValueError unless both Babel and num2words know the locale."""
+    """Raises ConfigError (a ValueError) unless both Babel and num2words know the locale."""
     try:
         Locale.parse(target_locale)
     except (UnknownLocaleError, ValueError) as e:
-        raise ValueError("data.target_locale %r is not a CLDR locale known to Babel" % target_locale) from e
+        raise ConfigError("data.target_locale %r is not a CLDR locale known to Babel"
+                          % target_locale) from e
     try:
         check_language(target_locale)
     except ValueError as e:
-        raise ValueError("data.target_locale %r: %s" % (target_locale, e)) from e
+        raise ConfigError("data.target_locale %r: %s" % (target_locale, e)) from e
