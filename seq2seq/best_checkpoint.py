@@ -99,6 +99,10 @@ def _copy_checkpoint(checkpoint_path, model_dir_files, record, best_dir):
     """Writes the checkpoint, the model directory's files and the record into
     `best_dir`, replacing what was there only once the new copy is complete.
 
+    The caller first runs `_clean_up_interrupted_update(best_dir)` (export
+    does, before it reads the best record): a leftover staging copy or
+    best.old would make the copy or the renames fail.
+
     Returns:
       True if `best_dir` now holds the checkpoint; False if the checkpoint's
       files are missing, in which case `best_dir` is left as it was.
@@ -108,7 +112,6 @@ def _copy_checkpoint(checkpoint_path, model_dir_files, record, best_dir):
     # ("../../../model.ckpt-N"); for an absolute one it keeps the bare name,
     # which readers resolve inside the directory, wherever it is moved.
     best_dir = os.path.abspath(best_dir)
-    _clean_up_interrupted_update(best_dir)
     staging = best_dir + _STAGING_SUFFIX
     files = _checkpoint_files(checkpoint_path)
     if files is None:
@@ -183,6 +186,8 @@ class BestCheckpointExporter(tf.estimator.Exporter):
         step = int(eval_result[tf.GraphKeys.GLOBAL_STEP])
         logger.info(format_metrics_table(eval_result, "evaluation at step %d" % step))
         best_dir = os.path.join(estimator.model_dir, BEST_DIR)
+        # Before reading the record (an interrupted update may have left it
+        # in best.old) and for _copy_checkpoint (leftovers block its renames).
         _clean_up_interrupted_update(best_dir)
         value = float(eval_result[self._metric])
         best = read_best(best_dir)

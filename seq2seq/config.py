@@ -78,7 +78,9 @@ DEFAULTS = {
         "eval_batch_size": 64,  # dev sentences per evaluation batch, >= 1
         "eval_bleu_sentences": 500,  # dev sentences decoded for BLEU per evaluation, >= 0 (0: all)
         "throttle_secs": 60,  # seconds at least between two evaluations, >= 0
-        "seed": 1,  # TensorFlow's graph seed and the shuffling seed
+        # The training shuffle uses seed + the step a run resumes from (0 when
+        # new), so that a resumed run does not replay the first run's batches.
+        "seed": 1,  # TensorFlow's graph seed; the shuffle's is seed + the resume step
     },
     "decode": {
         "beam_width": 5,  # default beam width (eval BLEU, translate, serve), 1..max_beam_width
@@ -265,13 +267,13 @@ def corpus_overrides(hparams="", train_data="", dev_data="", test_data=""):
     `load_config`, which sees the YAML file too: see `corpus_data_dir`.
 
     Args:
-      hparams: the ``--hparams`` string; not needed any more (load_config
-        reads it), accepted so that callers keep working.
+      hparams: ignored (load_config reads the ``--hparams`` string itself);
+        kept only so that existing callers keep working, to be dropped.
       train_data, dev_data, test_data: the command line's corpus files.
     Returns:
       A nested override mapping for `load_config` (empty without train_data).
     """
-    del hparams  # load_config reads it
+    del hparams  # ignored: see Args
     files = {key: value for key, value in (("train_data", train_data), ("dev_data", dev_data),
                                            ("test_data", test_data)) if value}
     if not files:
@@ -296,19 +298,33 @@ def corpus_data_dir(data):
         {key: data[key] for key in FILES_CORPUS_KEYS})[:8])
 
 
+# The first line `save_config` writes: it marks a file as a resolved config
+# (a model directory's config.yaml), whose data_dir load_config keeps as
+# written (see `_sets_data_dir`).
+RESOLVED_HEADER = ("# A resolved config, written by seq2seq.config.save_config: its data_dir is"
+                   " used as written. Delete this line to use it as a config of your own.\n")
+
+
 def _sets_data_dir(kind, layer):
-    """Whether an override layer ("yaml", "hparams" or "overrides") chooses
-    the data_dir of a "files" corpus.
+    """Whether an override layer ("yaml", "resolved", "hparams" or
+    "overrides") chooses the data_dir of a "files" corpus.
 
     --hparams and the command line always do. A YAML file does when it says
     ``corpus: files`` too, and names a directory other than the default
     data/default: a YAML file's data_dir for the embedded corpus (tiny.yaml's
     data/tiny), or a copy of default.yaml's data/default, holds the embedded
-    corpus that other runs train on, not these files.
+    corpus that other runs train on, not these files. A resolved config
+    (`save_config`'s, "resolved") that says ``corpus: files`` does, whatever
+    its data_dir: that is where its corpus was prepared, data/default
+    included when --hparams asked for it. A resolved config of the embedded
+    corpus does not, so the command line's --train_data still gets a
+    data_dir of its own.
     """
     data = layer.get("data") or {}
     if "data_dir" not in data:
         return False
+    if kind == "resolved":
+        return data.get("corpus") == "files"
     return kind != "yaml" or (data.get("corpus") == "files"
                               and data["data_dir"] != DEFAULTS["data"]["data_dir"])
 
@@ -318,7 +334,8 @@ def load_config(path=None, hparams="", overrides=None):
 
     A "files" corpus keeps the data_dir its user chose (--hparams, `overrides`,
     or a YAML file that says ``corpus: files``, see `_sets_data_dir`); otherwise
-    it gets `corpus_data_dir`.
+    it gets `corpus_data_dir`. A file written by `save_config` (it starts with
+    RESOLVED_HEADER) loads exactly as saved, overrides aside.
 
     Args:
       path: a YAML file, or None for the defaults alone.
@@ -333,11 +350,13 @@ def load_config(path=None, hparams="", overrides=None):
         if not os.path.exists(path):
             raise ConfigError("config file not found: %s" % path)
         with open(path, encoding="utf-8") as f:
-            try:
-                loaded = yaml.safe_load(f) or {}
-            except yaml.YAMLError as e:
-                raise ConfigError("%s is not valid YAML: %s" % (path, e)) from e
-        layers.append(("yaml", path, loaded))
+            text = f.read()
+        try:
+            loaded = yaml.safe_load(text) or {}
+        except yaml.YAMLError as e:
+            raise ConfigError("%s is not valid YAML: %s" % (path, e)) from e
+        kind = "resolved" if text.startswith(RESOLVED_HEADER) else "yaml"
+        layers.append((kind, path, loaded))
     layers.append(("hparams", "--hparams", parse_hparams(hparams)))
     if overrides:
         layers.append(("overrides", "command line", overrides))
@@ -419,6 +438,12 @@ def fingerprint(mapping):
 
 
 def save_config(config, path):
-    """Writes the resolved config as YAML."""
+    """Writes the resolved config as YAML, headed by RESOLVED_HEADER.
+
+    `load_config` gives the file back as saved: the header makes it keep the
+    data_dir of a "files" corpus even when that is data/default, which it
+    ignores in a config of the user's own.
+    """
     with open(path, "w", encoding="utf-8") as f:
+        f.write(RESOLVED_HEADER)
         yaml.safe_dump(config, f, sort_keys=False, allow_unicode=True)

@@ -215,6 +215,37 @@ def test_a_saved_files_config_reloads_with_its_data_dir(tmp_path):
     assert cfg.load_config(path)["data"]["data_dir"] == "data/elsewhere"
 
 
+def test_a_saved_files_config_in_data_default_reloads_as_saved(tmp_path):
+    # A files corpus prepared into data/default on request (--hparams), as
+    # train.py records it in MODEL_DIR/config.yaml.
+    hparams = "data.data_dir=data/default"
+    config = cfg.load_config("configs/default.yaml", hparams=hparams,
+                             overrides=cfg.corpus_overrides(hparams, "mine.tsv"))
+    assert config["data"]["data_dir"] == "data/default"
+    path = str(tmp_path / "config.yaml")
+    cfg.save_config(config, path)
+    with open(path, encoding="utf-8") as f:
+        assert f.readline() == cfg.RESOLVED_HEADER
+    assert cfg.load_config(path) == config
+    # Overrides that leave data_dir alone (evaluate, translate) keep it too.
+    assert cfg.load_config(path, hparams="decode.beam_width=1")["data"]["data_dir"] == "data/default"
+    # Without the header the same YAML is a config of the user's own, and
+    # its data/default holds the demo's embedded corpus, not these files.
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    unmarked = _write(tmp_path, text[len(cfg.RESOLVED_HEADER):])
+    assert cfg.load_config(unmarked)["data"]["data_dir"].startswith("data/corpus-")
+
+
+def test_a_saved_embedded_config_turned_to_files_leaves_data_default_alone(tmp_path):
+    path = str(tmp_path / "config.yaml")
+    cfg.save_config(cfg.load_config("configs/default.yaml"), path)
+    assert cfg.load_config(path)["data"]["data_dir"] == "data/default"
+    for config in (cfg.load_config(path, overrides=cfg.corpus_overrides("", "mine.tsv")),
+                   cfg.load_config(path, hparams="data.corpus=files,data.train_data=mine.tsv")):
+        assert config["data"]["data_dir"].startswith("data/corpus-")
+
+
 def test_embedded_corpus_keeps_the_default_data_dir():
     assert cfg.load_config()["data"]["data_dir"] == "data/default"
     assert cfg.load_config("configs/default.yaml")["data"]["data_dir"] == "data/default"

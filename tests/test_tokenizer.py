@@ -155,11 +155,18 @@ def test_copy_to_its_own_directory_changes_nothing(which, joint, separate, monke
     assert [os.stat(path).st_mtime_ns for path in tokenizer.model_files] == mtimes
 
 
-def test_copy_to_its_own_directory_through_a_symbolic_link(separate, tmp_path):
+@pytest.mark.parametrize("which", ["joint", "separate"])
+def test_copy_to_its_own_directory_through_a_symbolic_link(which, joint, separate, tmp_path):
+    tokenizer = {"joint": joint, "separate": separate}[which]
+    directory = os.path.dirname(tokenizer.model_files[0])
+    before = _contents(directory)
+    mtimes = [os.stat(path).st_mtime_ns for path in tokenizer.model_files]
     link = tmp_path / "link"
-    link.symlink_to(os.path.dirname(separate.model_files[0]), target_is_directory=True)
-    copies = separate.copy_to(str(link))
-    assert copies == [str(link / "source.model"), str(link / "target.model")]
+    link.symlink_to(directory, target_is_directory=True)
+    copies = tokenizer.copy_to(str(link))
+    assert copies == [str(link / os.path.basename(path)) for path in tokenizer.model_files]
+    assert _contents(directory) == before
+    assert [os.stat(path).st_mtime_ns for path in tokenizer.model_files] == mtimes
 
 
 def test_load_prefers_the_joint_model_when_both_kinds_exist(joint, separate, tmp_path):
