@@ -367,7 +367,7 @@ def main(argv=None):
     quiet_tensorflow()
     tf.disable_v2_behavior()
     try:
-        overrides = corpus_overrides(args.hparams, args.train_data, args.dev_data)
+        overrides = corpus_overrides(args.train_data, args.dev_data)
         config = load_config(config_path(args), args.hparams, overrides)
         model_dir = args.model_dir or os.path.join("runs", config["name"])
         run(config, model_dir, args.schedule, args.num_gpus, args.max_steps)

@@ -331,7 +331,7 @@ def main(argv=None):
     parser.add_argument("--test_data", default="", help="like --train_data; carved from it if absent")
     args = parser.parse_args(argv)
     try:
-        overrides = corpus_overrides(args.hparams, args.train_data, args.dev_data, args.test_data)
+        overrides = corpus_overrides(args.train_data, args.dev_data, args.test_data)
         config = load_config(args.config, args.hparams, overrides)
         prepare(config)
     except ValueError as e:  # ConfigError and CorpusError among them

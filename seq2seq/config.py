@@ -260,20 +260,17 @@ def parse_hparams(hparams):
     return overrides
 
 
-def corpus_overrides(hparams="", train_data="", dev_data="", test_data=""):
+def corpus_overrides(train_data="", dev_data="", test_data=""):
     """The overrides for a user's corpus given on the command line.
 
     `--train_data` switches data.corpus to "files". The data_dir is left to
     `load_config`, which sees the YAML file too: see `corpus_data_dir`.
 
     Args:
-      hparams: ignored (load_config reads the ``--hparams`` string itself);
-        kept only so that existing callers keep working, to be dropped.
       train_data, dev_data, test_data: the command line's corpus files.
     Returns:
       A nested override mapping for `load_config` (empty without train_data).
     """
-    del hparams  # ignored: see Args
     files = {key: value for key, value in (("train_data", train_data), ("dev_data", dev_data),
                                            ("test_data", test_data)) if value}
     if not files:

@@ -158,13 +158,13 @@ def test_save_and_reload_round_trip(tmp_path):
 
 
 def test_a_user_corpus_gets_its_own_data_dir():
-    overrides = cfg.corpus_overrides("", "mine.tsv")
+    overrides = cfg.corpus_overrides("mine.tsv")
     config = cfg.load_config("configs/default.yaml", overrides=overrides)
     assert config["data"]["corpus"] == "files"
     assert config["data"]["train_data"] == "mine.tsv"
     # default.yaml's data_dir (data/default) holds the embedded corpus, not this one.
     assert config["data"]["data_dir"].startswith("data/corpus-")
-    other = cfg.load_config("configs/default.yaml", overrides=cfg.corpus_overrides("", "other.tsv"))
+    other = cfg.load_config("configs/default.yaml", overrides=cfg.corpus_overrides("other.tsv"))
     assert config["data"]["data_dir"] != other["data"]["data_dir"]
     switched = cfg.load_config("configs/default.yaml",
                                hparams="data.corpus=files,data.train_data=mine.tsv")
@@ -188,7 +188,7 @@ def test_a_data_dir_set_with_a_files_corpus_is_kept(tmp_path):
     path = _write(tmp_path, "data:\n  corpus: files\n  train_data: my.tsv\n"
                             "  data_dir: data/mine\n")
     assert cfg.load_config(path)["data"]["data_dir"] == "data/mine"
-    overrides = cfg.corpus_overrides("", "other.tsv")
+    overrides = cfg.corpus_overrides("other.tsv")
     assert cfg.load_config(path, overrides=overrides)["data"]["data_dir"] == "data/mine"
     assert cfg.load_config(path, hparams="data.data_dir=data/x",
                            overrides=overrides)["data"]["data_dir"] == "data/x"
@@ -208,7 +208,7 @@ def test_a_copy_of_the_demo_config_turned_to_files_leaves_data_default_alone(tmp
 
 
 def test_a_saved_files_config_reloads_with_its_data_dir(tmp_path):
-    config = cfg.load_config("configs/tiny.yaml", overrides=cfg.corpus_overrides("", "a.tsv"))
+    config = cfg.load_config("configs/tiny.yaml", overrides=cfg.corpus_overrides("a.tsv"))
     assert config["data"]["data_dir"].startswith("data/corpus-")
     path = str(tmp_path / "config.yaml")
     cfg.save_config(dict(config, data=dict(config["data"], data_dir="data/elsewhere")), path)
@@ -220,7 +220,7 @@ def test_a_saved_files_config_in_data_default_reloads_as_saved(tmp_path):
     # train.py records it in MODEL_DIR/config.yaml.
     hparams = "data.data_dir=data/default"
     config = cfg.load_config("configs/default.yaml", hparams=hparams,
-                             overrides=cfg.corpus_overrides(hparams, "mine.tsv"))
+                             overrides=cfg.corpus_overrides("mine.tsv"))
     assert config["data"]["data_dir"] == "data/default"
     path = str(tmp_path / "config.yaml")
     cfg.save_config(config, path)
@@ -241,7 +241,7 @@ def test_a_saved_embedded_config_turned_to_files_leaves_data_default_alone(tmp_p
     path = str(tmp_path / "config.yaml")
     cfg.save_config(cfg.load_config("configs/default.yaml"), path)
     assert cfg.load_config(path)["data"]["data_dir"] == "data/default"
-    for config in (cfg.load_config(path, overrides=cfg.corpus_overrides("", "mine.tsv")),
+    for config in (cfg.load_config(path, overrides=cfg.corpus_overrides("mine.tsv")),
                    cfg.load_config(path, hparams="data.corpus=files,data.train_data=mine.tsv")):
         assert config["data"]["data_dir"].startswith("data/corpus-")
 
@@ -254,14 +254,14 @@ def test_embedded_corpus_keeps_the_default_data_dir():
 
 def test_hparams_data_dir_wins_for_a_user_corpus():
     hparams = "data.data_dir=data/mine"
-    config = cfg.load_config(hparams=hparams, overrides=cfg.corpus_overrides(hparams, "a.en,a.pt"))
+    config = cfg.load_config(hparams=hparams, overrides=cfg.corpus_overrides("a.en,a.pt"))
     assert config["data"]["data_dir"] == "data/mine"
 
 
 def test_no_user_corpus_no_overrides():
-    assert cfg.corpus_overrides("", "") == {}
+    assert cfg.corpus_overrides("") == {}
     with pytest.raises(cfg.ConfigError, match="need --train_data"):
-        cfg.corpus_overrides("", "", dev_data="dev.tsv")
+        cfg.corpus_overrides("", dev_data="dev.tsv")
 
 
 def _schema_keys():
