@@ -7,9 +7,13 @@ skipped and *counted*, never silently dropped. Lines end at LF (CR LF counts as
 LF), as for Moses, fairseq and sacreBLEU, so that line numbers agree with
 `wc -l` and editors. Text is normalised to Unicode NFC and trimmed, inner
 whitespace runs to one space.
+
+`read_text_lines` and `iter_text_lines` split any text into lines the same
+way, for the tools that read plain text (`decode.translate`, `decode.compare`).
 """
 
 import collections
+import itertools
 import os
 import unicodedata
 
@@ -138,11 +142,28 @@ def _keep_pair(source, target, pairs, skipped):
         skipped[EMPTY_SIDE] += 1
 
 
-def _read_lines(path):
-    """Yields every line of a strictly UTF-8 file, without its line ending.
+def read_text_lines(path):
+    """Returns the lines of a strictly UTF-8 text file, without their line endings.
+
+    The one way the tools split text into lines: the corpus readers here,
+    `decode.translate` and `decode.compare` all count lines as `wc -l` does
+    (see `iter_text_lines`), so that output lines and references stay aligned
+    with the input lines. The lines are not normalised (see `normalize`).
+
+    Raises:
+      OSError: the file cannot be opened.
+      CorpusError: it starts with a UTF-16 byte-order mark, or has an
+        undecodable byte (named by file, 1-based line and column).
+    """
+    with open(path, "rb") as f:
+        return list(iter_text_lines(f, path))
+
+
+def iter_text_lines(stream, name):
+    """Yields every line of a binary stream of strictly UTF-8 text, without its line ending.
 
     Lines end at LF only, as for Moses, fairseq, sacreBLEU and `wc -l`; one CR
-    before the LF (a Windows file) is part of the line ending. A file with CR
+    before the LF (a Windows file) is part of the line ending. A stream with CR
     and no LF at all (an old Mac file) has its lines ended by CR instead:
     read at LF it would be one line.
 
@@ -158,24 +179,35 @@ def _read_lines(path):
     A leading UTF-8 byte-order mark (which some Windows editors write) is not
     part of the text, nor of the column reported for an undecodable byte.
 
+    Lines are read one at a time, so a long stream is not held in memory (but
+    for a CR-only one), and a line typed at a terminal comes out when typed.
+
+    Args:
+      stream: a binary file object, e.g. ``open(path, "rb")`` or ``sys.stdin.buffer``.
+      name: what error messages call it: its path, or "standard input".
     Raises:
-      CorpusError: the file is missing, starts with a UTF-16 byte-order mark,
-        or has an undecodable byte (named by 1-based line and column).
+      CorpusError: the stream starts with a UTF-16 byte-order mark, or has an
+        undecodable byte (named by 1-based line and column).
     """
-    if not os.path.isfile(path):
-        raise CorpusError("corpus file not found: %s" % path)
-    with open(path, "rb") as f:
-        data = f.read()
-    if data.startswith(UTF16_BOMS):
+    first = stream.readline()
+    if first.startswith(UTF16_BOMS):
         raise CorpusError("%s:1: starts with the UTF-16 byte-order mark 0x%02x 0x%02x: the file "
-                          "looks like UTF-16; save it as UTF-8" % (path, data[0], data[1]))
-    if data.startswith(UTF8_BOM):
-        data = data[len(UTF8_BOM):]
-    newline = b"\r" if b"\r" in data and b"\n" not in data else b"\n"
-    lines = data.split(newline)
-    if lines[-1] == b"":
-        lines.pop()  # after the last line ending, or an empty file
+                          "looks like UTF-16; save it as UTF-8" % (name, first[0], first[1]))
+    if first.startswith(UTF8_BOM):
+        first = first[len(UTF8_BOM):]
+    if not first:
+        return  # empty
+    if not first.endswith(b"\n") and b"\r" in first:
+        # The first line reached the end of the stream: there is no LF at all.
+        lines = first.split(b"\r")
+        if lines[-1] == b"":
+            lines.pop()  # after the last CR
+    else:
+        # readline() returns b"" only at the end, and a line without LF only last.
+        lines = itertools.chain([first], iter(stream.readline, b""))
     for number, raw in enumerate(lines, start=1):
+        if raw.endswith(b"\n"):
+            raw = raw[:-1]
         if raw.endswith(b"\r"):
             raw = raw[:-1]  # CR LF
         try:
@@ -184,5 +216,17 @@ def _read_lines(path):
             # The column in characters, as an editor shows it, not in bytes.
             column = len(raw[:e.start].decode("utf-8")) + 1
             raise CorpusError("%s:%d: not valid UTF-8 (byte 0x%02x at column %d)"
-                              % (path, number, raw[e.start], column)) from e
+                              % (name, number, raw[e.start], column)) from e
         yield line
+
+
+def _read_lines(path):
+    """Yields the lines of a corpus file (see `iter_text_lines`).
+
+    Raises:
+      CorpusError: the file is missing, or as `iter_text_lines`.
+    """
+    if not os.path.isfile(path):
+        raise CorpusError("corpus file not found: %s" % path)
+    with open(path, "rb") as f:
+        yield from iter_text_lines(f, path)

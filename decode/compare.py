@@ -8,8 +8,8 @@ decodes the same sentences, each with a fresh `Translator`, and is measured for:
 - graph: the graphs built for these inputs (the unrolled search builds one per
   length bucket), their build time and the ops they added to the graph;
 - latency: the first call (graph building and TensorFlow's first run
-  included), then the median of --runs further calls, as ms, sentences/s and
-  output tokens/s (of the best hypotheses);
+  included: "first ms (incl. build)"), then the median of --runs further
+  calls, as ms, sentences/s and output tokens/s (of the best hypotheses);
 - quality: BLEU (sacrebleu) when references are given, and the mean length
   of the best hypotheses;
 - agreement: unrolled against while_loop at each beam width, and greedy
@@ -19,6 +19,10 @@ decodes the same sentences, each with a fresh `Translator`, and is measured for:
   1e-5);
 - per-sentence latency against output length (one sentence per call), for
   greedy and both beam searches at the largest beam width.
+
+Input and reference lines end at LF or CR LF, as `wc -l` counts them (at CR
+in a file without LF; see `data_pipeline.corpus.read_text_lines`). A line of
+progress per variant goes to standard error; the tables to standard output.
 
 The figures hold only for this machine, model, inputs and batch size.
 """
@@ -31,16 +35,19 @@ import statistics
 import sys
 import time
 
-import numpy as np
-import sacrebleu
-import tensorflow.compat.v1 as tf
+# Before TensorFlow is imported (in main, after the arguments are parsed, so
+# that --help and a usage error are quick): its C++ start-up messages.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from decode.translator import Translator
+import numpy as np  # noqa: E402
+import sacrebleu  # noqa: E402
+
+from data_pipeline.corpus import read_text_lines  # noqa: E402
 
 STEADY_COLUMNS = (
     ("decoder", "decoder", "%s"), ("beam", "beam_width", "%d"), ("graphs", "graphs", "%d"),
     ("build s", "build_seconds", "%.2f"), ("ops", "num_ops", "%d"),
-    ("first ms", "first_call_ms", "%.1f"), ("steady ms", "steady_ms", "%.1f"),
+    ("first ms (incl. build)", "first_call_ms", "%.1f"), ("steady ms", "steady_ms", "%.1f"),
     ("sent/s", "sentences_per_second", "%.1f"), ("tok/s", "tokens_per_second", "%.0f"),
     ("out len", "mean_output_tokens", "%.1f"), ("BLEU", "bleu", "%.2f"),
 )
@@ -109,17 +116,13 @@ def default_input_files(config):
 
 
 def read_lines(path):
-    """The lines of a UTF-8 text file, stripped.
+    """The lines of a UTF-8 text file, stripped, as the corpus reader splits them.
 
     Raises:
       OSError: if the file cannot be read.
-      ValueError: if it is not UTF-8 text.
+      ValueError: if it is not UTF-8 text (a `CorpusError` naming file:line).
     """
-    with open(path, encoding="utf-8") as f:
-        try:
-            return [line.strip() for line in f]
-        except UnicodeDecodeError as error:
-            raise ValueError("%s is not UTF-8 text (%s)" % (path, error)) from None
+    return [line.strip() for line in read_text_lines(path)]
 
 
 def load_inputs(translator, source_path, reference_path, max_sentences):
@@ -290,6 +293,14 @@ def plot(report, path):
     plt.close(figure)
 
 
+def progress_line(row, number, count):
+    """One variant's progress, e.g. "[3/5] unrolled@4: built 3 graphs in 4.2 s, ..."."""
+    return ("[%d/%d] %s@%d: built %d graph%s in %.1f s, first call %.0f ms (incl. build), "
+            "steady %.1f ms" % (number, count, row["decoder"], row["beam_width"], row["graphs"],
+                                "" if row["graphs"] == 1 else "s", row["build_seconds"],
+                                row["first_call_ms"], row["steady_ms"]))
+
+
 def compare(model_dir, detokenizer, token_ids, references, beam_widths, runs,
             latency_sentences):
     """Runs every measurement.
@@ -309,10 +320,13 @@ def compare(model_dir, detokenizer, token_ids, references, beam_widths, runs,
     Returns:
       The report's "results", "agreement" and "sentence_latency" entries.
     """
+    from decode.translator import Translator  # imports TensorFlow: see main
+
     latency_variants = {("greedy", 1), ("while_loop", beam_widths[-1]),
                         ("unrolled", beam_widths[-1])}
     rows, results, latencies = [], {}, []
-    for decoder, width in variants_to_compare(beam_widths):
+    variants = variants_to_compare(beam_widths)
+    for number, (decoder, width) in enumerate(variants, start=1):
         translator = Translator(model_dir)
         try:
             row, results[decoder, width] = measure(
@@ -323,6 +337,7 @@ def compare(model_dir, detokenizer, token_ids, references, beam_widths, runs,
         finally:
             translator.close()
         rows.append(row)
+        print(progress_line(row, number, len(variants)), file=sys.stderr, flush=True)
     agreements = [dict({"variant": "%s@%d" % variant, "against": "%s@%d" % reference},
                        **agreement(detokenizer, results[variant], results[reference]))
                   for variant, reference in agreement_pairs(beam_widths)]
@@ -331,6 +346,10 @@ def compare(model_dir, detokenizer, token_ids, references, beam_widths, runs,
 
 def main(argv=None):
     args = parse_args(argv)
+    import tensorflow.compat.v1 as tf  # after parse_args: --help needs none of it
+
+    from decode.translator import Translator
+
     tf.logging.set_verbosity(tf.logging.ERROR)
     tf.disable_v2_behavior()
     try:
@@ -357,9 +376,10 @@ def main(argv=None):
     }
     report.update(compare(args.model_dir, translator, token_ids, references, args.beam_widths,
                           args.runs, args.latency_sentences))
-    print("%s (step %d), %d sentences from %s, batch size %d"
+    print("%s (step %d), %d sentences from %s, batch size %d, length penalty %g"
           % (translator.model_name, translator.step, len(token_ids), source_path,
-             translator.config["decode"]["batch_size"]))
+             translator.config["decode"]["batch_size"],
+             translator.config["decode"]["length_penalty"]))
     print(format_table(report["results"], STEADY_COLUMNS))
     print()
     print(format_table(report["agreement"], AGREEMENT_COLUMNS))

@@ -15,17 +15,25 @@ import itertools
 import os
 import sys
 
-import tensorflow.compat.v1 as tf
+# Before TensorFlow is imported (in main, after the arguments are parsed, so
+# that --help and a usage error are quick): its C++ start-up messages.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from decode.model_search import DECODERS
-from decode.translator import Translator
+from data_pipeline.corpus import CorpusError, iter_text_lines  # noqa: E402
+
+# decode.model_search.DECODERS, which imports TensorFlow; a test checks they agree.
+DECODERS = ("while_loop", "unrolled", "greedy")
 
 OUTPUT_FORMAT = """\
+input: UTF-8 text. Lines end at LF or CR LF, as `wc -l` counts them (at CR in
+a file without LF); a CR inside a line is a space, like any run of whitespace.
+
 output: with --n_best 1 (the default), one translation per input line, in
 order; an empty input line gives an empty output line. With --n_best N > 1,
-each input line gives N lines "text<TAB>score", best first, followed by one
-blank line; an empty input line gives just the blank line. Scores are
-length-penalised log-probabilities (higher is better)."""
+each input line gives up to N lines "text<TAB>score" (fewer when fewer
+hypotheses are possible), best first, followed by one blank line; an empty
+input line gives just the blank line. Scores are length-penalised
+log-probabilities (higher is better)."""
 
 # Lines read per chunk: many batches, so that length sorting finds
 # sentences of similar length, yet a bounded amount of memory.
@@ -41,7 +49,8 @@ def parse_args(argv):
                         help="decoder variant (default: %(default)s)")
     parser.add_argument("--beam_width", type=int,
                         help="beam width (default: the config's decode.beam_width; "
-                             "greedy ignores it)")
+                             "greedy decodes at width 1; the value must still be "
+                             "1..decode.max_beam_width)")
     parser.add_argument("--n_best", type=int, default=1,
                         help="hypotheses per sentence, at most the beam width (default: 1)")
     parser.add_argument("--input", help="input text file (default: standard input)")
@@ -92,21 +101,27 @@ def chunks(lines, size):
 
 
 def utf8(stream):
-    """A standard stream as UTF-8 text whatever the locale, left open on exit."""
+    """Standard output as UTF-8 text whatever the locale, left open on exit."""
     stream.reconfigure(encoding="utf-8")
     return contextlib.nullcontext(stream)
 
 
 def main(argv=None):
     args = parse_args(argv)
+    import tensorflow.compat.v1 as tf  # after parse_args: --help needs none of it
+
+    from decode.translator import Translator
+
     tf.logging.set_verbosity(tf.logging.ERROR)
     tf.disable_v2_behavior()
     with contextlib.ExitStack() as files:
         try:
             translator = Translator(args.model_dir)
             translator.check_options(args.decoder, args.beam_width, args.n_best)
+            # Bytes, split into lines as the corpus reader splits them.
             source = files.enter_context(
-                open(args.input, encoding="utf-8") if args.input else utf8(sys.stdin))
+                open(args.input, "rb") if args.input
+                else contextlib.nullcontext(sys.stdin.buffer))
             sink = files.enter_context(
                 open(args.output, "w", encoding="utf-8") if args.output else utf8(sys.stdout))
         except (ValueError, OSError) as error:
@@ -117,13 +132,13 @@ def main(argv=None):
         chunk_size = (1 if source.isatty()
                       else BATCHES_PER_CHUNK * translator.config["decode"]["batch_size"])
         try:
-            for lines in chunks(source, chunk_size):
-                sink.write(translate_lines(translator, lines, args.decoder, args.beam_width,
+            lines = iter_text_lines(source, args.input or "standard input")
+            for chunk in chunks(lines, chunk_size):
+                sink.write(translate_lines(translator, chunk, args.decoder, args.beam_width,
                                            args.n_best))
                 sink.flush()
-        except UnicodeDecodeError as error:
-            print("error: %s is not UTF-8 text (%s)" % (args.input or "standard input", error),
-                  file=sys.stderr)
+        except CorpusError as error:  # not UTF-8: the lines before it are translated
+            print("error: %s" % error, file=sys.stderr)
             return 2
     return 0
 

@@ -97,8 +97,19 @@ def test_compare_cli_writes_a_json_report_and_a_png(tiny_model_dir, translator, 
 
     with open(plot_path, "rb") as f:
         assert f.read(len(PNG_MAGIC)) == PNG_MAGIC
-    table = capsys.readouterr().out
-    assert "steady ms" in table and "same text %" in table
+    captured = capsys.readouterr()
+    table = captured.out.split("\n")
+    assert table[0].endswith(", batch size %d, length penalty %g" % (
+        translator.config["decode"]["batch_size"],
+        translator.config["decode"]["length_penalty"]))
+    assert "first ms (incl. build)" in table[1] and "steady ms" in table[1]
+    assert "same text %" in captured.out
+    # One line of progress per variant, on stderr.
+    progress = [line for line in captured.err.split("\n") if line.startswith("[")]
+    assert [line.split(":")[0] for line in progress] == [
+        "[1/3] greedy@1", "[2/3] while_loop@1", "[3/3] unrolled@1"]
+    assert all(": built 1 graph in " in line and " ms (incl. build), steady " in line
+               for line in progress)
 
 
 def test_default_inputs_are_the_prepared_test_set(tiny_config, tiny_data, tmp_path):
@@ -124,7 +135,7 @@ def test_input_that_is_not_utf8_is_an_error_naming_the_file(tiny_model_dir, tmp_
     source = tmp_path / "latin1.txt"
     source.write_bytes(b"caf\xe9\n")
     assert compare.main(["--model_dir", tiny_model_dir, "--input", str(source)]) == 2
-    assert "latin1.txt is not UTF-8 text" in capsys.readouterr().err
+    assert "latin1.txt:1: not valid UTF-8 (byte 0xe9 at column 4)" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("option", ["--json", "--plot"])
@@ -253,3 +264,22 @@ def test_agreement_compares_texts_not_ids_and_only_the_narrower_beam():
                              others) == {
         "identical_texts_percent": 100.0, "identical_ids_percent": 100.0,
         "max_score_difference": 0.25}
+
+
+def test_load_inputs_splits_lines_as_wc_does_inner_cr_and_crlf(tmp_path):
+    # `wc -l` says 3 and 3: the CR inside the first source line does not end it.
+    source, reference = tmp_path / "in.txt", tmp_path / "ref.txt"
+    source.write_bytes(b"a bb\rccc\r\n\r\ndddd\r\n")
+    reference.write_bytes(b"A\r\n-\r\nD\r\n")
+    assert compare.load_inputs(SplitTokenizer, str(source), str(reference), 0) == (
+        [[1, 2, 3], [4]], ["A", "D"])
+
+
+def test_progress_line_names_the_variant_its_graphs_and_latencies():
+    row = {"decoder": "unrolled", "beam_width": 4, "graphs": 3, "build_seconds": 4.21,
+           "first_call_ms": 5123.4, "steady_ms": 8.34}
+    assert compare.progress_line(row, 5, 7) == (
+        "[5/7] unrolled@4: built 3 graphs in 4.2 s, first call 5123 ms (incl. build), "
+        "steady 8.3 ms")
+    assert "built 1 graph in" in compare.progress_line(dict(row, graphs=1), 1, 7)
+

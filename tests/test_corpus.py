@@ -1,10 +1,14 @@
 """Corpus readers: TSV and aligned files, normalisation, skips and errors."""
 
+import io
+import shutil
+import subprocess
 import unicodedata
 
 import pytest
 
-from data_pipeline.corpus import CorpusError, format_skipped, read_corpus
+from data_pipeline.corpus import (CorpusError, format_skipped, iter_text_lines, read_corpus,
+                                  read_text_lines)
 
 
 def write(path, text):
@@ -176,3 +180,51 @@ def test_corpus_that_ends_up_empty(tmp_path):
 def test_malformed_spec(spec):
     with pytest.raises(CorpusError, match="a TSV file or 'source_file,target_file'"):
         read_corpus(spec)
+
+
+# Bytes -> the lines every tool reads (as `wc -l` counts them when LF ends them).
+TEXT_LINES = [
+    (b"one\rtwo\nthree\n", ["one\rtwo", "three"]),
+    (b"one\rtwo\r\nthree\r\n", ["one\rtwo", "three"]),
+    (b"one\r\n\r\ntwo", ["one", "", "two"]),             # no LF after the last line
+    (b"one\ntwo\r", ["one", "two"]),                       # nor here: CR LF cut short
+    (b"one\rtwo\r\rthree", ["one", "two", "", "three"]),  # no LF at all: CR ends lines
+    (b"one\x0btwo\xe2\x80\xa8three\n", ["one\x0btwo\u2028three"]),
+    (b"\xef\xbb\xbfone\n", ["one"]),
+    (b"\xef\xbb\xbf", []),
+    (b"\n", [""]),
+    (b"", []),
+]
+
+
+@pytest.mark.parametrize("data, lines", TEXT_LINES)
+def test_read_text_lines_splits_at_line_feeds_as_wc_does(tmp_path, data, lines):
+    path = tmp_path / "text.txt"
+    path.write_bytes(data)
+    assert read_text_lines(str(path)) == lines
+    assert list(iter_text_lines(io.BytesIO(data), "standard input")) == lines
+    if b"\n" in data and data.endswith(b"\n") and shutil.which("wc"):
+        wc = subprocess.run(["wc", "-l", str(path)], capture_output=True, text=True, check=True)
+        assert int(wc.stdout.split()[0]) == len(lines)
+
+
+def test_read_text_lines_errors_name_the_file_and_line(tmp_path):
+    path = tmp_path / "latin1.txt"
+    path.write_bytes(b"one\rtwo\r\ncaf\xe9\r\n")
+    with pytest.raises(CorpusError, match=r"latin1.txt:2: not valid UTF-8 \(byte 0xe9 at column 4\)"):
+        read_text_lines(str(path))
+    path.write_bytes("one\n".encode("utf-16"))
+    with pytest.raises(CorpusError, match=r"latin1.txt:1: .*looks like UTF-16"):
+        read_text_lines(str(path))
+    with pytest.raises(OSError):
+        read_text_lines(str(tmp_path / "missing.txt"))
+
+
+def test_iter_text_lines_reads_a_stream_a_line_at_a_time():
+    stream = io.BytesIO(b"one\r\ntwo\n\xff\n")
+    lines = iter_text_lines(stream, "standard input")
+    assert next(lines) == "one"
+    assert stream.tell() == len(b"one\r\n"), "the rest is not read yet"
+    assert next(lines) == "two"
+    with pytest.raises(CorpusError, match=r"^standard input:3: not valid UTF-8 \(byte 0xff"):
+        next(lines)

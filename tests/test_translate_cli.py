@@ -1,10 +1,19 @@
 """The `python -m decode.translate` CLI across its input chunks."""
 
+import io
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
+from decode import model_search
 from decode import translate as translate_cli
 from decode.translator import Translator
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TF_START_UP_MESSAGES = ("oneDNN", "cpu_feature_guard")
 
 # Where blank lines go among the dev lines: the first line, both sides of the
 # first chunk boundary (a chunk is decode.batch_size lines below), a
@@ -92,3 +101,115 @@ def test_n_best_blocks_in_order_across_chunks(tiny_model_dir, translator, input_
         np.testing.assert_allclose([float(score) for _, score in rows],
                                    [h.score for h in translation.n_best], atol=1e-5)
     assert next(expected, None) is None
+
+
+def test_lines_end_where_wc_counts_them_inner_cr_and_crlf(tiny_model_dir, translator, tmp_path):
+    first, second, third = "hello", "good morning", "thank you"
+    # An inner CR stays in its line (a space); CR LF ends one: `wc -l` says 4.
+    data = ("%s\r%s\r\n\r\n%s\r\n%s\r\n" % (first, second, third, first)).encode("utf-8")
+    source, output = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_bytes(data)
+    assert translate_cli.main(["--model_dir", tiny_model_dir, "--input", str(source),
+                               "--output", str(output)]) == 0
+    lines = output.read_text(encoding="utf-8").split("\n")
+    assert lines.pop() == ""
+    assert len(lines) == data.count(b"\n") == 4
+    expected = [t.text for t in translator.translate(["%s %s" % (first, second), third, first])]
+    assert lines == [expected[0], "", expected[1], expected[2]]
+
+
+def test_standard_input_is_split_as_files_are(tiny_model_dir, translator, tmp_path,
+                                              monkeypatch):
+    data = "hello\rgood morning\r\nthank you\r\n".encode("utf-8")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    output = tmp_path / "out.txt"
+    assert translate_cli.main(["--model_dir", tiny_model_dir, "--output", str(output)]) == 0
+    expected = translator.translate(["hello good morning", "thank you"])
+    assert output.read_text(encoding="utf-8") == "".join(t.text + "\n" for t in expected)
+
+
+def test_input_that_is_not_utf8_is_an_error_naming_file_and_line(tiny_model_dir, tmp_path,
+                                                                  capsys):
+    source = tmp_path / "latin1.txt"
+    source.write_bytes(b"hello\r\ncaf\xe9\r\n")
+    assert translate_cli.main(["--model_dir", tiny_model_dir, "--input", str(source),
+                               "--output", str(tmp_path / "out.txt")]) == 2
+    assert "latin1.txt:2: not valid UTF-8 (byte 0xe9 at column 4)" in capsys.readouterr().err
+
+
+def test_greedy_checks_the_beam_width_as_its_help_says(tiny_model_dir, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        translate_cli.parse_args(["--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "greedy decodes at width 1; the value must still be 1..decode.max_beam_width" in (
+        help_text)
+    assert 'gives up to N lines "text<TAB>score"' in help_text
+    source = tmp_path / "in.txt"
+    source.write_text("hello\n", encoding="utf-8")
+    assert translate_cli.main(["--model_dir", tiny_model_dir, "--input", str(source),
+                               "--decoder", "greedy", "--beam_width", "99"]) == 2
+    assert "beam_width must be an integer in 1..8" in capsys.readouterr().err
+
+
+def test_decoders_are_model_search_decoders():
+    # A copy, so that --help imports no TensorFlow.
+    assert translate_cli.DECODERS == model_search.DECODERS
+
+
+def run_help(module, bypass_package_init=False):
+    """Runs `python -m module --help` without TF_CPP_MIN_LOG_LEVEL set.
+
+    With bypass_package_init, the `decode` package's __init__ (which imports the
+    decoders, and so TensorFlow) is not run: what the CLI module itself imports.
+
+    Returns:
+      (stdout, stderr); stdout ends with "tensorflow imported: True/False".
+    """
+    script = "\n".join([
+        "import runpy, sys, types",
+        "if %r:" % bypass_package_init,
+        "    package = sys.modules['decode'] = types.ModuleType('decode')",
+        "    package.__path__ = [%r]" % os.path.join(REPO, "decode"),
+        "sys.argv = [%r, '--help']" % module,
+        "try:",
+        "    runpy.run_module(%r, run_name='__main__', alter_sys=True)" % module,
+        "except SystemExit as exit:",
+        "    assert not exit.code, exit.code",
+        "print('tensorflow imported:', 'tensorflow' in sys.modules)",
+    ])
+    env = dict(os.environ)
+    env.pop("TF_CPP_MIN_LOG_LEVEL", None)  # conftest sets it
+    process = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env,
+                             capture_output=True, text=True, timeout=120)
+    assert process.returncode == 0, process.stderr
+    return process.stdout, process.stderr
+
+
+def package_imports_tensorflow():
+    process = subprocess.run(
+        [sys.executable, "-c", "import decode, sys; print('tensorflow' in sys.modules)"],
+        cwd=REPO, capture_output=True, text=True, timeout=120)
+    return process.stdout.strip() == "True"
+
+
+# decode.compare's --help too: one helper for both CLIs.
+CLIS = ["decode.translate", "decode.compare"]
+
+
+@pytest.mark.parametrize("module", CLIS)
+def test_help_imports_no_tensorflow(module):
+    stdout, stderr = run_help(module, bypass_package_init=True)
+    assert "usage: python -m %s" % module in stdout
+    assert stdout.endswith("tensorflow imported: False\n")
+    assert stderr == ""
+
+
+@pytest.mark.parametrize("module", CLIS)
+def test_help_prints_no_tensorflow_start_up_messages(module):
+    stdout, stderr = run_help(module)
+    assert "usage: python -m %s" % module in stdout
+    if any(message in stdout + stderr for message in TF_START_UP_MESSAGES):
+        if package_imports_tensorflow():
+            pytest.xfail("decode/__init__.py imports TensorFlow before %s can set "
+                         "TF_CPP_MIN_LOG_LEVEL" % module)
+        pytest.fail("TensorFlow start-up messages in --help:\n" + stderr)
