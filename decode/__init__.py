@@ -3,10 +3,22 @@
 `rnn_beam_search` (unrolled) and `while_loop_beam_search` return the same
 hypotheses and scores; `greedy_search` returns what either returns with
 `beam_width=1`, more cheaply.
+
+The three are imported on first use (`from decode import rnn_beam_search`
+works as usual): the package also holds command-line tools, whose --help
+should not wait for TensorFlow to load.
 """
 
-from decode.greedy import greedy_search
-from decode.unrolled_search import rnn_beam_search
-from decode.while_loop_search import while_loop_beam_search
+import importlib
 
-__all__ = ["greedy_search", "rnn_beam_search", "while_loop_beam_search"]
+_HOMES = {"greedy_search": "decode.greedy",
+          "rnn_beam_search": "decode.unrolled_search",
+          "while_loop_beam_search": "decode.while_loop_search"}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name):
+    if name not in _HOMES:
+        raise AttributeError("module 'decode' has no attribute %r" % name)
+    return getattr(importlib.import_module(_HOMES[name]), name)
