@@ -4,14 +4,35 @@ Each check raises ValueError with a message naming the argument, instead of
 letting a shape error surface later from deep inside the graph or at run time.
 """
 
+import json
 import numbers
 
 import tensorflow.compat.v1 as tf
+
+# The most characters of a value an error message shows.
+SHOWN_CHARS = 40
 
 
 def is_int(value):
     """True for a Python or NumPy integer, False for a bool (which Python counts as one)."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def shown(value, limit=SHOWN_CHARS):
+    """A value as an error message shows it: its JSON text (or repr), cut short.
+
+    Messages reach HTTP clients and must not echo a whole body back: a text
+    is cut to `limit` characters (and "..."). An integer of more than 15
+    digits is described, not written out: no option takes one, and Python
+    refuses to write out those of over 4,300 digits.
+    """
+    if is_int(value):
+        return "an integer of more than 15 digits" if abs(value) >= 10 ** 15 else str(int(value))
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def check_beam_width(beam_width):

@@ -19,17 +19,22 @@ source tokens, batches of `decode.batch_size`, so that little padding is
 encoded and few steps are run for sentences that finished long ago), and
 assembles each sentence's n-best list, in input order. Length limits are per
 sentence; see `decode.length_limits`.
+
+Graphs built on demand cost seconds, which a caller timing its call should
+know: `Translator.recording_builds` names the graphs built for the calls a
+thread makes inside it (the server reports them with each answer).
 """
 
 import collections
-import json
+import contextlib
 import os
+import threading
 
 import numpy as np
 
 from data_pipeline.tokenizer import EOS_ID, PAD_ID, UNK_ID, Tokenizer
 from decode.checkpoint_backend import CheckpointBackend, find_checkpoint
-from decode.checks import is_int
+from decode.checks import is_int, shown
 from decode.length_limits import unrolled_length_bucket
 from decode.saved_model_backend import SavedModelBackend
 from seq2seq.config import load_config
@@ -106,7 +111,6 @@ class Translator:
       beam_widths: the beam widths it accepts, a `range`: 1..decode.max_beam_width
         from a checkpoint (for every decoder: greedy then decodes at 1), the
         exported one from a SavedModel. What `check_options` enforces.
-      max_beam_width: the largest of `beam_widths`.
     """
 
     def __init__(self, model_dir, export_dir=None, checkpoint=None, hparams=""):
@@ -147,7 +151,10 @@ class Translator:
                 self.config, self.source_vocab_size, self.target_vocab_size,
                 checkpoint or find_checkpoint(model_dir))
             self.beam_widths = range(1, self.config["decode"]["max_beam_width"] + 1)
-        self.max_beam_width = self.beam_widths[-1]
+        # A SavedModel's graph is fixed: only a checkpoint backend builds graphs.
+        self._builds_graphs = not export_dir
+        # Per thread: the lists of the `recording_builds` blocks it is in.
+        self._recordings = threading.local()
         self.decoders = self._backend.decoders
         self.step = self._backend.step
 
@@ -155,6 +162,30 @@ class Translator:
     def variants(self):
         """The `checkpoint_backend.Variant`s (decoder graphs) built so far, in build order."""
         return self._backend.variants
+
+    @contextlib.contextmanager
+    def recording_builds(self):
+        """Records the decoder graphs built for this thread's calls inside the block.
+
+        Yields a list that receives the `Variant` of every graph a call of
+        this thread (inside the block) needed and found not yet built: the
+        call built it, or waited while a concurrent call built it. Either
+        way its time includes the build. Per thread, so calls of other
+        threads running meanwhile are not counted; blocks may nest.
+
+        Example:
+          with translator.recording_builds() as built:
+              translator.translate_tokens(token_ids, "unrolled", 9)
+          print("%d graph(s) built" % len(built))
+        """
+        built = []
+        recordings = self._recordings.__dict__.setdefault("lists", [])
+        recordings.append(built)
+        try:
+            yield built
+        finally:
+            # By identity: two lists of the same graphs are equal.
+            recordings[:] = [recording for recording in recordings if recording is not built]
 
     def close(self):
         """Frees the session's resources; the translator cannot translate afterwards."""
@@ -189,7 +220,7 @@ class Translator:
         """
         if decoder not in self.decoders:
             raise ValueError("decoder must be one of %s, got %s"
-                             % (", ".join(self.decoders), _shown(decoder)))
+                             % (", ".join(self.decoders), shown(decoder)))
         if beam_width is None:
             beam_width = self._backend.default_beam_width
         else:
@@ -199,7 +230,7 @@ class Translator:
         if not is_int(n_best) or not 1 <= n_best <= beam_width:
             raise ValueError("n_best must be an integer in 1..%d (the beam width%s), got %s"
                              % (beam_width, "; greedy decoding keeps one hypothesis"
-                                if decoder == "greedy" else "", _shown(n_best)))
+                                if decoder == "greedy" else "", shown(n_best)))
         return int(beam_width)
 
     def _check_beam_width(self, decoder, beam_width):
@@ -208,11 +239,11 @@ class Translator:
             try:
                 self._backend.check_supported(decoder, beam_width)  # a SavedModel's one width
             except ValueError as error:
-                raise ValueError("%s, got beam_width %s" % (error, _shown(beam_width))) from None
+                raise ValueError("%s, got beam_width %s" % (error, shown(beam_width))) from None
             if beam_width in self.beam_widths:
                 return
         raise ValueError("beam_width must be an integer in %d..%d, got %s"
-                         % (self.beam_widths[0], self.beam_widths[-1], _shown(beam_width)))
+                         % (self.beam_widths[0], self.beam_widths[-1], shown(beam_width)))
 
     def search(self, token_ids, decoder="while_loop", beam_width=None):
         """Decodes tokenized sentences, batched by length.
@@ -237,10 +268,39 @@ class Translator:
         for batch in length_sorted_batches([len(ids) for ids in token_ids],
                                            self.config["decode"]["batch_size"]):
             source_ids, source_length = pad_batch([token_ids[index] for index in batch])
-            ids, scores, lengths = self._backend.run(decoder, beam_width, source_ids, source_length)
+            ids, scores, lengths = self._run(decoder, beam_width, source_ids, source_length)
             for row, index in enumerate(batch):
                 results[index] = _search_result(ids[row], scores[row], lengths[row])
         return results
+
+    def _run(self, decoder, beam_width, source_ids, source_length):
+        """The backend's run of one padded batch, its graph recorded if it was new."""
+        key = self._variant_key(decoder, beam_width, source_length)
+        new = self._builds_graphs and key not in self._built_keys()
+        outputs = self._backend.run(decoder, beam_width, source_ids, source_length)
+        if new:
+            variant = next((variant for variant in self.variants if self._key_of(variant) == key),
+                           None)
+            for built in getattr(self._recordings, "lists", ()):
+                built.append(variant)
+        return outputs
+
+    def _variant_key(self, decoder, beam_width, source_length):
+        """The (decoder, beam width, unrolled length) of the graph that decodes a batch.
+
+        The checkpoint backend's own cache key: one unrolled graph per length
+        bucket of the batch's longest source, one graph otherwise.
+        """
+        unrolled_length = (unrolled_length_bucket(int(source_length.max()), self.config["decode"])
+                           if decoder == "unrolled" else None)
+        return decoder, beam_width, unrolled_length
+
+    @staticmethod
+    def _key_of(variant):
+        return variant.decoder, variant.beam_width, variant.unrolled_length
+
+    def _built_keys(self):
+        return {self._key_of(variant) for variant in self.variants}
 
     def translate(self, texts, decoder="while_loop", beam_width=None, n_best=1):
         """Translates sentences.
@@ -326,25 +386,9 @@ class Translator:
             for beam_width in sorted(widths):
                 for source_length in _warm_up_source_lengths(
                         decoder, max_source_length, self.config["decode"]):
-                    self._backend.run(decoder, beam_width,
-                                     np.full([1, source_length], UNK_ID, np.int32),
-                                     np.array([source_length], np.int32))
+                    self._run(decoder, beam_width, np.full([1, source_length], UNK_ID, np.int32),
+                              np.array([source_length], np.int32))
         return self.variants[already_built:]
-
-
-def _shown(value, limit=40):
-    """A value as an error message shows it: its JSON text (or repr), cut short.
-
-    An integer of more than 15 digits is described, not written out: no option
-    takes one, and Python refuses to write out those of over 4,300 digits.
-    """
-    if is_int(value):
-        return "an integer of more than 15 digits" if abs(value) >= 10 ** 15 else str(int(value))
-    try:
-        text = json.dumps(value)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _warm_up_source_lengths(decoder, max_source_length, decode_params):

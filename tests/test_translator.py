@@ -20,6 +20,7 @@ import tensorflow.compat.v1 as tf
 from data_pipeline.tokenizer import EOS_ID
 from decode import translate as translate_cli
 from decode import translator as translator_module
+from decode.checks import shown
 from decode.length_limits import output_length_limit, unrolled_length_bucket
 from decode.translator import Hypothesis, Translation, Translator, length_sorted_batches
 
@@ -72,7 +73,8 @@ def test_loads_once_then_translates_without_reloading(translator, short_sentence
     assert translator.step == 200
     assert translator.model_name == "tiny"
     assert translator.decoders == ("while_loop", "unrolled", "greedy")
-    assert translator.beam_widths == range(1, 9) and translator.max_beam_width == 8
+    assert translator.beam_widths == range(1, 9)
+    assert not hasattr(translator, "max_beam_width"), "beam_widths[-1] says it"
 
 
 def test_unrolled_and_while_loop_give_the_same_n_best(translator, short_sentences):
@@ -172,6 +174,88 @@ def test_warm_up_builds_eagerly_once(translator, short_sentences):
     assert translator.warm_up(["while_loop"], [6]) == []
 
 
+@pytest.fixture
+def one_sentence_batches(tiny_model_dir):
+    """A translator of its own (no graph built yet) that decodes one sentence per batch."""
+    fresh = Translator(tiny_model_dir, hparams="decode.batch_size=1")
+    yield fresh
+    fresh.close()
+
+
+def test_recording_builds_names_every_graph_a_call_built(one_sentence_batches):
+    translator = one_sentence_batches
+    texts = ["one", "one two three four five six", "one two three four five six seven eight"]
+    buckets = [unrolled_length_bucket(len(translator.tokenize(text)), translator.config["decode"])
+               for text in texts]
+    assert len(set(buckets)) == 3, "three sentences, three length buckets, three batches"
+    with translator.recording_builds() as outer:
+        with translator.recording_builds() as first_call:
+            translator.translate(texts[:1], "unrolled", 2)
+        with translator.recording_builds() as second_call:
+            translator.translate(texts, "unrolled", 2)
+        with translator.recording_builds() as third_call:
+            translator.translate(texts, "unrolled", 2)
+    assert [(v.decoder, v.beam_width, v.unrolled_length) for v in first_call] == \
+        [("unrolled", 2, buckets[0])]
+    assert [v.unrolled_length for v in second_call] == buckets[1:], "only the new ones"
+    assert third_call == []
+    assert outer == first_call + second_call, "blocks nest"
+    assert outer == translator.variants
+    with translator.recording_builds() as warm_up:
+        assert translator.warm_up(["while_loop"], [2]) == warm_up
+    assert len(warm_up) == 1
+    with translator.recording_builds() as after:
+        translator.translate(texts, "while_loop", 2)
+    assert after == []
+
+
+def test_recording_builds_counts_this_threads_calls_only(one_sentence_batches):
+    translator = one_sentence_batches
+    other_thread_built = []
+
+    def build_elsewhere():
+        other_thread_built.extend(translator.warm_up(["while_loop"], [4]))
+    with translator.recording_builds() as built:
+        thread = threading.Thread(target=build_elsewhere)
+        thread.start()
+        thread.join(timeout=60)
+        translator.translate(["one"], "while_loop", 5)
+    assert [(v.decoder, v.beam_width) for v in other_thread_built] == [("while_loop", 4)]
+    assert [(v.decoder, v.beam_width) for v in built] == [("while_loop", 5)], \
+        "another thread's build is not this thread's"
+
+
+def test_a_saved_model_records_no_builds(tiny_model_dir):
+    export_root = os.path.join(tiny_model_dir, "export")
+    exported = Translator(tiny_model_dir,
+                          export_dir=os.path.join(export_root, sorted(os.listdir(export_root))[-1]))
+    try:
+        with exported.recording_builds() as built:
+            exported.translate(["one", "forty two"])
+        assert built == []
+    finally:
+        exported.close()
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("beam", '"beam"'),
+    ("b" * 50, '"' + "b" * 39 + "..."),
+    (2.0, "2.0"),
+    (True, "true"),
+    (None, "null"),
+    (["a"], '["a"]'),
+    (-12, "-12"),
+    (np.int64(7), "7"),
+    (10 ** 15, "an integer of more than 15 digits"),
+    (-10 ** 5000, "an integer of more than 15 digits"),
+    (object, repr(object)),
+], ids=["string", "long string", "float", "boolean", "null", "array", "integer", "numpy integer",
+        "16 digits", "5001 digits", "no JSON"])
+def test_one_helper_shows_values_in_messages(value, expected):
+    # server.validation and server.app show the clients' values with it too.
+    assert shown(value) == expected
+
+
 def test_greedy_checks_the_beam_width_then_decodes_at_one(translator):
     assert translator.check_options("greedy", 8) == 1
     assert translator.check_options("greedy") == 1
@@ -252,7 +336,7 @@ def test_saved_model_serves_its_signature_only(translator, tiny_model_dir):
     exported = Translator(tiny_model_dir, export_dir=export_dir)
     beam_width = translator.config["decode"]["beam_width"]
     assert exported.decoders == ("while_loop",)
-    assert exported.beam_widths == range(3, 4) and exported.max_beam_width == 3
+    assert exported.beam_widths == range(3, 4)
     assert exported.step == translator.step
     with pytest.raises(ValueError, match="serves only the while_loop decoder at beam_width 3") \
             as raised:
@@ -308,7 +392,7 @@ def test_translate_cli_rejects_bad_options(tiny_model_dir, tmp_path, capsys):
     latin1.write_bytes(b"caf\xe9\n")
     assert translate_cli.main(["--model_dir", tiny_model_dir, "--input", str(latin1),
                                "--output", str(tmp_path / "out.txt")]) == 2
-    assert "latin1.txt is not UTF-8 text" in capsys.readouterr().err
+    assert "latin1.txt:1: not valid UTF-8 (byte 0xe9" in capsys.readouterr().err
 
 
 def test_translate_cli_refuses_to_overwrite_its_input(tmp_path, capsys):
