@@ -13,17 +13,19 @@ import time
 from flask import Flask, Response, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
+from decode.checks import shown
 from server.batcher import MicroBatcher, Unbatched
 from server.errors import ApiError, body_over_limit_message, error_response
 from server.model_slot import ModelNotReady
-from server.validation import (DEFAULT_DECODER, TranslateRequestParser, limits_from_config,
-                               shorten)
+from server.validation import DEFAULT_DECODER, TranslateRequestParser, limits_from_config
 
 ACCESS_LOG = logging.getLogger("seq2seq.serve.access")
 ERROR_LOG = logging.getLogger("seq2seq.serve")
 PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static", "index.html")
 ROUTES = "GET /, GET /healthz, GET /v1/info, POST /translate"
 MAX_LOGGED_CHARS = 200
+# An HTTP method as a 405 message names it; a longer one is cut short.
+MAX_METHOD_CHARS = 20
 # The page is self-contained: it may talk to this server and load nothing else.
 PAGE_POLICY = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
                "connect-src 'self'; img-src data:")
@@ -84,6 +86,7 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS):
             decoders=list(translator.decoders),
             defaults={"decoder": DEFAULT_DECODER,
                       "beam_width": translator.check_options(DEFAULT_DECODER), "n_best": 1},
+            decoding={"length_penalty": translator.config["decode"]["length_penalty"]},
             limits=_limits_info(limits, translator),
             batching=_batching_info(batcher, config["serve"]),
             examples=examples)
@@ -97,12 +100,15 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS):
         settings = parsed.settings
         answer = batcher.submit(BatchKey(settings.decoder, settings.beam_width),
                                 [(ids, settings.n_best) for ids in parsed.token_ids])
+        # Every item of a batch carries the batch's count (see _make_batcher).
+        graphs_built = answer.results[0].graphs_built
         return jsonify(
-            translations=[_translation_json(translation) for translation in answer.results],
+            translations=[_translation_json(result.translation) for result in answer.results],
             decoder=settings.decoder,
             beam_width=settings.beam_width,
             elapsed_ms=round(_elapsed_ms(), 2),
             decode_ms=round(answer.call_seconds * 1000.0, 2),
+            graphs_built=graphs_built,
             model={"name": translator.model_name, "step": translator.step})
 
     _install_error_handlers(app)
@@ -114,19 +120,29 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS):
 # picks from the same beam (each request's own is applied after the call).
 BatchKey = collections.namedtuple("BatchKey", "decoder beam_width")
 
+# What the batcher hands back per item: its translation, and how many decoder
+# graphs its batch's model call built (the same for every item of the batch).
+ItemResult = collections.namedtuple("ItemResult", "translation graphs_built")
+
 
 def _make_batcher(model, serve_config):
     """A MicroBatcher over the model, or Unbatched when the window is 0.
 
-    Its items are (source token ids, n_best) pairs, its keys BatchKeys.
+    Its items are (source token ids, n_best) pairs, its keys BatchKeys, its
+    results ItemResults.
     """
 
     def run_batch(key, items):
+        translator = model.get()
         largest_n_best = max(n_best for _, n_best in items)
-        translations = model.get().translate_tokens(
-            [token_ids for token_ids, _ in items], decoder=key.decoder,
-            beam_width=key.beam_width, n_best=largest_n_best)
-        return [translation._replace(n_best=translation.n_best[:n_best])
+        # A graph built on first use (a new beam width, a new unrolled length
+        # bucket) takes seconds of this call's time: the answer says so. Per
+        # thread, so the builds of batches running meanwhile are not counted.
+        with translator.recording_builds() as built:
+            translations = translator.translate_tokens(
+                [token_ids for token_ids, _ in items], decoder=key.decoder,
+                beam_width=key.beam_width, n_best=largest_n_best)
+        return [ItemResult(translation._replace(n_best=translation.n_best[:n_best]), len(built))
                 for translation, (_, n_best) in zip(translations, items)]
 
     window_ms = serve_config["batch_window_ms"]
@@ -179,12 +195,12 @@ def _install_error_handlers(app):
     def http_error(error):
         if error.code == 404:
             # Cut short and JSON-quoted: a 5,000-character path gets no 5 KB reply.
-            message = "no such path: %s; the paths are %s" % (shorten(request.path), ROUTES)
+            message = "no such path: %s; the paths are %s" % (shown(request.path), ROUTES)
         elif error.code == 405:
             # HEAD and OPTIONS come with every route; name the methods that do something.
             useful = sorted(set(error.valid_methods) - {"HEAD", "OPTIONS"})
             message = "%s is not allowed on %s; use %s" % (
-                request.method, request.path, ", ".join(useful))
+                _method_shown(request.method), request.path, ", ".join(useful))
         elif error.code == 413:
             message = body_over_limit_message(app.config["MAX_CONTENT_LENGTH"])
         else:
@@ -214,6 +230,18 @@ def _install_access_log(app):
                         _loggable(request.path), response.status_code, _elapsed_ms(),
                         g.sentences)
         return response
+
+
+def _method_shown(method):
+    """A request's method as a message names it: as it is if a short word, else cut short.
+
+    The path of a 405 is one of the routes, but the method is the client's
+    own: a 3,000-character method must not come back whole.
+    """
+    if len(method) <= MAX_METHOD_CHARS and method.replace("-", "").replace("_", "").isalnum() \
+            and method.isascii():
+        return method
+    return shown(method, MAX_METHOD_CHARS)
 
 
 def _loggable(text):

@@ -1,5 +1,6 @@
 """Example sentences for the page, from the model's held-out split."""
 
+import json
 import logging
 import os
 
@@ -7,9 +8,6 @@ LOG = logging.getLogger("seq2seq.serve")
 MAX_EXAMPLES = 8
 # The held-out splits data_pipeline.prepare writes as text, one sentence per line.
 SPLIT_FILES = ("test.src", "dev.src")
-# A relative data_dir is the repository's (configs name data/... from the
-# repository root), wherever serve.py was started from.
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def read_examples(config, limit=MAX_EXAMPLES):
@@ -21,22 +19,24 @@ def read_examples(config, limit=MAX_EXAMPLES):
     can do. Held-out, so that the examples do not merely show memorised
     training pairs.
 
-    Reads data.data_dir/test.src, or dev.src where there is no test.src (a
-    relative data_dir is relative to the repository root, whatever the
-    working directory). The pick is deterministic and spread over the file:
+    Reads data.data_dir/test.src, or dev.src where there is no test.src. A
+    relative data_dir is relative to the working directory, as for
+    data_pipeline.prepare, training and every other path of the project
+    (the configs' data/... paths are the repository's when run from its
+    root). The pick is deterministic and spread over the file:
     evenly spaced among its distinct non-empty lines. A missing or unreadable
     file (or a config without a data_dir) gives no examples, never an error:
     the examples are a convenience, and the server serves without them (and
-    logs why there are none).
+    logs why there are none, naming the directory it looked in).
 
     Returns:
       A list of at most `limit` strings, possibly empty.
     """
-    data_dir = (config.get("data") or {}).get("data_dir")
-    if not data_dir:
+    configured = (config.get("data") or {}).get("data_dir")
+    if not configured:
         LOG.info("no example sentences for the page: the config names no data.data_dir")
         return []
-    data_dir = os.path.join(REPO, data_dir)  # an absolute data_dir stays as it is
+    data_dir = os.path.abspath(configured)  # so that the log names where it looked
     for name in SPLIT_FILES:
         path = os.path.join(data_dir, name)
         if not os.path.isfile(path):
@@ -53,6 +53,7 @@ def read_examples(config, limit=MAX_EXAMPLES):
             return []
         count = min(limit, len(sentences))
         return [sentences[index * len(sentences) // count] for index in range(count)]
-    LOG.info("no example sentences for the page: %s holds no %s", data_dir,
-             " or ".join(SPLIT_FILES))
+    LOG.info("no example sentences for the page: %s holds no %s%s", data_dir,
+             " or ".join(SPLIT_FILES), "" if os.path.isabs(configured) else
+             " (data.data_dir %s is relative to the working directory)" % json.dumps(configured))
     return []

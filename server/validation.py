@@ -21,6 +21,7 @@ import collections
 import json
 import unicodedata
 
+from decode.checks import shown
 from server.errors import ApiError
 
 DEFAULT_DECODER = "while_loop"
@@ -94,7 +95,7 @@ class TranslateRequestParser:
         unknown = sorted(set(fields) - set(FIELDS))
         if unknown:
             raise ApiError(400, "unknown field %s; the fields are %s"
-                           % (shorten(unknown[0]), ", ".join(FIELDS)))
+                           % (shown(unknown[0]), ", ".join(FIELDS)))
         named_texts = _named_texts(fields, self._limits)
         token_ids = [self._check_text(name, text) for name, text in named_texts]
         settings = self._settings(fields)
@@ -145,7 +146,10 @@ class TranslateRequestParser:
     def _settings(self, fields):
         """The decoding settings, the beam width resolved (its default; 1 for greedy).
 
-        The types are checked here, the values by the translator's check_options.
+        Here: that beam_width and n_best are JSON integers (a float or a string
+        is refused by name), and null as "leave it out". The translator's
+        check_options checks the rest: the decoder (its type too) and the
+        values' ranges.
         """
         decoder = fields.get("decoder")
         if decoder is None:
@@ -190,7 +194,7 @@ def _object_without_repeated_names(pairs):
     value = {}
     for name, member in pairs:
         if name in value:
-            raise ApiError(400, "the field %s appears twice; give each field once" % shorten(name))
+            raise ApiError(400, "the field %s appears twice; give each field once" % shown(name))
         value[name] = member
     return value
 
@@ -238,11 +242,6 @@ def _optional_integer(fields, name):
     value = fields.get(name)
     # bool is an int in Python, but `true` is no beam width.
     if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-        raise ApiError(400, "%s must be an integer, got %s" % (name, shorten(value)))
+        raise ApiError(400, "%s must be an integer, got %s" % (name, shown(value)))
     return value
 
-
-def shorten(value, limit=40):
-    """The JSON text of a value, cut short: messages must not echo a whole body back."""
-    text = json.dumps(value)
-    return text if len(text) <= limit else text[:limit] + "..."

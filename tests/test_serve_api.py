@@ -14,7 +14,6 @@ import re
 
 import pytest
 
-from server import examples as examples_module
 from server.app import create_app
 from server.examples import read_examples
 from server.model_slot import ModelSlot
@@ -68,7 +67,7 @@ def test_translate_one_text(client, translator, config):
     assert response.status_code == 200
     body = response.get_json()
     assert list(body) == ["translations", "decoder", "beam_width", "elapsed_ms", "decode_ms",
-                          "model"]
+                          "graphs_built", "model"]
     assert body["decoder"] == "while_loop"
     assert body["beam_width"] == config["decode"]["beam_width"]
     assert 0 < body["decode_ms"] <= body["elapsed_ms"]
@@ -127,6 +126,7 @@ def test_info_reports_the_model_and_the_limits(client, translator, config):
     assert info["decoders"] == ["while_loop", "unrolled", "greedy"]
     assert info["defaults"] == {"decoder": "while_loop",
                                 "beam_width": config["decode"]["beam_width"], "n_best": 1}
+    assert info["decoding"] == {"length_penalty": config["decode"]["length_penalty"]}
     serve = config["serve"]
     assert info["limits"] == {
         "max_body_bytes": serve["max_body_bytes"], "max_texts": serve["max_texts"],
@@ -175,17 +175,27 @@ def test_info_without_a_held_out_split_has_no_examples(translator, config, tmp_p
     assert_serves(client)
 
 
-def test_a_relative_data_dir_is_the_repositorys_whatever_the_working_directory(
-        tmp_path, monkeypatch):
+def test_a_relative_data_dir_is_the_working_directorys_like_every_path(
+        tmp_path, monkeypatch, caplog):
+    # One rule for the whole project: prepare, training and compare resolve a
+    # relative data_dir against the working directory, and so do the examples.
     repo = tmp_path / "repo"
     (repo / "data" / "prepared").mkdir(parents=True)
     (repo / "data" / "prepared" / "test.src").write_text("one\ntwo\n", encoding="utf-8")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    monkeypatch.setattr(examples_module, "REPO", str(repo))
-    monkeypatch.chdir(elsewhere)
+    monkeypatch.chdir(repo)
     assert read_examples({"data": {"data_dir": "data/prepared"}}) == ["one", "two"]
+    monkeypatch.chdir(elsewhere)
     assert read_examples({"data": {"data_dir": str(repo / "data" / "prepared")}}) == ["one", "two"]
+    with caplog.at_level(logging.INFO, logger="seq2seq.serve"):
+        assert read_examples({"data": {"data_dir": "data/prepared"}}) == []
+    [record] = caplog.records
+    assert record.levelname == "INFO"
+    # The log names where it looked, so that a user sees why there are no examples.
+    assert str(elsewhere / "data" / "prepared") in record.getMessage()
+    assert 'data.data_dir "data/prepared" is relative to the working directory' in \
+        record.getMessage()
 
 
 def test_examples_come_from_dev_src_without_a_test_src_and_skip_empty_lines(tmp_path):
@@ -381,6 +391,51 @@ def test_bad_method_or_path(client, method, path, status, code, message_part):
     assert_serves(client)
 
 
+def test_a_long_method_gets_no_long_reply(client):
+    response = client.open("/translate", method="X" * 3000)
+    assert_error(response, 405, "method_not_allowed", "is not allowed on /translate; use POST")
+    assert len(response.get_data()) < 500, "the reply does not echo the whole method"
+    assert re.match(r'"X+\.\.\. is not allowed', response.get_json()["error"]["message"])
+
+
+# --- Graphs built on first use ------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def fresh_client(tiny_model_dir, config):
+    """An app over a translator of its own: no graph is built until a request needs it."""
+    from decode.translator import Translator
+    fresh = Translator(tiny_model_dir)
+    yield create_app(ModelSlot(fresh), config).test_client(), fresh
+    fresh.close()
+
+
+def graphs_built(client, **body):
+    response = client.post("/translate", json=body)
+    assert response.status_code == 200, response.get_json()
+    return response.get_json()["graphs_built"]
+
+
+def test_an_answer_says_how_many_graphs_its_call_built(fresh_client):
+    client, translator = fresh_client
+    # The first call at a beam width builds its graph: its time is mostly that build.
+    assert graphs_built(client, text="one", beam_width=7) == 1
+    assert graphs_built(client, text="one", beam_width=7) == 0
+    assert graphs_built(client, text="forty two", beam_width=7, n_best=3) == 0, \
+        "one while_loop graph serves every length and n_best"
+    assert graphs_built(client, text="one", beam_width=6) == 1
+    assert graphs_built(client, text="one", decoder="greedy", beam_width=6) == 1
+    assert graphs_built(client, text="one", decoder="greedy", beam_width=7) == 0, \
+        "greedy has one graph whatever the beam width"
+    # The unrolled decoder: one graph per beam width and length bucket.
+    short, long = "one", "one two three four five six"
+    assert graphs_built(client, text=short, decoder="unrolled", beam_width=7) == 1
+    assert graphs_built(client, text=short, decoder="unrolled", beam_width=7) == 0
+    assert graphs_built(client, text=long, decoder="unrolled", beam_width=7) == 1
+    assert graphs_built(client, texts=[short, long], decoder="unrolled", beam_width=7) == 0
+    assert len(translator.variants) == 5
+
+
+
 # --- Failures inside the server ----------------------------------------------------------------
 
 class ExplodingTranslator:
@@ -455,6 +510,7 @@ def test_a_saved_model_serves_its_one_decoder_and_beam_width(tiny_model_dir, con
     response = client.post("/translate", json={"texts": ["one", "forty two"], "n_best": 2})
     assert response.status_code == 200
     assert response.get_json()["beam_width"] == info["defaults"]["beam_width"]
+    assert response.get_json()["graphs_built"] == 0, "a SavedModel's graph is loaded, never built"
     assert_error(client.post("/translate", json={"text": "one", "decoder": "unrolled"}),
                  400, "bad_request", "decoder must be one of while_loop")
     # What the page sets its beam width field from: the one width the export serves.

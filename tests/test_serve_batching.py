@@ -353,3 +353,69 @@ def test_decode_ms_is_the_model_call_and_elapsed_ms_includes_the_window(translat
     batched = [response.get_json()["decode_ms"] for response in post_concurrently(
         app, [{"text": text, "decoder": "greedy"} for text in SENTENCES[:3]])]
     assert len(set(batched)) < 3, "requests of one batch report its one model call"
+
+
+# --- Graphs built on first use, per batch -------------------------------------------------------
+
+@pytest.fixture
+def fresh_translator(tiny_model_dir):
+    """A translator of its own: no decoder graph is built until a request needs it."""
+    from decode.translator import Translator
+    fresh = Translator(tiny_model_dir)
+    yield fresh
+    fresh.close()
+
+
+def test_requests_sharing_a_batch_report_the_graph_their_call_built(fresh_translator):
+    counting = CountingTranslator(fresh_translator)
+    app = app_with(counting, fresh_translator.config, window_ms=300)
+    bodies = [{"text": text, "beam_width": 7} for text in SENTENCES[:4]]
+    responses = post_concurrently(app, bodies)
+    assert [response.status_code for response in responses] == [200] * len(bodies)
+    assert len(counting.calls) == 1, "one batch"
+    assert [response.get_json()["graphs_built"] for response in responses] == [1] * len(bodies), \
+        "its one call built the graph: every request of the batch waited for it"
+    again = post_concurrently(app, bodies)
+    assert [response.get_json()["graphs_built"] for response in again] == [0] * len(bodies)
+
+
+class HeldGreedyTranslator(CountingTranslator):
+    """Greedy calls decode, then wait until released: a call that spans another batch's build."""
+
+    def __init__(self, translator):
+        super().__init__(translator)
+        self.greedy_decoded = threading.Event()
+        self.release_greedy = threading.Event()
+
+    def translate_tokens(self, token_ids, **options):
+        translations = super().translate_tokens(token_ids, **options)
+        if options["decoder"] == "greedy":
+            self.greedy_decoded.set()
+            self.release_greedy.wait(timeout=30)
+        return translations
+
+
+def test_a_batch_does_not_count_the_graphs_another_batch_built_meanwhile(fresh_translator):
+    held = HeldGreedyTranslator(fresh_translator)
+    app = app_with(held, fresh_translator.config, window_ms=10)
+    client = app.test_client()
+    held.release_greedy.set()
+    assert client.post("/translate", json={"text": "one", "decoder": "greedy"}).get_json()[
+        "graphs_built"] == 1
+    held.greedy_decoded.clear()
+    held.release_greedy.clear()
+    greedy_answer = []
+    greedy = threading.Thread(target=lambda: greedy_answer.append(
+        app.test_client().post("/translate", json={"text": "two", "decoder": "greedy"})))
+    greedy.start()
+    try:
+        assert held.greedy_decoded.wait(timeout=30)
+        # While the greedy call is still running, a while_loop batch builds its graph.
+        response = client.post("/translate", json={"text": "one", "beam_width": 6})
+        assert response.get_json()["graphs_built"] == 1
+    finally:
+        held.release_greedy.set()
+        greedy.join(timeout=30)
+    assert greedy_answer[0].status_code == 200
+    assert greedy_answer[0].get_json()["graphs_built"] == 0, \
+        "the greedy call built nothing, though the translator built a graph during it"
