@@ -2,12 +2,14 @@
 
 Each check raises ValueError with a message naming the argument, instead of
 letting a shape error surface later from deep inside the graph or at run time.
+
+`is_int` and `shown` are the server's too (its request checks and messages):
+TensorFlow is imported by the checks that need it, when first called, so that
+importing this module does not load it (serve.py answers before it has).
 """
 
 import json
 import numbers
-
-import tensorflow.compat.v1 as tf
 
 # The most characters of a value an error message shows.
 SHOWN_CHARS = 40
@@ -65,6 +67,7 @@ def check_sequence_length(sequence_length, allow_tensor):
       ValueError: for a non-positive or non-integer length, a tensor where a
         Python int is needed, or a tensor that is not an integer scalar.
     """
+    import tensorflow.compat.v1 as tf
     if is_int(sequence_length):
         if sequence_length < 1:
             raise ValueError("sequence_length must be >= 1, got %d" % sequence_length)
@@ -99,6 +102,7 @@ def check_initial_state(initial_state):
         dimension or of unknown rank (the beams are tiled in after the batch
         dimension), or tensors whose static batch sizes disagree.
     """
+    import tensorflow.compat.v1 as tf
     leaves = [tf.convert_to_tensor(leaf) for leaf in tf.nest.flatten(initial_state)]
     if not leaves:
         raise ValueError("initial_state must hold at least one [batch, ...] tensor")
@@ -126,6 +130,7 @@ def check_step_outputs(state, new_state, logits, end_token_id):
       logits: the logits it returned; must be [batch, beam, vocab].
       end_token_id: must be < vocab when vocab is known statically.
     """
+    import tensorflow.compat.v1 as tf
     try:
         tf.nest.assert_same_structure(state, new_state)
     except (TypeError, ValueError) as error:
@@ -157,6 +162,7 @@ def check_max_lengths(max_lengths, batch_size):
       ValueError: for limits that are not integers, not a vector of known
         rank, or whose static size is not the static batch size.
     """
+    import tensorflow.compat.v1 as tf
     if max_lengths is None:
         return None
     try:

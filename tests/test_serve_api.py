@@ -11,12 +11,16 @@ import json
 import logging
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 
 from server.app import create_app
 from server.examples import read_examples
 from server.model_slot import ModelSlot
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="session")
@@ -541,3 +545,13 @@ def test_the_unrolled_decoder_serves_sources_up_to_its_limit(translator, config)
         assert response.status_code == 200, "only the unrolled decoder is limited"
     response = client.post("/translate", json={"text": six_tokens, "decoder": "unrolled"})
     assert response.status_code == 200
+
+
+def test_the_app_imports_no_tensorflow():
+    # serve.py answers the page and /healthz (503) while the model loads: what it
+    # imports before it listens must not wait seconds for TensorFlow.
+    script = "import sys, serve, server.app; print('tensorflow' in sys.modules)"
+    process = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True,
+                             text=True, timeout=120)
+    assert process.returncode == 0, process.stderr
+    assert process.stdout == "False\n"
