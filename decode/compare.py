@@ -161,11 +161,10 @@ def measure(translator, token_ids, references, decoder, beam_width, runs):
     Returns:
       (row: dict of the STEADY_COLUMNS fields, results: list of SearchResult).
     """
-    already_built = len(translator.variants)
-    start = time.perf_counter()
-    results = translator.search(token_ids, decoder, beam_width)
-    first_call_seconds = time.perf_counter() - start
-    built = translator.variants[already_built:]
+    with translator.recording_builds() as built:
+        start = time.perf_counter()
+        results = translator.search(token_ids, decoder, beam_width)
+        first_call_seconds = time.perf_counter() - start
     timings = []
     for _ in range(runs):
         start = time.perf_counter()
