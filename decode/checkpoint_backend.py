@@ -111,7 +111,7 @@ class CheckpointBackend:
         """Any decoder and beam width can be built from a checkpoint."""
         del decoder, beam_width  # all supported
 
-    def run(self, decoder, beam_width, source_ids, source_length):
+    def run(self, decoder, beam_width, source_ids, source_length, new_variants=None):
         """Decodes one padded batch.
 
         Args:
@@ -119,18 +119,22 @@ class CheckpointBackend:
           beam_width: K (1 for greedy).
           source_ids: [batch, src_time] int32, PAD_ID-padded.
           source_length: [batch] int32, every length >= 1.
+          new_variants: None, or a list that receives the `Variant` of the
+            graph this batch needs if the call found it not yet built (it
+            built it, or waited while a concurrent call built it).
         Returns:
           (ids [batch, K, time] int32, scores [batch, K] float32,
            lengths [batch, K] int32), as the decoder contract defines them.
         """
         unrolled_length = (unrolled_length_bucket(int(source_length.max()), self._decode_params)
                            if decoder == "unrolled" else None)
-        fetches = self._fetches(decoder, beam_width, unrolled_length)
+        fetches = self._fetches(decoder, beam_width, unrolled_length, new_variants)
         return self._session.run(fetches, {self._source_ids: source_ids,
                                            self._source_length: source_length})
 
-    def _fetches(self, decoder, beam_width, unrolled_length):
-        """The cached (ids, scores, lengths) of a variant, built on first use."""
+    def _fetches(self, decoder, beam_width, unrolled_length, new_variants):
+        """The cached (ids, scores, lengths) of a variant, built on first use
+        (its Variant then appended to `new_variants`, if given)."""
         key = (decoder, beam_width, unrolled_length)
         built = self._built.get(key)
         if built is None:
@@ -142,6 +146,8 @@ class CheckpointBackend:
                     built = self._build(decoder, beam_width, unrolled_length)
                     self._restore_new_variables()
                     self._built[key] = built
+            if new_variants is not None:
+                new_variants.append(built[1])
         return built[0]
 
     def _build(self, decoder, beam_width, unrolled_length):

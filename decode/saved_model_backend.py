@@ -90,8 +90,12 @@ class SavedModelBackend:
                 "the exported SavedModel serves only the %s decoder at beam_width %d (a "
                 "checkpoint serves the others)" % (self.decoders[0], self.default_beam_width))
 
-    def run(self, decoder, beam_width, source_ids, source_length):
-        """Decodes one padded batch with the signature; see `CheckpointBackend.run`."""
+    def run(self, decoder, beam_width, source_ids, source_length, new_variants=None):
+        """Decodes one padded batch with the signature; see `CheckpointBackend.run`.
+
+        Its one graph was loaded with it: `new_variants` never receives any.
+        """
+        del new_variants  # nothing is ever built
         self.check_supported(decoder, beam_width)
         return self._session.run(self._outputs, {self._inputs["source_ids"]: source_ids,
                                                  self._inputs["source_length"]: source_length})

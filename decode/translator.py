@@ -151,8 +151,6 @@ class Translator:
                 self.config, self.source_vocab_size, self.target_vocab_size,
                 checkpoint or find_checkpoint(model_dir))
             self.beam_widths = range(1, self.config["decode"]["max_beam_width"] + 1)
-        # A SavedModel's graph is fixed: only a checkpoint backend builds graphs.
-        self._builds_graphs = not export_dir
         # Per thread: the lists of the `recording_builds` blocks it is in.
         self._recordings = threading.local()
         self.decoders = self._backend.decoders
@@ -274,33 +272,13 @@ class Translator:
         return results
 
     def _run(self, decoder, beam_width, source_ids, source_length):
-        """The backend's run of one padded batch, its graph recorded if it was new."""
-        key = self._variant_key(decoder, beam_width, source_length)
-        new = self._builds_graphs and key not in self._built_keys()
-        outputs = self._backend.run(decoder, beam_width, source_ids, source_length)
-        if new:
-            variant = next((variant for variant in self.variants if self._key_of(variant) == key),
-                           None)
-            for built in getattr(self._recordings, "lists", ()):
-                built.append(variant)
+        """The backend's run of one padded batch; a graph it found not yet built
+        goes to this thread's `recording_builds` lists."""
+        new_variants = []
+        outputs = self._backend.run(decoder, beam_width, source_ids, source_length, new_variants)
+        for built in getattr(self._recordings, "lists", ()):
+            built.extend(new_variants)
         return outputs
-
-    def _variant_key(self, decoder, beam_width, source_length):
-        """The (decoder, beam width, unrolled length) of the graph that decodes a batch.
-
-        The checkpoint backend's own cache key: one unrolled graph per length
-        bucket of the batch's longest source, one graph otherwise.
-        """
-        unrolled_length = (unrolled_length_bucket(int(source_length.max()), self.config["decode"])
-                           if decoder == "unrolled" else None)
-        return decoder, beam_width, unrolled_length
-
-    @staticmethod
-    def _key_of(variant):
-        return variant.decoder, variant.beam_width, variant.unrolled_length
-
-    def _built_keys(self):
-        return {self._key_of(variant) for variant in self.variants}
 
     def translate(self, texts, decoder="while_loop", beam_width=None, n_best=1):
         """Translates sentences.
