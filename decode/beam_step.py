@@ -12,7 +12,7 @@ from decode import checks, scoring
 from seq2seq.common import batch_gather, tile_beams
 
 
-def start(update_fn, initial_state, beam_width, begin_token_id, end_token_id):
+def start(update_fn, initial_state, beam_width, begin_token_id, end_token_id, max_lengths=None):
     """Checks the arguments and builds what the first step needs.
 
     Args:
@@ -21,9 +21,12 @@ def start(update_fn, initial_state, beam_width, begin_token_id, end_token_id):
       beam_width: Python int >= 1.
       begin_token_id: Python int, the first step's input token.
       end_token_id: Python int.
+      max_lengths: None, or [batch] integers, the most tokens of each
+        sentence, end token included (see `checks.check_max_lengths`).
     Returns:
-      (state, ids, beam): the state tiled to [batch, beam, ...], ids
-      [batch, beam] int32 all `begin_token_id`, and the scoring.Beam.
+      (state, ids, beam, max_lengths): the state tiled to [batch, beam, ...],
+      ids [batch, beam] int32 all `begin_token_id`, the scoring.Beam, and
+      the checked max_lengths ([batch] int32, or None) for `advance`.
     Raises:
       ValueError: for a bad argument.
     """
@@ -32,11 +35,12 @@ def start(update_fn, initial_state, beam_width, begin_token_id, end_token_id):
     beam_width = checks.check_beam_width(beam_width)
     checks.check_token_ids(begin_token_id, end_token_id)
     batch_size = checks.check_initial_state(initial_state)
+    max_lengths = checks.check_max_lengths(max_lengths, batch_size)
     with tf.name_scope("start"):
         state = tf.nest.map_structure(lambda s: tile_beams(tf.convert_to_tensor(s), beam_width),
                                       initial_state)
         ids = tf.fill([batch_size, beam_width], begin_token_id)
-        return state, ids, scoring.initial_beam(batch_size, beam_width)
+        return state, ids, scoring.initial_beam(batch_size, beam_width), max_lengths
 
 
 def advance(update_fn, state, ids, beam, step, end_token_id, alpha, max_lengths=None):
@@ -53,7 +57,7 @@ def advance(update_fn, state, ids, beam, step, end_token_id, alpha, max_lengths=
       end_token_id: int.
       alpha: length penalty weight.
       max_lengths: None, or [batch] int32, the most tokens of each sentence
-        (end token included), as `checks.check_max_lengths` returns it; see
+        (end token included), as `start` returns it; see
         `scoring.select_best`.
     Returns:
       (state, choice): the new model state reordered to follow the kept

@@ -10,7 +10,7 @@ limits follow the beam searches' rule, `scoring.end_token_only_at_limits`.
 import tensorflow.compat.v1 as tf
 
 from decode import beam_step, checks, scoring
-from seq2seq.common import batch_free_shape_invariants, get_shape
+from seq2seq.common import batch_free_shape_invariants
 
 
 def greedy_search(update_fn, initial_state, sequence_length, begin_token_id, end_token_id,
@@ -42,9 +42,8 @@ def greedy_search(update_fn, initial_state, sequence_length, begin_token_id, end
         sequence_length = checks.check_sequence_length(sequence_length, allow_tensor=True)
         # The beam searches' start at beam width 1: the same argument checks,
         # and a Beam of one alive hypothesis, scored as they score theirs.
-        state, ids, beam = beam_step.start(update_fn, initial_state, 1, begin_token_id,
-                                           end_token_id)
-        max_lengths = checks.check_max_lengths(max_lengths, get_shape(beam.log_probs)[0])
+        state, ids, beam, max_lengths = beam_step.start(
+            update_fn, initial_state, 1, begin_token_id, end_token_id, max_lengths)
         token_ids = tf.TensorArray(tf.int32, size=0, dynamic_size=True, name="token_ids")
 
         def not_done(step, state, ids, beam, token_ids):

@@ -9,7 +9,6 @@ TensorBoard and to debug, but its size and build time grow with
 import tensorflow.compat.v1 as tf
 
 from decode import beam_step, checks, results
-from seq2seq.common import get_shape
 
 
 def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width,
@@ -50,9 +49,8 @@ def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width,
     """
     sequence_length = checks.check_sequence_length(sequence_length, allow_tensor=False)
     with tf.name_scope(name):
-        state, ids, beam = beam_step.start(update_fn, initial_state, beam_width,
-                                           begin_token_id, end_token_id)
-        max_lengths = checks.check_max_lengths(max_lengths, get_shape(beam.log_probs)[0])
+        state, ids, beam, max_lengths = beam_step.start(
+            update_fn, initial_state, beam_width, begin_token_id, end_token_id, max_lengths)
         token_ids, parent_ids = [], []
         for step in range(sequence_length):
             with tf.name_scope("step_%d" % step):

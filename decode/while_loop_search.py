@@ -15,7 +15,7 @@ returned time dimension is shorter.
 import tensorflow.compat.v1 as tf
 
 from decode import beam_step, checks, results
-from seq2seq.common import batch_free_shape_invariants, get_shape
+from seq2seq.common import batch_free_shape_invariants
 
 
 def while_loop_beam_search(update_fn, initial_state, sequence_length, beam_width,
@@ -59,9 +59,8 @@ def while_loop_beam_search(update_fn, initial_state, sequence_length, beam_width
     """
     with tf.name_scope(name):
         sequence_length = checks.check_sequence_length(sequence_length, allow_tensor=True)
-        state, ids, beam = beam_step.start(update_fn, initial_state, beam_width,
-                                           begin_token_id, end_token_id)
-        max_lengths = checks.check_max_lengths(max_lengths, get_shape(beam.log_probs)[0])
+        state, ids, beam, max_lengths = beam_step.start(
+            update_fn, initial_state, beam_width, begin_token_id, end_token_id, max_lengths)
         # dynamic_size: a tensor sequence_length is only an upper bound, and
         # stack() then returns exactly the steps that ran.
         token_ids = tf.TensorArray(tf.int32, size=0, dynamic_size=True, name="token_ids")
