@@ -11,11 +11,15 @@ should not wait for TensorFlow to load.
 
 import importlib
 
+# The decoder variants by name, as the tools and the API take them. Here,
+# where importing it loads no TensorFlow (decode.translate's --help uses it).
+DECODERS = ("while_loop", "unrolled", "greedy")
+
 _HOMES = {"greedy_search": "decode.greedy",
           "rnn_beam_search": "decode.unrolled_search",
           "while_loop_beam_search": "decode.while_loop_search"}
 
-__all__ = sorted(_HOMES)
+__all__ = ["DECODERS"] + sorted(_HOMES)
 
 
 def __getattr__(name):

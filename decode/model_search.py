@@ -9,10 +9,8 @@ is translated alike by all of them, also when it reaches its length limit.
 import tensorflow.compat.v1 as tf
 
 from data_pipeline.tokenizer import BOS_ID, EOS_ID
-from decode import greedy_search, rnn_beam_search, while_loop_beam_search
+from decode import DECODERS, greedy_search, rnn_beam_search, while_loop_beam_search
 from decode.length_limits import output_length_limits
-
-DECODERS = ("while_loop", "unrolled", "greedy")
 
 
 def search_encoded(model, encoder_output, source_length, decode_params, decoder, beam_width,

@@ -20,9 +20,7 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from data_pipeline.corpus import CorpusError, iter_text_lines  # noqa: E402
-
-# decode.model_search.DECODERS, which imports TensorFlow; a test checks they agree.
-DECODERS = ("while_loop", "unrolled", "greedy")
+from decode import DECODERS  # noqa: E402
 
 OUTPUT_FORMAT = """\
 input: UTF-8 text. Lines end at LF or CR LF, as `wc -l` counts them (at CR in
