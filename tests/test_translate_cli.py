@@ -8,7 +8,6 @@ import sys
 import numpy as np
 import pytest
 
-from decode import model_search
 from decode import translate as translate_cli
 from decode.translator import Translator
 
@@ -148,11 +147,6 @@ def test_greedy_checks_the_beam_width_as_its_help_says(tiny_model_dir, tmp_path,
     assert translate_cli.main(["--model_dir", tiny_model_dir, "--input", str(source),
                                "--decoder", "greedy", "--beam_width", "99"]) == 2
     assert "beam_width must be an integer in 1..8" in capsys.readouterr().err
-
-
-def test_decoders_are_model_search_decoders():
-    # A copy, so that --help imports no TensorFlow.
-    assert translate_cli.DECODERS == model_search.DECODERS
 
 
 def run_help(module):
