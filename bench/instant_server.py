@@ -8,7 +8,7 @@ detokenized, as its own translation, with score 0. Run under load by
 JSON, validation and thread hand-offs alone leave a server on this machine.
 
 Usage: the arguments of serve.py.
-  .venv/bin/python -m bench.instant_server --model_dir runs/serve_bench --port 0
+  .venv/bin/python -m bench.instant_server --model_dir runs/serve_small --port 0
 """
 
 import sys

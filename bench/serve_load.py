@@ -49,7 +49,7 @@ hand-offs) leaves on this machine, the ceiling of both modes.
 
 Usage (a trained model directory; the test sentences default to the
 `test.src` of the model's prepared data):
-  .venv/bin/python -m bench.serve_load --model_dir runs/tiny [--requests 2000]
+  .venv/bin/python -m bench.serve_load --model_dir runs/serve_small [--requests 2000]
       [--clients 1,8,32] [--modes on,off] [--rounds 4] [--input F]
       [--json bench/out/serve_load.json] [--instant]
 """

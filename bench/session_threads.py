@@ -15,7 +15,7 @@ measures on the model's test sentences (while_loop, the config's beam width):
 reporting ms of wall time and of process CPU time per sentence.
 
 Usage:
-  .venv/bin/python -m bench.session_threads --model_dir runs/serve_bench
+  .venv/bin/python -m bench.session_threads --model_dir runs/serve_small
       [--settings=-1/1,0/0] [--rounds 3] [--sentences 96]
 """
 
