@@ -42,23 +42,26 @@ def test_matches_numpy_greedy(alpha):
         assert lengths[row, 0] == expected_length
 
 
+# Per-sentence limits for MIXED_ROWS (+ two rows): the row that never ends is
+# cut off at 3, the neutral one may take a single token.
+MIXED_LIMITS = [3, 1, 5, 2, 4, 6]
+
+
+@pytest.mark.parametrize("max_lengths", [None, MIXED_LIMITS], ids=["no_limits", "limits"])
 @pytest.mark.parametrize("alpha", [0.0, 0.6])
 @pytest.mark.parametrize("beam_search", [rnn_beam_search, while_loop_beam_search],
                          ids=["unrolled", "while_loop"])
-def test_equals_beam_width_one(beam_search, alpha):
+def test_equals_beam_width_one(beam_search, alpha, max_lengths):
     toy = ToyDecoder(vocab_size=9, hidden_size=6, seed=12)
     batch_state = toy.initial_state(MIXED_ROWS + [0.4, -1.0])
-    ids, scores, lengths = run_greedy(toy, batch_state, 7, alpha)
-    beam_ids, beam_scores, beam_lengths = run(beam_search, toy, batch_state, 7, 1, BEGIN, END, alpha)
+    ids, scores, lengths = run_greedy(toy, batch_state, 7, alpha, max_lengths=max_lengths)
+    beam_ids, beam_scores, beam_lengths = run(beam_search, toy, batch_state, 7, 1, BEGIN, END,
+                                              alpha, max_lengths=max_lengths)
     np.testing.assert_array_equal(ids, beam_ids[..., :ids.shape[-1]])
     assert (beam_ids[..., ids.shape[-1]:] == END).all()
     np.testing.assert_allclose(scores, beam_scores, rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(lengths, beam_lengths)
 
-
-# Per-sentence limits for MIXED_ROWS (+ two rows): the row that never ends is
-# cut off at 3, the neutral one may take a single token.
-MIXED_LIMITS = [3, 1, 5, 2, 4, 6]
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.6])
@@ -94,21 +97,6 @@ def test_a_translation_cut_off_at_its_limit_pays_for_its_end_token(alpha):
     np.testing.assert_array_equal(lengths, [[2]])
     np.testing.assert_allclose(scores, [[np.log(0.6 * 0.3) / reference.length_penalty(2, alpha)]],
                                rtol=1e-6)
-
-
-@pytest.mark.parametrize("alpha", [0.0, 0.6])
-@pytest.mark.parametrize("beam_search", [rnn_beam_search, while_loop_beam_search],
-                         ids=["unrolled", "while_loop"])
-def test_equals_beam_width_one_with_per_sentence_limits(beam_search, alpha):
-    toy = ToyDecoder(vocab_size=9, hidden_size=6, seed=12)
-    batch_state = toy.initial_state(MIXED_ROWS + [0.4, -1.0])
-    ids, scores, lengths = run_greedy(toy, batch_state, 7, alpha, max_lengths=MIXED_LIMITS)
-    beam_ids, beam_scores, beam_lengths = run(beam_search, toy, batch_state, 7, 1, BEGIN, END,
-                                              alpha, max_lengths=MIXED_LIMITS)
-    np.testing.assert_array_equal(ids, beam_ids[..., :ids.shape[-1]])
-    assert (beam_ids[..., ids.shape[-1]:] == END).all()
-    np.testing.assert_allclose(scores, beam_scores, rtol=1e-5, atol=1e-6)
-    np.testing.assert_array_equal(lengths, beam_lengths)
 
 
 def test_stops_once_every_row_finished():

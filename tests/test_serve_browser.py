@@ -262,22 +262,24 @@ def test_a_source_too_long_for_the_unrolled_decoder_fails_in_its_column_only(bro
         assert status(browser) == "1 decoder done, 1 failed."
 
 
-def unexpected_translate_answers(app):
-    """The app, except that POST /translate answers 200 with JSON that is no translation."""
+def answering(path, value):
+    """A wrap for `serving`: the app, except that `path` answers 200 with JSON `value`."""
 
-    def wsgi(environ, start_response):
-        if environ["PATH_INFO"] != "/translate":
-            return app(environ, start_response)
-        environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
-        body = json.dumps({"translations": "not a list"}).encode("utf-8")
-        start_response("200 OK", [("Content-Type", "application/json"),
-                                  ("Content-Length", str(len(body)))])
-        return [body]
-    return wsgi
+    def wrap(app):
+        def wsgi(environ, start_response):
+            if environ["PATH_INFO"] != path:
+                return app(environ, start_response)
+            environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            body = json.dumps(value).encode("utf-8")
+            start_response("200 OK", [("Content-Type", "application/json"),
+                                      ("Content-Length", str(len(body)))])
+            return [body]
+        return wsgi
+    return wrap
 
 
 def test_an_answer_of_unexpected_shape_is_shown_and_the_page_stays_usable(browser, translator):
-    with serving(translator, wrap=unexpected_translate_answers) as url:
+    with serving(translator, wrap=answering("/translate", {"translations": "not a list"})) as url:
         wait = open_page(browser, url)
         browser.find_element(By.ID, "text").send_keys("one")
         browser.find_element(By.ID, "translate").click()
@@ -485,21 +487,8 @@ def test_fields_are_outlined_clearly(browser, page_url):
 
 # --- A description the page cannot read -------------------------------------------------------
 
-def unexpected_info(app):
-    """The app, except that GET /v1/info answers 200 with JSON that is no description."""
-
-    def wsgi(environ, start_response):
-        if environ["PATH_INFO"] != "/v1/info":
-            return app(environ, start_response)
-        body = json.dumps({"model": "tiny"}).encode("utf-8")
-        start_response("200 OK", [("Content-Type", "application/json"),
-                                  ("Content-Length", str(len(body)))])
-        return [body]
-    return wsgi
-
-
 def test_a_description_of_unexpected_shape_is_reported(browser, translator):
-    with serving(translator, wrap=unexpected_info) as url:
+    with serving(translator, wrap=answering("/v1/info", {"model": "tiny"})) as url:
         browser.get(url)
         WebDriverWait(browser, WAIT_S).until(lambda driver: "could not be read" in
                                              driver.find_element(By.ID, "model").text)

@@ -223,13 +223,17 @@ def test_a_port_in_use_is_refused_at_once_with_a_message(tiny_model_dir):
     assert "Traceback" not in finished.stderr
 
 
-def test_a_port_out_of_range_is_refused(tiny_model_dir):
+@pytest.mark.parametrize("flags, message", [
     # The socket layer would take 70000 modulo 65536 and listen on 4464.
+    (["--port", "70000"], "a port is 0..65535, got 70000"),
+    (["--warm_up_source_tokens", "-1"], "a number of tokens is 0 or more, got -1"),
+], ids=["port", "warm_up"])
+def test_a_flag_out_of_range_is_refused(tiny_model_dir, flags, message):
     finished = subprocess.run(
-        [sys.executable, "serve.py", "--model_dir", tiny_model_dir, "--port", "70000"],
+        [sys.executable, "serve.py", "--model_dir", tiny_model_dir] + flags,
         cwd=REPO, capture_output=True, text=True, timeout=60)
     assert finished.returncode == 2
-    assert "a port is 0..65535, got 70000" in finished.stderr
+    assert message in finished.stderr
 
 
 def test_a_model_that_fails_to_load_stops_the_server_with_exit_code_1(tiny_model_dir, tmp_path):
@@ -244,11 +248,3 @@ def test_a_model_that_fails_to_load_stops_the_server_with_exit_code_1(tiny_model
         assert "holds no checkpoint" in server.log()
     finally:
         server.stop()
-
-
-def test_a_negative_warm_up_is_refused(tiny_model_dir):
-    finished = subprocess.run(
-        [sys.executable, "serve.py", "--model_dir", tiny_model_dir, "--warm_up_source_tokens", "-1"],
-        cwd=REPO, capture_output=True, text=True, timeout=60)
-    assert finished.returncode == 2
-    assert "a number of tokens is 0 or more, got -1" in finished.stderr
