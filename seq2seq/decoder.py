@@ -76,7 +76,7 @@ class Decoder:
         """
         return self._attention.project_keys(memory)
 
-    def step(self, source, state, prev_ids, training):
+    def step(self, source, state, prev_ids, training, with_attention=False):
         """One decoding step, from the templates teacher forcing runs over all steps at once.
 
         Args:
@@ -85,8 +85,10 @@ class Decoder:
           state: {"h": [n, num_units]}.
           prev_ids: [n] int32, the previous tokens.
           training: a Python bool (dropout on or off).
+          with_attention: also return the attention weights in new_state.
         Returns:
-          new_state: {"h": [n, num_units]}.
+          new_state: {"h": [n, num_units]}, and with_attention "attention":
+            [n, src_time] float32, zero at padding, summing to 1.
           logits: [n, V] float32.
         """
         with tf.name_scope("decoder_step"):
@@ -97,8 +99,10 @@ class Decoder:
             projected_input = self._cell.project_inputs(
                 self._embeddings.embed_target(prev_ids, training))
             h = self._cell.step(projected_input, state["h"])
-            context, _ = self._attention(h[:, None, :], source.keys, source.memory, source.mask)
-            return {"h": h}, self._output(h, context[:, 0, :], training)
+            context, weights = self._attention(
+                h[:, None, :], source.keys, source.memory, source.mask)
+            new_state = {"h": h, "attention": weights[:, 0, :]} if with_attention else {"h": h}
+            return new_state, self._output(h, context[:, 0, :], training)
 
     def teacher_forced_logits(self, source, target_input, training):
         """The logits of every step given the gold previous tokens.

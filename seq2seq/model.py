@@ -114,7 +114,7 @@ class Seq2SeqModel:
         """
         return self._decoder.teacher_forced_logits(encoder_output, target_input, training)
 
-    def step(self, encoder_output, state, prev_ids, training=False):
+    def step(self, encoder_output, state, prev_ids, training=False, with_attention=False):
         """One decoder step, built from the same templates as teacher forcing.
 
         The memory comes in explicitly (not in `state`) so that a beam search
@@ -125,13 +125,15 @@ class Seq2SeqModel:
           state: {"h": [n, num_units]}.
           prev_ids: [n] int32.
           training: a Python bool (dropout on or off).
+          with_attention: also return the step's attention weights.
         Returns:
-          new_state: {"h": [n, num_units]}.
+          new_state: {"h": [n, num_units]}, and with_attention "attention":
+            [n, src_time] float32 (zero at padding, summing to 1).
           logits: [n, V_t] float32.
         """
-        return self._decoder.step(encoder_output, state, prev_ids, training)
+        return self._decoder.step(encoder_output, state, prev_ids, training, with_attention)
 
-    def beam_update_fn(self, encoder_output, beam_width):
+    def beam_update_fn(self, encoder_output, beam_width, with_attention=False):
         """Adapts `step` to the beam-search contract of DESIGN.md.
 
         The memory, keys and mask are tiled to [batch * beam, ...] once, here,
@@ -141,6 +143,9 @@ class Seq2SeqModel:
         Args:
           encoder_output: `encode(..., training=False)`'s result, [batch, ...].
           beam_width: K (1 for greedy decoding).
+          with_attention: the states also hold "attention": [batch, K,
+            src_time] float32, the step's attention weights (zero at padding,
+            summing to 1); the initial state's are zeros [batch, src_time].
         Returns:
           update_fn: (state {"h": [batch, K, num_units]}, ids [batch, K] int32)
             -> (new_state {"h": [batch, K, num_units]}, logits [batch, K, V_t]).
@@ -160,8 +165,12 @@ class Seq2SeqModel:
         def update_fn(state, ids):
             with tf.name_scope("beam_update"):
                 new_state, logits = self.step(
-                    tiled, tf.nest.map_structure(merge_beams, state), merge_beams(ids))
+                    tiled, {"h": merge_beams(state["h"])}, merge_beams(ids),
+                    with_attention=with_attention)
                 return (tf.nest.map_structure(lambda t: split_beams(t, beam_width), new_state),
                         split_beams(logits, beam_width))
 
-        return update_fn, encoder_output.initial_state
+        if not with_attention:
+            return update_fn, encoder_output.initial_state
+        return update_fn, dict(encoder_output.initial_state,
+                               attention=tf.zeros_like(encoder_output.mask))

@@ -311,3 +311,69 @@ def test_a_tiny_model_learns_to_reverse_sequences():
             sess.run(train_op, dict(zip(placeholders, batch())))
         final_loss = np.mean([sess.run(loss, dict(zip(placeholders, batch(64)))) for _ in range(3)])
     assert final_loss < 0.05
+
+
+@pytest.mark.parametrize("variant", ["bahdanau", "luong"])
+def test_beam_update_fn_with_attention_adds_the_step_weights_only(variant):
+    """with_attention=True: the same h and logits, plus the step's attention
+    [batch, K, src_time], zero on padding and summing to 1 over the valid
+    positions; with it False the state holds "h" alone (the graph of before)."""
+    batch, beam = 2, 3
+    rng = np.random.RandomState(5)
+    source, source_length = random_batch(rng, [4, 2], time=6)
+    ids = rng.randint(0, VOCAB, [batch, beam]).astype(np.int32)
+    h = rng.randn(batch, beam, PARAMS["num_units"]).astype(np.float32)
+    with tf.Graph().as_default() as graph, tf.Session() as sess:
+        model = Seq2SeqModel(make_params(variant), VOCAB, VOCAB)
+        enc = model.encode(tf.constant(source), tf.constant(source_length), training=False)
+        plain_fn, plain_initial = model.beam_update_fn(enc, beam)
+        plain = plain_fn({"h": tf.constant(h)}, tf.constant(ids))
+        count = len(tf.trainable_variables())
+        ops_before = len(graph.get_operations())
+        plain_fn({"h": tf.constant(h)}, tf.constant(ids))
+        plain_ops = len(graph.get_operations()) - ops_before
+        traced_fn, traced_initial = model.beam_update_fn(enc, beam, with_attention=True)
+        traced = traced_fn({"h": tf.constant(h), "attention": tf.zeros([batch, beam, 6])},
+                           tf.constant(ids))
+        assert len(tf.trainable_variables()) == count  # the same templates
+        assert set(plain[0]) == {"h"} and set(traced[0]) == {"h", "attention"}
+        assert set(traced_initial) == {"h", "attention"}
+        sess.run(tf.global_variables_initializer())
+        plain, traced, initial = sess.run([plain, traced, traced_initial])
+        # Beside the traced one, the plain update_fn adds the ops it added before.
+        ops_before = len(graph.get_operations())
+        plain_fn({"h": tf.constant(h)}, tf.constant(ids))
+        assert len(graph.get_operations()) - ops_before == plain_ops
+
+    np.testing.assert_array_equal(traced[1], plain[1])
+    np.testing.assert_array_equal(traced[0]["h"], plain[0]["h"])
+    attention = traced[0]["attention"]
+    assert attention.shape == (batch, beam, 6) and attention.dtype == np.float32
+    valid = np.arange(6)[None, None, :] < source_length[:, None, None]
+    np.testing.assert_array_equal(attention[~np.broadcast_to(valid, attention.shape)], 0.0)
+    np.testing.assert_allclose(attention.sum(-1), 1.0, atol=1e-6)
+    assert (attention[np.broadcast_to(valid, attention.shape)] > 0).all()
+    np.testing.assert_array_equal(initial["attention"], np.zeros([batch, 6]))
+    np.testing.assert_array_equal(initial["h"].shape, (batch, PARAMS["num_units"]))
+
+
+def test_beam_update_fn_with_attention_runs_in_a_while_loop():
+    """The state structure stays the same across steps, as tf.while_loop needs."""
+    source, source_length = random_batch(np.random.RandomState(6), [3, 5])
+    with tf.Graph().as_default(), tf.Session() as sess:
+        model = Seq2SeqModel(PARAMS, VOCAB, VOCAB)
+        enc = model.encode(tf.constant(source), tf.constant(source_length), training=False)
+        update_fn, initial_state = model.beam_update_fn(enc, 2, with_attention=True)
+
+        def body(time, state, ids):
+            state, logits = update_fn(state, ids)
+            return time + 1, state, tf.argmax(logits, -1, output_type=tf.int32)
+
+        beam_state = tf.nest.map_structure(lambda t: tf.stack([t, t], axis=1), initial_state)
+        _, state, _ = tf.while_loop(lambda time, *_: time < 3, body,
+                                    (tf.constant(0), beam_state, tf.fill([2, 2], BOS)))
+        sess.run(tf.global_variables_initializer())
+        attention = sess.run(state["attention"])
+    assert attention.shape == (2, 2, 5)
+    np.testing.assert_allclose(attention.sum(-1), 1.0, atol=1e-6)
+    np.testing.assert_array_equal(attention[0, :, 3:], 0.0)
