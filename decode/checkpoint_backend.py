@@ -12,8 +12,8 @@ import time
 
 import tensorflow.compat.v1 as tf
 
+from decode import DECODERS
 from decode.length_limits import unrolled_length_bucket
-from decode.model_search import DECODERS, search_encoded
 from decode.session_config import session_config
 from seq2seq.best_checkpoint import best_checkpoint_dir
 from seq2seq.model import Seq2SeqModel
@@ -153,6 +153,7 @@ class CheckpointBackend:
     def _build(self, decoder, beam_width, unrolled_length):
         """Adds one decoder variant to the graph; returns (fetches, Variant)."""
         start_seconds, start_ops = time.perf_counter(), len(self._graph.get_operations())
+        from decode.translator import search_encoded  # which imports this module
         with self._graph.as_default():
             fetches = search_encoded(self._model, self._encoded, self._source_length,
                                      self._decode_params, decoder, beam_width,

@@ -8,7 +8,6 @@ variants, so both translate every sentence alike (tests/test_export.py).
 import tensorflow.compat.v1 as tf
 
 from decode.session_config import session_config
-from seq2seq.model_fn import SERVING_SIGNATURE
 
 
 class SavedModelBackend:
@@ -35,6 +34,7 @@ class SavedModelBackend:
           ValueError: if it holds no SavedModel, or one without the serving
             signature's inputs and outputs.
         """
+        from seq2seq.model_fn import SERVING_SIGNATURE  # which imports decode.translator
         self._export_dir = export_dir
         if not tf.saved_model.loader.maybe_saved_model_directory(export_dir):
             raise ValueError("%s holds no SavedModel (saved_model.pb)" % export_dir)
@@ -46,6 +46,7 @@ class SavedModelBackend:
         if signature is None:
             raise ValueError("the SavedModel in %s has no %r signature"
                              % (export_dir, SERVING_SIGNATURE))
+        self._signature_name = SERVING_SIGNATURE
         self._inputs = {name: self._tensor(signature.inputs, name)
                         for name in ("source_ids", "source_length")}
         self._outputs = [self._tensor(signature.outputs, name)
@@ -61,7 +62,7 @@ class SavedModelBackend:
         """The graph tensor of a signature's input or output `name`."""
         if name not in tensor_infos:
             raise ValueError("the SavedModel in %s has no %r in its %r signature"
-                             % (self._export_dir, name, SERVING_SIGNATURE))
+                             % (self._export_dir, name, self._signature_name))
         return self._graph.get_tensor_by_name(tensor_infos[name].name)
 
     @property

@@ -8,7 +8,7 @@ before the first step: what was trained is what is evaluated and exported.
 import tensorflow.compat.v1 as tf
 
 from data_pipeline.tokenizer import Tokenizer
-from decode.model_search import search_encoded
+from decode.translator import search_encoded
 from seq2seq import losses, metrics, optimization, towers
 from seq2seq.loss_guard import assert_finite_step
 from seq2seq.model import Seq2SeqModel
