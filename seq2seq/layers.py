@@ -1,7 +1,7 @@
-"""Dense layers and dropout: the small building blocks the model modules share.
+"""The model's templates: dense, dropout, embeddings, GRU, attention, output layer.
 
-`dense` creates its variables with `tf.get_variable`, so it is meant to be
-called inside a `tf.make_template` that owns (and shares) them.
+Each layer creates its `tf.make_template`s once, in `__init__`, under its own
+variable scope: every call shares one set of variables (created on the first).
 """
 
 import tensorflow.compat.v1 as tf
@@ -10,43 +10,18 @@ from seq2seq.common import get_shape
 
 
 def apply_kernel(inputs, kernel, bias=None, transpose_kernel=False):
-    """Multiplies the last axis of `inputs` by `kernel`, for inputs of any rank.
-
-    Rank > 2 inputs are flattened to one 2-D matmul rather than a batched
-    matmul: a [batch, time, in] x [in, out] product then runs as one large GEMM.
-
-    Args:
-      inputs: [..., in_units].
-      kernel: [in_units, out_units], or [out_units, in_units] if `transpose_kernel`
-        (e.g. an embedding table used as an output projection, not copied).
-      bias: [out_units] or None.
-      transpose_kernel: a Python bool.
-    Returns:
-      [..., out_units].
-    """
+    """inputs [..., in] x kernel [in, out] (or [out, in] transposed) + bias [out] -> [..., out]."""
     if inputs.shape.ndims == 2:
         outputs = tf.matmul(inputs, kernel, transpose_b=transpose_kernel)
         return outputs if bias is None else tf.nn.bias_add(outputs, bias)
-    shape = get_shape(inputs)
+    shape = get_shape(inputs)  # rank > 2: one large 2-D GEMM
     outputs = apply_kernel(tf.reshape(inputs, [-1, shape[-1]]), kernel, bias, transpose_kernel)
     return tf.reshape(outputs, shape[:-1] + get_shape(outputs)[-1:])
 
 
 def dense(inputs, units, use_bias=True):
-    """An affine map of the last axis, with `kernel` (Glorot-uniform) and `bias` (zero).
-
-    The variables are created in the current variable scope (the calling
-    template's), so one template holds one dense layer.
-
-    Args:
-      inputs: [..., in_units], in_units known when the graph is built.
-      units: out_units.
-      use_bias: whether to add a bias.
-    Returns:
-      [..., units].
-    """
-    in_units = inputs.shape.as_list()[-1]
-    kernel = tf.get_variable("kernel", [in_units, units],
+    """[..., in] -> [..., units] with `kernel` (Glorot) and `bias` (zero) in the current scope."""
+    kernel = tf.get_variable("kernel", [inputs.shape.as_list()[-1], units],
                              initializer=tf.glorot_uniform_initializer())
     bias = (tf.get_variable("bias", [units], initializer=tf.zeros_initializer())
             if use_bias else None)
@@ -54,15 +29,212 @@ def dense(inputs, units, use_bias=True):
 
 
 def dropout(inputs, rate, training):
-    """Inverted dropout when training with rate > 0, the identity otherwise.
-
-    Args:
-      inputs: any float tensor.
-      rate: the probability of dropping a unit, a Python float in [0, 1).
-      training: a Python bool.
-    Returns:
-      A tensor shaped like `inputs`.
-    """
+    """Inverted dropout at `rate` when `training` (Python bool), else the identity."""
     if not training or rate == 0.0:
         return inputs
     return tf.nn.dropout(inputs, rate=rate)
+
+
+def _table(vocab_size, embedding_size):
+    return tf.get_variable(
+        "table", [vocab_size, embedding_size],
+        initializer=tf.random_normal_initializer(stddev=embedding_size ** -0.5))
+
+
+class Embeddings:
+    """The tables `shared/table` [V, E], or `source/table` [V_s, E] and `target/table` [V_t, E]."""
+
+    def __init__(self, source_vocab_size, target_vocab_size, embedding_size, share,
+                 dropout_rate, name="embeddings"):
+        if share and source_vocab_size != target_vocab_size:
+            raise ValueError("shared embeddings need one vocabulary, got sizes %d and %d"
+                             % (source_vocab_size, target_vocab_size))
+        self._dropout_rate = dropout_rate
+        with tf.variable_scope(None, default_name=name):
+            def table(scope, vocab_size):
+                return tf.make_template(scope, _table, create_scope_now_=True,
+                                        vocab_size=vocab_size, embedding_size=embedding_size)
+            if share:
+                self.source_table = self.target_table = table("shared", source_vocab_size)
+            else:
+                self.source_table = table("source", source_vocab_size)
+                self.target_table = table("target", target_vocab_size)
+
+    def embed_source(self, ids, training):
+        """[...] int32 source ids -> [..., E] float32."""
+        with tf.name_scope("source_embedding"):
+            return dropout(tf.nn.embedding_lookup(self.source_table(), ids),
+                           self._dropout_rate, training)
+
+    def embed_target(self, ids, training):
+        """[...] int32 target ids -> [..., E] float32."""
+        with tf.name_scope("target_embedding"):
+            return dropout(tf.nn.embedding_lookup(self.target_table(), ids),
+                           self._dropout_rate, training)
+
+
+def _orthogonal_blocks(num_blocks):
+    """An initializer for [units, num_blocks * units]: one orthogonal block per gate."""
+    orthogonal = tf.orthogonal_initializer()
+
+    def initializer(shape, dtype=tf.float32, partition_info=None):
+        rows, cols = shape
+        return tf.concat([orthogonal([rows, cols // num_blocks], dtype)
+                          for _ in range(num_blocks)], axis=1)
+    return initializer
+
+
+class GRU:
+    """A "reset after" GRU: `input_projection/{kernel,bias}`, `recurrent/{kernel,bias}`.
+
+        [x_r, x_z, x_n] = x W_x + b_x       project_inputs, all time steps at once
+        [h_r, h_z, h_n] = h W_h + b_h       step, one matmul for the three gates
+        r = sigmoid(x_r + h_r); z = sigmoid(x_z + h_z); n = tanh(x_n + r * h_n)
+        h' = (1 - z) * n + z * h
+    """
+
+    def __init__(self, num_units, name="gru"):
+        self.num_units = num_units
+        with tf.variable_scope(None, default_name=name):
+            self._project_inputs = tf.make_template(
+                "input_projection", dense, create_scope_now_=True, units=3 * num_units)
+            self._step = tf.make_template("recurrent", self._recurrent_step, create_scope_now_=True)
+
+    def project_inputs(self, inputs):
+        """[..., input_size] -> [..., 3 * num_units], x W_x + b_x."""
+        return self._project_inputs(inputs)
+
+    def step(self, projected_input, state):
+        """projected_input [batch, 3 * num_units], state [batch, num_units] -> new state."""
+        return self._step(projected_input, state)
+
+    def _recurrent_step(self, projected_input, state):
+        units = self.num_units
+        kernel = tf.get_variable("kernel", [units, 3 * units], initializer=_orthogonal_blocks(3))
+        bias = tf.get_variable("bias", [3 * units], initializer=tf.zeros_initializer())
+        projected_state = apply_kernel(state, kernel, bias)
+        input_rz, input_n = tf.split(projected_input, [2 * units, units], axis=-1)
+        state_rz, state_n = tf.split(projected_state, [2 * units, units], axis=-1)
+        reset, update = tf.split(tf.sigmoid(input_rz + state_rz), 2, axis=-1)
+        candidate = tf.tanh(input_n + reset * state_n)
+        return candidate + update * (state - candidate)
+
+
+def unroll(step, projected_inputs, initial_state):
+    """Runs `step` over time in a tf.while_loop (no masking: read states at the lengths).
+
+    Args:
+      step: (projected_input [batch, in], state [batch, units]) -> state [batch, units].
+      projected_inputs: [batch, time, in].
+      initial_state: [batch, units].
+    Returns:
+      [batch, time, units], the state after every step.
+    """
+    with tf.name_scope("unroll"):
+        time_major = tf.transpose(projected_inputs, [1, 0, 2])
+        num_steps = tf.shape(time_major)[0]
+        inputs = tf.TensorArray(time_major.dtype, size=num_steps,
+                                element_shape=time_major.shape[1:]).unstack(time_major)
+        outputs = tf.TensorArray(initial_state.dtype, size=num_steps,
+                                 element_shape=initial_state.shape)
+
+        def body(time, state, outputs):
+            state = step(inputs.read(time), state)
+            return time + 1, state, outputs.write(time, state)
+
+        _, _, outputs = tf.while_loop(lambda time, *_: time < num_steps, body,
+                                      (tf.constant(0), initial_state, outputs))
+        return tf.transpose(outputs.stack(), [1, 0, 2])
+
+
+def masked_softmax(scores, mask):
+    """scores [batch, queries, src_time], mask [batch, src_time] -> weights, 0 on padding."""
+    return tf.nn.softmax(scores + (1.0 - mask[:, None, :]) * -1e9)
+
+
+class Attention:
+    """Bahdanau (additive) or Luong ("general") attention over the encoder memory.
+
+    bahdanau: score(q, s) = v . tanh(keys[s] + q W_q), keys = memory W_k + b_k;
+      variables `key_projection/{kernel,bias}`, `query_projection/kernel`, `score/v`.
+    luong: score(q, s) = q . keys[s], keys = memory W_k; variable `key_projection/kernel`.
+    """
+
+    def __init__(self, kind, attention_size, query_size, name="attention"):
+        if kind not in ("bahdanau", "luong"):
+            raise ValueError("attention must be 'bahdanau' or 'luong', got %r" % kind)
+        self._kind = kind
+        with tf.variable_scope(None, default_name=name):
+            if kind == "luong":
+                self._project_keys = tf.make_template(
+                    "key_projection", dense, create_scope_now_=True,
+                    units=query_size, use_bias=False)
+                return
+            self._project_keys = tf.make_template(
+                "key_projection", dense, create_scope_now_=True, units=attention_size)
+            self._project_query = tf.make_template(
+                "query_projection", dense, create_scope_now_=True,
+                units=attention_size, use_bias=False)
+            self._additive = tf.make_template("score", _additive_score, create_scope_now_=True)
+
+    def project_keys(self, memory):
+        """[batch, src_time, memory_size] -> keys [batch, src_time, key_size], once per source."""
+        with tf.name_scope("attention_keys"):
+            return self._project_keys(memory)
+
+    def __call__(self, query, keys, memory, mask):
+        """Attends with every query at once.
+
+        Args:
+          query: [batch, queries, query_size].
+          keys: [batch, src_time, key_size], from `project_keys`.
+          memory: [batch, src_time, memory_size].
+          mask: [batch, src_time] float32, 1 at valid positions.
+        Returns:
+          context [batch, queries, memory_size] and weights [batch, queries, src_time].
+        """
+        with tf.name_scope("attention"):
+            if self._kind == "luong":
+                scores = tf.matmul(query, keys, transpose_b=True)
+            else:
+                scores = self._additive(self._project_query(query), keys)
+            weights = masked_softmax(scores, mask)
+            return tf.matmul(weights, memory), weights
+
+
+def _additive_score(projected_query, keys):
+    # [batch, queries, 1, A] + [batch, 1, src_time, A] -> [batch, queries, src_time]
+    hidden = tf.tanh(projected_query[:, :, None, :] + keys[:, None, :, :])
+    v = tf.get_variable("v", [keys.shape.as_list()[-1]],
+                        initializer=tf.glorot_uniform_initializer())
+    return tf.reduce_sum(hidden * v, axis=-1)
+
+
+class OutputLayer:
+    """logits = dropout(tanh([h; c] W_o + b_o)) W_v + b_v; W_v the target table if tied.
+
+    Variables: `pre_output/{kernel,bias}`, `logits/bias`, and `logits/kernel` if untied.
+    """
+
+    def __init__(self, vocab_size, pre_output_size, dropout_rate, tied_table=None,
+                 name="output_projection"):
+        self._dropout_rate = dropout_rate
+        self._vocab_size = vocab_size
+        self._tied_table = tied_table
+        with tf.variable_scope(None, default_name=name):
+            self._pre_output = tf.make_template(
+                "pre_output", dense, create_scope_now_=True, units=pre_output_size)
+            self._project = tf.make_template(
+                "logits", self._vocabulary_projection, create_scope_now_=True)
+
+    def __call__(self, state, context, training):
+        """state [..., H], context [..., M] -> logits [..., V] float32."""
+        with tf.name_scope("output_projection"):
+            pre_output = tf.tanh(self._pre_output(tf.concat([state, context], axis=-1)))
+            return self._project(dropout(pre_output, self._dropout_rate, training))
+
+    def _vocabulary_projection(self, inputs):
+        if self._tied_table is None:
+            return dense(inputs, self._vocab_size)
+        bias = tf.get_variable("bias", [self._vocab_size], initializer=tf.zeros_initializer())
+        return apply_kernel(inputs, self._tied_table(), bias, transpose_kernel=True)

@@ -1,8 +1,11 @@
-"""The sequence-to-sequence model: embeddings, bi-GRU encoder, attention GRU decoder.
+"""The model: a bidirectional GRU encoder and an attention GRU decoder, one set of templates.
 
-One `Seq2SeqModel` creates every template once, in `__init__`, under one
-variable scope; training, evaluation, greedy decoding and both beam searches
-call the same templates, so they share one set of variables by construction.
+    h_t      = GRU(embed(y_{t-1}), h_{t-1})          h_0 = tanh(encoder final states W_b + b_b)
+    c_t      = attention(query=h_t, keys, memory, mask)
+    logits_t = OutputLayer(h_t, c_t)
+
+Training, evaluation, greedy decoding and both beam searches call the same
+templates, so they share one set of variables by construction.
 """
 
 import collections
@@ -10,23 +13,18 @@ import re
 
 import tensorflow.compat.v1 as tf
 
-from seq2seq.common import merge_beams, sequence_mask, split_beams, tile_beams
-from seq2seq.decoder import Decoder
-from seq2seq.embedding import Embeddings
-from seq2seq.encoder import BidirectionalEncoder
+from seq2seq.common import (batch_gather, get_shape, merge_beams, sequence_mask,
+                            split_beams, tile_beams)
+from seq2seq.layers import GRU, Attention, Embeddings, OutputLayer, dense, dropout, unroll
 
 EncoderOutput = collections.namedtuple("EncoderOutput", ["memory", "keys", "mask", "initial_state"])
-EncoderOutput.__doc__ = """What the decoder needs from a source batch.
+EncoderOutput.__doc__ = """What the decoder reads of a source batch.
 
 Fields:
-  memory: [batch, src_time, 2 * encoder_units], the encoder's [forward;
-    backward] states, zero at padding (encoder_units: the model's
-    "encoder_units", or num_units // 2 when that is 0).
-  keys: [batch, src_time, key_size], the memory projected once for attention
-    (key_size: attention_size for "bahdanau", num_units for "luong").
+  memory: [batch, src_time, M] (M = 2 * encoder_units), zero at padding.
+  keys: [batch, src_time, key_size], the memory projected once for attention.
   mask: [batch, src_time] float32, 1 at valid source positions.
-  initial_state: the decoder's initial state, {"h": [batch, num_units]},
-    bridged from the encoder's [batch, 2 * encoder_units] final states.
+  initial_state: {"h": [batch, num_units]}, the decoder's, bridged from the encoder.
 """
 
 
@@ -35,29 +33,126 @@ def encoder_units(model_params):
     return model_params.get("encoder_units", 0) or model_params["num_units"] // 2
 
 
-class Seq2SeqModel:
-    """The model, configured by the "model" section of the config.
+def _reverse(sequences, lengths):
+    """Reverses each [batch, time, ...] sequence within its length; padding stays last."""
+    return tf.reverse_sequence(sequences, lengths, seq_axis=1, batch_axis=0)
 
-    Attributes:
-      scope_name: the variable scope that holds all of its variables.
+
+def _state_at_length(states, lengths):
+    """states [batch, time, units] -> [batch, units] after each last valid step (0 if empty)."""
+    last = batch_gather(states, tf.maximum(lengths - 1, 0)[:, None])[:, 0]
+    return last * tf.cast(lengths > 0, last.dtype)[:, None]
+
+
+class BidirectionalEncoder:
+    """Stacked bidirectional GRU layers `layer_<i>/{forward,backward}/...`.
+
+    The backward GRU reads each sentence reversed within its length, so padding
+    never reaches a valid position in either direction.
+    """
+
+    def __init__(self, num_units, num_layers, dropout_rate, name="encoder"):
+        self._dropout_rate = dropout_rate
+        self._layers = []
+        with tf.variable_scope(None, default_name=name):
+            for index in range(num_layers):
+                with tf.variable_scope("layer_%d" % index):
+                    self._layers.append((GRU(num_units // 2, name="forward"),
+                                         GRU(num_units // 2, name="backward")))
+
+    def __call__(self, inputs, lengths, training):
+        """Encodes a padded batch.
+
+        Args:
+          inputs: [batch, time, input_size].
+          lengths: [batch] int32.
+          training: a Python bool (dropout on or off).
+        Returns:
+          outputs [batch, time, num_units], zero at padding, and final_state
+          [batch, num_units], [forward at the length; backward at step 0].
+        """
+        with tf.name_scope("encoder"):
+            mask = sequence_mask(lengths, get_shape(inputs)[1])[:, :, None]
+            outputs = inputs
+            for index, (forward, backward) in enumerate(self._layers):
+                with tf.name_scope("layer_%d" % index):
+                    if index > 0:
+                        outputs = dropout(outputs, self._dropout_rate, training)
+                    zeros = tf.zeros([get_shape(outputs)[0], forward.num_units], outputs.dtype)
+                    with tf.name_scope("forward"):
+                        forward_states = unroll(
+                            forward.step, forward.project_inputs(outputs), zeros)
+                    with tf.name_scope("backward"):
+                        reversed_states = unroll(backward.step, backward.project_inputs(
+                            _reverse(outputs, lengths)), zeros)
+                    with tf.name_scope("final_state"):
+                        final_state = tf.concat([_state_at_length(forward_states, lengths),
+                                                 _state_at_length(reversed_states, lengths)], -1)
+                    outputs = tf.concat(
+                        [forward_states, _reverse(reversed_states, lengths)], axis=-1) * mask
+            return outputs, final_state
+
+
+def _bridge(encoder_final_state, units):
+    return tf.tanh(dense(encoder_final_state, units))
+
+
+class Decoder:
+    """The decoder `bridge/...`, `gru/...`, `attention/...`, `output_projection/...`.
+
+    Its state is {"h": [batch, num_units]}; the source comes in as an `EncoderOutput`.
+    """
+
+    def __init__(self, embeddings, vocab_size, num_units, attention, attention_size,
+                 pre_output_size, tie_output_projection, dropout_rate, name="decoder"):
+        self._embeddings = embeddings
+        with tf.variable_scope(None, default_name=name):
+            self.bridge = tf.make_template(
+                "bridge", _bridge, create_scope_now_=True, units=num_units)
+            self._cell = GRU(num_units)
+            self.attention = Attention(attention, attention_size, query_size=num_units)
+            self._output = OutputLayer(
+                vocab_size, pre_output_size, dropout_rate,
+                tied_table=embeddings.target_table if tie_output_projection else None)
+
+    def step(self, source, state, prev_ids, training, with_attention=False):
+        """One decoding step; see `Seq2SeqModel.step`."""
+        with tf.name_scope("decoder_step"):
+            projected_input = self._cell.project_inputs(
+                self._embeddings.embed_target(prev_ids, training))
+            h = self._cell.step(projected_input, state["h"])
+            context, weights = self.attention(
+                h[:, None, :], source.keys, source.memory, source.mask)
+            new_state = {"h": h, "attention": weights[:, 0, :]} if with_attention else {"h": h}
+            return new_state, self._output(h, context[:, 0, :], training)
+
+    def teacher_forced_logits(self, source, target_input, training, with_attention=False):
+        """All steps at once; see `Seq2SeqModel.teacher_forced_logits`."""
+        with tf.name_scope("decoder"):
+            projected_inputs = self._cell.project_inputs(
+                self._embeddings.embed_target(target_input, training))
+            states = unroll(self._cell.step, projected_inputs, source.initial_state["h"])
+            context, weights = self.attention(states, source.keys, source.memory, source.mask)
+            logits = self._output(states, context, training)
+            return (logits, weights) if with_attention else logits
+
+
+class Seq2SeqModel:
+    """The model of the config's "model" section; all variables under `scope_name`.
+
+    Args:
+      model_params: the "model" dict: embedding_size, num_units, encoder_units,
+        encoder_layers, attention, attention_size, share_embeddings,
+        tie_output_projection, dropout.
+      source_vocab_size: V_s.
+      target_vocab_size: V_t.
+      name: the variable scope, made unique if taken.
     """
 
     def __init__(self, model_params, source_vocab_size, target_vocab_size, name="seq2seq"):
-        """Creates every template (no variables until the first call).
-
-        Args:
-          model_params: the config's "model" dict: embedding_size, num_units
-            (the decoder GRU), encoder_units (each encoder direction; 0 or
-            absent: num_units // 2), encoder_layers, attention,
-            attention_size, share_embeddings, tie_output_projection, dropout.
-          source_vocab_size: V_s.
-          target_vocab_size: V_t.
-          name: the variable scope, made unique if taken.
-        """
         embedding_size = model_params["embedding_size"]
-        num_units = model_params["num_units"]
-        dropout_rate = model_params["dropout"]
         tied = model_params["tie_output_projection"]
+        dropout_rate = model_params["dropout"]
         with tf.variable_scope(None, default_name=name) as scope:
             self.scope_name = scope.name
             self._embeddings = Embeddings(
@@ -66,59 +161,46 @@ class Seq2SeqModel:
             self._encoder = BidirectionalEncoder(
                 2 * encoder_units(model_params), model_params["encoder_layers"], dropout_rate)
             self._decoder = Decoder(
-                self._embeddings, target_vocab_size, num_units,
+                self._embeddings, target_vocab_size, model_params["num_units"],
                 model_params["attention"], model_params["attention_size"],
-                pre_output_size=embedding_size if tied else num_units,
+                pre_output_size=embedding_size if tied else model_params["num_units"],
                 tie_output_projection=tied, dropout_rate=dropout_rate)
 
     @property
     def variables(self):
-        """This model's trainable variables: those under its variable scope."""
+        """This model's trainable variables."""
         return tf.trainable_variables(scope=re.escape(self.scope_name) + "/")
 
     def encode(self, source_ids, source_length, training):
-        """Encodes a padded source batch.
-
-        Args:
-          source_ids: [batch, src_time] int32, 0-padded.
-          source_length: [batch] int32.
-          training: a Python bool (dropout on or off).
-        Returns:
-          An `EncoderOutput` of [batch, ...] tensors; memory [batch, src_time,
-          2 * encoder_units].
-        """
-        # One "encode" box in TensorBoard instead of five root-level ones. A
-        # name scope names ops only: tf.get_variable ignores it, so the
-        # templates' variables (and the checkpoints) keep their names.
+        """source_ids [batch, src_time] int32 (0-padded), source_length [batch] -> EncoderOutput."""
         with tf.name_scope("encode"):
             embedded = self._embeddings.embed_source(source_ids, training)
             memory, final_state = self._encoder(embedded, source_length, training)
             with tf.name_scope("source_mask"):
                 mask = sequence_mask(source_length, tf.shape(source_ids)[1])
-            return EncoderOutput(
-                memory=memory,
-                keys=self._decoder.attention_keys(memory),
-                mask=mask,
-                initial_state=self._decoder.initial_state(final_state))
+            return EncoderOutput(memory=memory,
+                                 keys=self._decoder.attention.project_keys(memory),
+                                 mask=mask,
+                                 initial_state={"h": self._decoder.bridge(final_state)})
 
-    def teacher_forced_logits(self, encoder_output, target_input, training):
+    def teacher_forced_logits(self, encoder_output, target_input, training,
+                              with_attention=False):
         """The logits of every target step given the gold previous tokens.
 
         Args:
           encoder_output: `encode`'s result.
           target_input: [batch, tgt_time] int32, begin token + target, 0-padded.
           training: a Python bool (dropout on or off).
+          with_attention: also return the attention weights.
         Returns:
-          [batch, tgt_time, V_t] float32. Steps past a target's length hold
-          logits that depend on padding only: mask them in the loss.
+          [batch, tgt_time, V_t] float32 (mask steps past a length in the
+          loss); with_attention, also weights [batch, tgt_time, src_time].
         """
-        return self._decoder.teacher_forced_logits(encoder_output, target_input, training)
+        return self._decoder.teacher_forced_logits(
+            encoder_output, target_input, training, with_attention)
 
     def step(self, encoder_output, state, prev_ids, training=False, with_attention=False):
-        """One decoder step, built from the same templates as teacher forcing.
-
-        The memory comes in explicitly (not in `state`) so that a beam search
-        never carries or reorders it.
+        """One decoder step, from the templates teacher forcing uses.
 
         Args:
           encoder_output: an `EncoderOutput` with n rows (e.g. tiled for a beam).
@@ -127,40 +209,30 @@ class Seq2SeqModel:
           training: a Python bool (dropout on or off).
           with_attention: also return the step's attention weights.
         Returns:
-          new_state: {"h": [n, num_units]}, and with_attention "attention":
-            [n, src_time] float32 (zero at padding, summing to 1).
-          logits: [n, V_t] float32.
+          new_state {"h": [n, num_units]} (with_attention: and "attention"
+          [n, src_time], zero at padding, summing to 1), logits [n, V_t].
         """
         return self._decoder.step(encoder_output, state, prev_ids, training, with_attention)
 
     def beam_update_fn(self, encoder_output, beam_width, with_attention=False):
-        """Adapts `step` to the beam-search contract of DESIGN.md.
-
-        The memory, keys and mask are tiled to [batch * beam, ...] once, here,
-        and closed over, so the search never reorders them. The initial state
-        is not: the search tiles it into its own state.
+        """`step` for the beam-search contract of DESIGN.md (memory tiled once, here).
 
         Args:
           encoder_output: `encode(..., training=False)`'s result, [batch, ...].
           beam_width: K (1 for greedy decoding).
-          with_attention: the states also hold "attention": [batch, K,
-            src_time] float32, the step's attention weights (zero at padding,
-            summing to 1); the initial state's are zeros [batch, src_time].
+          with_attention: the states also hold "attention" [batch, K,
+            src_time], the step's weights (initial state: zeros [batch, src_time]).
         Returns:
           update_fn: (state {"h": [batch, K, num_units]}, ids [batch, K] int32)
-            -> (new_state {"h": [batch, K, num_units]}, logits [batch, K, V_t]).
+            -> (new_state, logits [batch, K, V_t]).
           initial_state: {"h": [batch, num_units]}, for the search to tile.
         """
         with tf.name_scope("tile_encoder_output"):
             def tile(tensor):
                 return merge_beams(tile_beams(tensor, beam_width))
-
-            # The step reads memory, keys and mask only; initial_state=None
-            # keeps an untiled tensor from being read by mistake.
             tiled = EncoderOutput(memory=tile(encoder_output.memory),
                                   keys=tile(encoder_output.keys),
-                                  mask=tile(encoder_output.mask),
-                                  initial_state=None)
+                                  mask=tile(encoder_output.mask), initial_state=None)
 
         def update_fn(state, ids):
             with tf.name_scope("beam_update"):

@@ -4,9 +4,8 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from seq2seq.attention import BahdanauAttention, LuongAttention, masked_softmax
-from seq2seq.encoder import BidirectionalEncoder
-from seq2seq.gru import GRU, unroll
+from seq2seq.layers import GRU, Attention, masked_softmax, unroll
+from seq2seq.model import BidirectionalEncoder
 
 
 def sigmoid(x):
@@ -111,8 +110,7 @@ def test_attention_matches_numpy(kind):
     memory = rng.randn(2, 5, 6).astype(np.float32)
     mask = np.array([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0]], np.float32)
     with tf.Graph().as_default(), tf.Session() as sess:
-        attention = (BahdanauAttention(attention_size=7, name="attention") if kind == "bahdanau"
-                     else LuongAttention(query_size=4, name="attention"))
+        attention = Attention(kind, attention_size=7, query_size=4, name="attention")
         keys = attention.project_keys(tf.constant(memory))
         context, weights = attention(
             tf.constant(query), keys, tf.constant(memory), tf.constant(mask))
