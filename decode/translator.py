@@ -1,71 +1,77 @@
 """Translation with a trained model: loaded once, then any number of batches.
 
-`Translator` reads a model directory once (config, SentencePiece models, the
-checkpoint or a SavedModel) and then translates any number of batches with
-any decoder variant. It never reloads per call, the mistake tensorflow/nmt's
-users most complained about. What runs the graph is a backend:
-- `checkpoint_backend.CheckpointBackend`: every variant, each added to one
-  graph the first time it is asked for, cached, and run by one session:
-  - "while_loop": `while_loop_beam_search`, one graph per beam width; the
-    most tokens to generate is a tensor computed from the batch.
-  - "unrolled": `rnn_beam_search`, one graph per beam width and length
-    bucket (the unrolled graph's size is its length, a Python int).
-  - "greedy": `greedy_search`, one graph.
-- `saved_model_backend.SavedModelBackend`: the exported while_loop search at
-  its one beam width.
-
-The Translator itself tokenizes, batches sentences by length (sorted by
-source tokens, batches of `decode.batch_size`, so that little padding is
-encoded and few steps are run for sentences that finished long ago), and
-assembles each sentence's n-best list, in input order. Length limits are per
-sentence; see `decode.length_limits`.
-
-Graphs built on demand cost seconds, which a caller timing its call should
-know: `Translator.recording_builds` names the graphs built for the calls a
-thread makes inside it (the server reports them with each answer).
+A `Translator` reads a model directory once: its config, its SentencePiece
+models, and its checkpoint (every decoder, each graph built the first time it
+is asked for into one graph, run by one session) or an exported SavedModel
+(the one decoder and beam width it was exported with). Sentences are sorted by
+length into batches, and each has its own output length limit, so that its
+translation never depends on its batch. Why, and the timings behind the
+choices here: docs/DECODING-NOTES.md.
 """
 
 import collections
 import contextlib
 import os
 import threading
+import time
 
 import numpy as np
-
 import tensorflow.compat.v1 as tf
+from tensorflow.core.protobuf import rewriter_config_pb2
 
 from data_pipeline.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
 from decode import DECODERS, greedy_search, rnn_beam_search, while_loop_beam_search
-from decode.checkpoint_backend import CheckpointBackend, find_checkpoint
 from decode.checks import is_int, shown
-from decode.length_limits import output_length_limits, unrolled_length_bucket
-from decode.saved_model_backend import SavedModelBackend
+from seq2seq.best_checkpoint import best_checkpoint_dir
 from seq2seq.config import load_config
+from seq2seq.model import Seq2SeqModel
 
-Translation = collections.namedtuple("Translation", "text score n_best")
-Translation.__doc__ = """One sentence's translation.
+UNROLLED_LENGTH_STEP = 8  # the unrolled search is built for lengths rounded up to a multiple
 
-Fields:
-  text: the best hypothesis's text (n_best[0].text).
-  score: its score (n_best[0].score).
-  n_best: a list of `Hypothesis`, best first.
-"""
-
+Translation = collections.namedtuple("Translation", "text score n_best unfamiliar trace",
+                                     defaults=(False, None))
+Translation.__doc__ = """One sentence's translation: the best `Hypothesis`'s text and score,
+the n-best list (best first), whether the source is unlike the training data,
+and with trace=True the search trace of DESIGN.md (plain Python), else None."""
 Hypothesis = collections.namedtuple("Hypothesis", "text score")
-Hypothesis.__doc__ = """One hypothesis: its text and its length-penalised log-probability."""
-
 SearchResult = collections.namedtuple("SearchResult", "ids scores")
-SearchResult.__doc__ = """One sentence's beam, before detokenization.
+SearchResult.__doc__ = """One sentence's beam: lists of target ids (end token left out) and
+their finite scores, best first; the impossible (-inf) hypotheses are left out."""
+Variant = collections.namedtuple(
+    "Variant", "decoder beam_width unrolled_length trace build_seconds num_ops")
+Variant.__doc__ = """A decoder graph built from a checkpoint: unrolled_length is the
+unrolled search's steps (None for the others), num_ops the ops it added."""
 
-Fields:
-  ids: a list of up to beam_width lists of target token ids, best first, the
-    end token and anything after it left out.
-  scores: a list of as many finite floats, best first.
 
-Fewer than beam_width hypotheses come back only when fewer are possible (a
-beam wider than the sequences a length limit allows): the decoders fill such
-slots with score -inf, which is no hypothesis (and no JSON number).
-"""
+def output_length_limit(source_length, decode_params):
+    """The most target tokens, end token included, for a source of `source_length` tokens.
+
+    ceil(max_length_ratio * source_length) + max_length_extra, in float32 as in the graph.
+    """
+    scaled = np.float32(decode_params["max_length_ratio"]) * np.float32(source_length)
+    return int(np.ceil(scaled)) + decode_params["max_length_extra"]
+
+
+def output_length_limits(source_length, decode_params):
+    """`output_length_limit` in the graph: [batch] int32 source lengths -> [batch] int32."""
+    with tf.name_scope("output_length_limits"):
+        scaled = tf.ceil(decode_params["max_length_ratio"] * tf.cast(source_length, tf.float32))
+        return tf.cast(scaled, tf.int32) + decode_params["max_length_extra"]
+
+
+def unrolled_length_bucket(max_source_length, decode_params):
+    """The unrolled search's steps for a batch whose longest source has this many tokens."""
+    length = output_length_limit(max_source_length, decode_params)
+    return -(-length // UNROLLED_LENGTH_STEP) * UNROLLED_LENGTH_STEP
+
+
+def session_config(decode_params):
+    """The decoding session's `tf.ConfigProto`: Grappler off, the config's threads."""
+    return tf.ConfigProto(
+        inter_op_parallelism_threads=decode_params["inter_op_threads"],
+        intra_op_parallelism_threads=decode_params["intra_op_threads"],
+        graph_options=tf.GraphOptions(rewrite_options=rewriter_config_pb2.RewriterConfig(
+            disable_meta_optimizer=True)))
 
 
 def search_encoded(model, encoder_output, source_length, decode_params, decoder, beam_width,
@@ -75,79 +81,59 @@ def search_encoded(model, encoder_output, source_length, decode_params, decoder,
     Args:
       model: a `Seq2SeqModel`.
       encoder_output: `model.encode(..., training=False)`, [batch, ...] tensors.
-      source_length: [batch] int32, the source lengths the limits come from.
-      decode_params: the config's "decode" dict (length_penalty,
-        max_length_ratio, max_length_extra).
+      source_length: [batch] int32, where the limits come from.
+      decode_params: the config's "decode" dict.
       decoder: one of DECODERS.
-      beam_width: K, a Python int >= 1; 1 for "greedy".
-      unrolled_length: for "unrolled" only, the Python int number of steps
-        to build: at least the batch's longest limit, as
-        `length_limits.unrolled_length_bucket` gives it (fewer steps would
-        cut hypotheses short; more change nothing).
-      trace: also return the search's trace (see `decode.beam_search`), with
-        the attention of the returned hypotheses.
+      beam_width: K, a Python int (1 for greedy).
+      unrolled_length: the unrolled search's steps, a Python int (`unrolled_length_bucket`);
+        None for the other decoders.
+      trace: also return the search's trace dict (see decode/beam_search.py),
+        with the attention of the returned hypotheses.
     Returns:
-      (ids [batch, K, time] int32, scores [batch, K] float32 best first,
-       lengths [batch, K] int32 counting the end token), as the decoder
-      contract defines them; every hypothesis ends with the end token; and
-      with `trace`, the trace dict as a fourth element.
-    Raises:
-      ValueError: for an unknown decoder, a greedy beam width other than 1,
-        or an `unrolled_length` given to (or missing from) the wrong decoder.
+      ids [batch, K, time] int32, scores [batch, K] float32 best first, lengths
+      [batch, K] int32 counting the end token, and with `trace` the trace dict.
     """
-    if decoder not in DECODERS:
-        raise ValueError("decoder must be one of %s, got %r" % (", ".join(DECODERS), decoder))
-    if decoder == "greedy" and beam_width != 1:
-        raise ValueError("greedy decoding has beam width 1, got %r" % (beam_width,))
-    if (decoder == "unrolled") != (unrolled_length is not None):
-        raise ValueError("unrolled_length is needed by the unrolled decoder and only by it, "
-                         "got %r for %s" % (unrolled_length, decoder))
-    alpha = decode_params["length_penalty"]
     scope = "%s_beam%d" % (decoder, beam_width) + (
-        "_len%d" % unrolled_length if unrolled_length else "")  # e.g. unrolled_beam4_len24
-    with tf.name_scope(scope):
-        # Each sentence's own limit, applied by the search itself: at a
-        # sentence's last allowed step its hypotheses can only end, and the
-        # end token is scored with its log-probability under the model.
+        "_len%d" % unrolled_length if unrolled_length else "") + ("_trace" if trace else "")
+    with tf.name_scope(scope):  # e.g. unrolled_beam4_len24
         limits = output_length_limits(source_length, decode_params)          # [batch]
-        traced = {"trace": True} if trace else {}
-        update_fn, initial_state = model.beam_update_fn(
-            encoder_output, beam_width, **({"with_attention": True} if trace else {}))
+        update_fn, initial_state = model.beam_update_fn(encoder_output, beam_width,
+                                                        with_attention=trace)
+        options = dict(length_penalty=decode_params["length_penalty"], max_lengths=limits,
+                       **({"trace": True} if trace else {}))
         if decoder == "unrolled":
             return rnn_beam_search(update_fn, initial_state, unrolled_length, beam_width,
-                                   BOS_ID, EOS_ID, length_penalty=alpha, max_lengths=limits, **traced)
-        # By its longest limit every hypothesis of the batch has ended, so
-        # this batch-wide bound changes no sentence's result.
-        max_length = tf.reduce_max(limits, name="max_output_length")
+                                   BOS_ID, EOS_ID, **options)
+        max_length = tf.reduce_max(limits, name="max_output_length")  # every sentence's bound
         if decoder == "greedy":
-            return greedy_search(update_fn, initial_state, max_length, BOS_ID, EOS_ID,
-                                 length_penalty=alpha, max_lengths=limits, **traced)
+            return greedy_search(update_fn, initial_state, max_length, BOS_ID, EOS_ID, **options)
         return while_loop_beam_search(update_fn, initial_state, max_length, beam_width,
-                                      BOS_ID, EOS_ID, length_penalty=alpha, max_lengths=limits, **traced)
+                                      BOS_ID, EOS_ID, **options)
+
+
+def find_checkpoint(model_dir):
+    """The checkpoint path a model directory serves: its best-BLEU one, else its latest.
+
+    Raises:
+      ValueError: if the directory holds no checkpoint.
+    """
+    best_dir = best_checkpoint_dir(model_dir)
+    path = (tf.train.latest_checkpoint(best_dir) if best_dir else None) or (
+        tf.train.latest_checkpoint(model_dir))
+    if not path:
+        raise ValueError("%s holds no checkpoint: train a model into it first "
+                         "(python train.py --model_dir %s)" % (model_dir, model_dir))
+    return path
 
 
 def length_sorted_batches(lengths, batch_size):
-    """Groups sentence indices into batches of similar length.
-
-    Args:
-      lengths: one length per sentence.
-      batch_size: the most sentences per batch.
-    Returns:
-      A list of lists of indices into `lengths`: every index once, shortest
-      sentences first, ties in input order.
-    """
+    """Lists of at most `batch_size` indices into `lengths`, shortest first, ties in order."""
     order = sorted(range(len(lengths)), key=lambda index: lengths[index])
     return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
 
 
 def pad_batch(sequences):
-    """Pads token id lists into a batch.
-
-    Args:
-      sequences: a non-empty list of lists of int.
-    Returns:
-      (ids [batch, max_len] int32 padded with PAD_ID, lengths [batch] int32).
-    """
+    """Lists of ids -> (ids [batch, max_len] int32 padded with PAD_ID, lengths [batch] int32)."""
     lengths = np.array([len(sequence) for sequence in sequences], np.int32)
     ids = np.full([len(sequences), lengths.max()], PAD_ID, np.int32)
     for row, sequence in enumerate(sequences):
@@ -156,42 +142,29 @@ def pad_batch(sequences):
 
 
 class Translator:
-    """Translates text with a model directory's model; see the module docstring.
-
-    Thread-safe: several threads may call `translate` and `translate_tokens`
-    at once (the checkpoint backend builds graphs under a lock; `Session.run`
-    is thread-safe).
+    """Translates with a model directory's model; thread-safe (graphs are built under a lock).
 
     Attributes:
-      config: the model directory's resolved config.
-      model_name: config["name"].
-      step: the global step of the checkpoint (or SavedModel) in use.
-      source_vocab_size, target_vocab_size: the SentencePiece vocabulary sizes.
-      decoders: the decoders it serves: all three from a checkpoint, the
-        exported one from a SavedModel.
-      beam_widths: the beam widths it accepts, a `range`: 1..decode.max_beam_width
-        from a checkpoint (for every decoder: greedy then decodes at 1), the
-        exported one from a SavedModel. What `check_options` enforces.
+      config, model_name, step (of the checkpoint or SavedModel),
+      source_vocab_size, target_vocab_size;
+      decoders: all of DECODERS from a checkpoint, ("while_loop",) from a SavedModel;
+      beam_widths: a range, 1..decode.max_beam_width (a SavedModel: its one width);
+      can_trace: False for a SavedModel, whose graph returns no trace.
     """
 
     def __init__(self, model_dir, export_dir=None, checkpoint=None, hparams=""):
-        """Loads the model: config, tokenizer, graph, session and weights.
+        """Loads the config, tokenizer, graph, session and weights.
 
         Args:
-          model_dir: a directory written by train.py (config.yaml, the
-            SentencePiece model(s), checkpoints).
-          export_dir: a SavedModel to serve instead of a checkpoint; then
-            only the decoder and beam width its signature offers.
-          checkpoint: a checkpoint path prefix to restore instead of the
-            model directory's best-BLEU checkpoint (MODEL_DIR/best/), or
-            its latest when it keeps no best one.
-          hparams: "section.key=value,..." overrides of the model
-            directory's config, e.g. "decode.inter_op_threads=0" (see
-            `decode.session_config` for what the thread keys can change).
+          model_dir: a directory written by train.py.
+          export_dir: a SavedModel to serve instead of a checkpoint.
+          checkpoint: a checkpoint path prefix instead of `find_checkpoint(model_dir)`.
+          hparams: "section.key=value,..." overrides of the model directory's config.
+            The decode.*_threads keys come from the defaults and hparams only,
+            never from config.yaml: they fit the machine that decodes, not the model.
         Raises:
-          ValueError: if the directory is not a model directory, holds no
-            checkpoint, or the checkpoint does not fit the config;
-            seq2seq.config.ConfigError (a ValueError) for bad hparams.
+          ValueError: for a directory that is not a model directory or holds no
+            checkpoint, a checkpoint that does not fit the config, or bad hparams.
         """
         config_path = os.path.join(model_dir, "config.yaml")
         if not os.path.isfile(config_path):
@@ -200,55 +173,101 @@ class Translator:
         if export_dir and checkpoint:
             raise ValueError("pass export_dir or checkpoint, not both")
         self.config = load_config(config_path, hparams)
+        threads = load_config(None, hparams)["decode"]
+        for key in ("inter_op_threads", "intra_op_threads"):
+            self.config["decode"][key] = threads[key]
         self.model_name = self.config["name"]
         self._tokenizer = Tokenizer.load(model_dir)
         self.source_vocab_size = self._tokenizer.source_vocab_size
         self.target_vocab_size = self._tokenizer.target_vocab_size
+        self._recordings = threading.local()  # .lists: this thread's recording_builds lists
+        self._lock = threading.Lock()
+        self._built = {}  # (decoder, beam_width, unrolled_length, trace) -> (fetches, Variant)
+        self._graph = tf.Graph()
+        self._session = tf.Session(graph=self._graph, config=session_config(self.config["decode"]))
         if export_dir:
-            self._backend = SavedModelBackend(export_dir, self.config["decode"])
-            self.beam_widths = self._backend.beam_widths
+            self._load_saved_model(export_dir)
         else:
-            self._backend = CheckpointBackend(
-                self.config, self.source_vocab_size, self.target_vocab_size,
-                checkpoint or find_checkpoint(model_dir))
-            self.beam_widths = range(1, self.config["decode"]["max_beam_width"] + 1)
-        # Per thread: the lists of the `recording_builds` blocks it is in.
-        self._recordings = threading.local()
-        self.decoders = self._backend.decoders
-        self.step = self._backend.step
+            self._load_checkpoint(checkpoint or find_checkpoint(model_dir))
+
+    def _load_checkpoint(self, checkpoint):
+        """Builds the encoder and restores its variables; the decoders come on demand."""
+        decode_params = self.config["decode"]
+        self.decoders, self.can_trace, self._exported = DECODERS, True, None
+        self.default_beam_width = decode_params["beam_width"]
+        self.beam_widths = range(1, decode_params["max_beam_width"] + 1)
+        self._checkpoint, self._reader = checkpoint, tf.train.load_checkpoint(checkpoint)
+        self.step = int(self._reader.get_tensor(tf.GraphKeys.GLOBAL_STEP))
+        self._restored = set()
+        with self._graph.as_default():
+            with tf.name_scope("inputs"):
+                self._source_ids = tf.placeholder(tf.int32, [None, None], name="source_ids")
+                self._source_length = tf.placeholder(tf.int32, [None], name="source_length")
+            self._model = Seq2SeqModel(self.config["model"], self.source_vocab_size,
+                                       self.target_vocab_size)
+            self._encoded = self._model.encode(self._source_ids, self._source_length,
+                                               training=False)
+        self._restore_new_variables()
+
+    def _load_saved_model(self, export_dir):
+        """Loads a SavedModel's serving signature: the exported while_loop search."""
+        from seq2seq.model_fn import SERVING_SIGNATURE  # model_fn imports this module
+        if not tf.saved_model.loader.maybe_saved_model_directory(export_dir):
+            raise ValueError("%s holds no SavedModel (saved_model.pb)" % export_dir)
+        meta_graph = tf.saved_model.loader.load(
+            self._session, [tf.saved_model.tag_constants.SERVING], export_dir)
+        try:
+            signature = meta_graph.signature_def[SERVING_SIGNATURE]
+            self._source_ids, self._source_length = (
+                self._graph.get_tensor_by_name(signature.inputs[name].name)
+                for name in ("source_ids", "source_length"))
+            self._exported = [self._graph.get_tensor_by_name(signature.outputs[name].name)
+                              for name in ("ids", "scores", "lengths")]
+        except KeyError as error:
+            raise ValueError("the SavedModel in %s was not exported by train.py: it has no %s"
+                             % (export_dir, error)) from None
+        self.decoders, self.can_trace = ("while_loop",), False
+        self.default_beam_width = self._exported[1].shape.as_list()[1]  # scores [batch, K]
+        self.beam_widths = range(self.default_beam_width, self.default_beam_width + 1)
+        self.step = int(self._session.run(tf.train.get_global_step(self._graph)))
+
+    def _restore_new_variables(self):
+        """Loads the checkpoint's values into the variables the last build created."""
+        for variable in self._graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES):
+            name = variable.op.name
+            if name in self._restored:
+                continue
+            if not self._reader.has_tensor(name):
+                raise ValueError("checkpoint %s has no variable %s: was it trained with "
+                                 "a different model config?" % (self._checkpoint, name))
+            value = self._reader.get_tensor(name)
+            if list(value.shape) != variable.shape.as_list():
+                raise ValueError("checkpoint %s holds %s with shape %s, the config's model "
+                                 "needs %s" % (self._checkpoint, name, list(value.shape),
+                                               variable.shape.as_list()))
+            variable.load(value, self._session)
+            self._restored.add(name)
 
     @property
     def variants(self):
-        """The `checkpoint_backend.Variant`s (decoder graphs) built so far, in build order."""
-        return self._backend.variants
+        """The `Variant`s built so far, in build order."""
+        return [variant for _, variant in list(self._built.values())]
 
     @contextlib.contextmanager
     def recording_builds(self):
-        """Records the decoder graphs built for this thread's calls inside the block.
-
-        Yields a list that receives the `Variant` of every graph a call of
-        this thread (inside the block) needed and found not yet built: the
-        call built it, or waited while a concurrent call built it. Either
-        way its time includes the build. Per thread, so calls of other
-        threads running meanwhile are not counted; blocks may nest.
-
-        Example:
-          with translator.recording_builds() as built:
-              translator.translate_tokens(token_ids, "unrolled", 9)
-          print("%d graph(s) built" % len(built))
-        """
+        """Yields a list that receives the `Variant` of every graph that this thread's calls
+        inside the block needed and found not yet built (built, or waited for); blocks nest."""
         built = []
         recordings = self._recordings.__dict__.setdefault("lists", [])
         recordings.append(built)
         try:
             yield built
         finally:
-            # By identity: two lists of the same graphs are equal.
             recordings[:] = [recording for recording in recordings if recording is not built]
 
     def close(self):
-        """Frees the session's resources; the translator cannot translate afterwards."""
-        self._backend.close()
+        """Frees the session; the translator cannot translate afterwards."""
+        self._session.close()
 
     def tokenize(self, text):
         """Source text -> its list of SentencePiece ids (no begin or end token)."""
@@ -259,31 +278,28 @@ class Translator:
         return self._tokenizer.decode_target(ids)
 
     def check_options(self, decoder, beam_width=None, n_best=1):
-        """Validates translation options and resolves the default beam width.
-
-        The one check of the options: the public methods call it once, and
-        what they call after it takes the options as valid.
+        """Checks the options; returns the beam width to decode with (1 for greedy).
 
         Args:
           decoder: one of `decoders`.
-          beam_width: one of `beam_widths`, or None for the default (the
-            config's decode.beam_width, or a SavedModel's own). Checked for
-            every decoder; greedy then decodes at 1.
-          n_best: how many hypotheses to return, 1..beam_width (1 for greedy).
-        Returns:
-          The beam width to decode with (1 for greedy).
+          beam_width: one of `beam_widths` (checked for greedy too), or None
+            for the default (decode.beam_width, or a SavedModel's own).
+          n_best: hypotheses to return, 1..beam_width (1 for greedy).
         Raises:
-          ValueError: naming the bad option and its allowed values; the
-            value is shown cut short (an HTTP client's value must not come
-            back whole).
+          ValueError: naming the option and its allowed values, the value cut short.
         """
         if decoder not in self.decoders:
             raise ValueError("decoder must be one of %s, got %s"
                              % (", ".join(self.decoders), shown(decoder)))
         if beam_width is None:
-            beam_width = self._backend.default_beam_width
-        else:
-            self._check_beam_width(decoder, beam_width)
+            beam_width = self.default_beam_width
+        elif self._exported and is_int(beam_width) and beam_width != self.default_beam_width:
+            raise ValueError("the exported SavedModel serves only the while_loop decoder at "
+                             "beam_width %d (a checkpoint serves the others), got beam_width %s"
+                             % (self.default_beam_width, shown(beam_width)))
+        elif not is_int(beam_width) or beam_width not in self.beam_widths:
+            raise ValueError("beam_width must be an integer in %d..%d, got %s"
+                             % (self.beam_widths[0], self.beam_widths[-1], shown(beam_width)))
         if decoder == "greedy":
             beam_width = 1
         if not is_int(n_best) or not 1 <= n_best <= beam_width:
@@ -292,73 +308,115 @@ class Translator:
                                 if decoder == "greedy" else "", shown(n_best)))
         return int(beam_width)
 
-    def _check_beam_width(self, decoder, beam_width):
-        """Raises ValueError unless `beam_width` is one of `beam_widths`."""
-        if is_int(beam_width):
-            try:
-                self._backend.check_supported(decoder, beam_width)  # a SavedModel's one width
-            except ValueError as error:
-                raise ValueError("%s, got beam_width %s" % (error, shown(beam_width))) from None
-            if beam_width in self.beam_widths:
-                return
-        raise ValueError("beam_width must be an integer in %d..%d, got %s"
-                         % (self.beam_widths[0], self.beam_widths[-1], shown(beam_width)))
-
     def search(self, token_ids, decoder="while_loop", beam_width=None):
-        """Decodes tokenized sentences, batched by length.
+        """Decodes tokenized sentences (each non-empty); returns a `SearchResult` per
+        sentence, in input order."""
+        return [result for result, _ in self._search(
+            token_ids, decoder, self.check_options(decoder, beam_width), trace=False)]
 
-        Args:
-          token_ids: a list of source token id lists, each non-empty.
-          decoder: one of `decoders`.
-          beam_width: as for `check_options`.
-        Returns:
-          A list of `SearchResult`, in input order.
-        Raises:
-          ValueError: for bad options or a sentence without tokens.
-        """
-        return self._search(token_ids, decoder, self.check_options(decoder, beam_width))
-
-    def _search(self, token_ids, decoder, beam_width):
-        """`search` with options already checked (beam_width resolved)."""
+    def _search(self, token_ids, decoder, beam_width, trace):
+        """`search` with checked options: a list of (SearchResult, trace or None)."""
+        if trace and not self.can_trace:
+            raise ValueError("the exported SavedModel returns no trace (a checkpoint does)")
         for index, ids in enumerate(token_ids):
             if not len(ids):
                 raise ValueError("sentence %d has no source tokens" % index)
         results = [None] * len(token_ids)
         for batch in length_sorted_batches([len(ids) for ids in token_ids],
                                            self.config["decode"]["batch_size"]):
-            source_ids, source_length = pad_batch([token_ids[index] for index in batch])
-            ids, scores, lengths = self._run(decoder, beam_width, source_ids, source_length)
+            outputs = self._run(decoder, beam_width, *pad_batch([token_ids[i] for i in batch]),
+                                trace=trace)
+            ids, scores, lengths = outputs[:3]
             for row, index in enumerate(batch):
-                results[index] = _search_result(ids[row], scores[row], lengths[row])
+                results[index] = (_search_result(ids[row], scores[row], lengths[row]),
+                                  self._sentence_trace(outputs[3], row, token_ids[index],
+                                                       ids[row], scores[row], lengths[row])
+                                  if trace else None)
         return results
 
-    def _run(self, decoder, beam_width, source_ids, source_length):
-        """The backend's run of one padded batch; a graph it found not yet built
-        goes to this thread's `recording_builds` lists."""
-        new_variants = []
-        outputs = self._backend.run(decoder, beam_width, source_ids, source_length, new_variants)
-        for built in getattr(self._recordings, "lists", ()):
-            built.extend(new_variants)
-        return outputs
-
-    def translate(self, texts, decoder="while_loop", beam_width=None, n_best=1):
-        """Translates sentences.
+    def _run(self, decoder, beam_width, source_ids, source_length, trace=False):
+        """Decodes one padded batch, building its graph on first use.
 
         Args:
-          texts: a list of strings, one sentence each.
-          decoder: "while_loop", "unrolled" or "greedy".
-          beam_width: one of `beam_widths`, None for the default; checked
-            for greedy too, which then decodes at 1.
-          n_best: hypotheses per sentence, 1..beam_width (1 for greedy); fewer
-            come back only where fewer are possible (see `SearchResult`).
+          source_ids: [batch, src_time] int32, PAD_ID-padded; source_length: [batch] int32.
         Returns:
-          A list of `Translation`, one per text, in input order.
-        Raises:
-          ValueError: for a bad option, a text that is not a string, or one
-            without source tokens (empty or blank).
+          ids [batch, K, time] int32, scores [batch, K] float32, lengths [batch, K]
+          int32, and with `trace` the search's trace dict of NumPy arrays.
         """
-        # Options first: a bad option is reported before any text is tokenized.
-        beam_width = self.check_options(decoder, beam_width, n_best)
+        fetches = self._exported
+        if not fetches:
+            unrolled_length = (unrolled_length_bucket(int(source_length.max()),
+                                                      self.config["decode"])
+                               if decoder == "unrolled" else None)
+            fetches = self._fetches((decoder, beam_width, unrolled_length, trace))
+        return self._session.run(fetches, {self._source_ids: source_ids,
+                                           self._source_length: source_length})
+
+    def _fetches(self, key):
+        """A variant's fetches, built on first use; a graph not yet built goes to this
+        thread's `recording_builds` lists."""
+        built = self._built.get(key)
+        if built is None:
+            with self._lock:  # a variant enters _built only once built and restored
+                built = self._built.get(key)
+                if built is None:
+                    start_seconds, start_ops = time.perf_counter(), len(
+                        self._graph.get_operations())
+                    with self._graph.as_default():
+                        fetches = search_encoded(self._model, self._encoded, self._source_length,
+                                                 self.config["decode"], key[0], key[1],
+                                                 unrolled_length=key[2], trace=key[3])
+                    variant = Variant(*key, build_seconds=time.perf_counter() - start_seconds,
+                                      num_ops=len(self._graph.get_operations()) - start_ops)
+                    self._restore_new_variables()
+                    built = self._built[key] = (fetches, variant)
+            for recording in getattr(self._recordings, "lists", ()):
+                recording.append(built[1])
+        return built[0]
+
+    def _sentence_trace(self, trace, row, source_ids, ids, scores, lengths):
+        """DESIGN.md's search trace of one batch row, as plain Python.
+
+        Args:
+          trace: the batch's trace dict (token_ids, parent_ids, scores, finished
+            [batch, time, K]; attention [batch, K, time, src_time]).
+          row: the sentence's row; source_ids: its unpadded source ids.
+          ids [K, time], scores [K], lengths [K]: its search results.
+        Returns:
+          {"source_pieces", "steps" (up to the first step at which every slot has
+          finished), "n_best" (each finite hypothesis: "pieces", "attention" rows)}.
+        """
+        pieces = self._tokenizer.target_pieces
+        finite = np.isfinite(trace["scores"][row])                              # [time, K]
+        done = np.all(trace["finished"][row] | ~finite, axis=1)                 # [time]
+        steps = int(np.argmax(done)) + 1 if done.any() else len(done)
+        return {
+            "source_pieces": self._tokenizer.source_pieces(source_ids),
+            "steps": [{"pieces": pieces(trace["token_ids"][row, step]),
+                       "parents": trace["parent_ids"][row, step].tolist(),
+                       "scores": [float(score) if ok else None for score, ok
+                                  in zip(trace["scores"][row, step], finite[step])],
+                       "finished": trace["finished"][row, step].tolist()}
+                      for step in range(steps)],
+            "n_best": [{"pieces": pieces(ids[slot, :lengths[slot]]),
+                        "attention": trace["attention"][row, slot, :lengths[slot],
+                                                        :len(source_ids)].tolist()}
+                       for slot in range(len(scores)) if np.isfinite(scores[slot])]}
+
+    def translate(self, texts, decoder="while_loop", beam_width=None, n_best=1, trace=False):
+        """Translates a list of sentences.
+
+        Args:
+          texts: a list of strings.
+          decoder, beam_width, n_best: as for `check_options`; fewer than n_best
+            hypotheses come back only where fewer are possible.
+          trace: give each `Translation` its search trace.
+        Returns:
+          A list of `Translation`, in input order.
+        Raises:
+          ValueError: for a bad option, a text that is not a string, or one without tokens.
+        """
+        beam_width = self.check_options(decoder, beam_width, n_best)  # before any tokenizing
         if isinstance(texts, str):
             raise ValueError("texts must be a list of strings, got one string "
                              "(wrap a single sentence in a list)")
@@ -367,89 +425,62 @@ class Translator:
             if not isinstance(text, str):
                 raise ValueError("texts[%d] must be a string, got %s"
                                  % (index, type(text).__name__))
-            ids = self.tokenize(text)
-            if not ids:
+            token_ids.append(self.tokenize(text))
+            if not token_ids[-1]:
                 raise ValueError("texts[%d] is empty (no source tokens)" % index)
-            token_ids.append(ids)
-        return self._translate_tokens(token_ids, decoder, beam_width, n_best)
+        return self._translate_tokens(token_ids, decoder, beam_width, n_best, trace)
 
-    def translate_tokens(self, token_ids, decoder="while_loop", beam_width=None, n_best=1):
-        """`translate` for sentences already tokenized (by `tokenize`).
-
-        For callers that tokenize anyway, e.g. to check a token limit, so that
-        no sentence is encoded twice.
-
-        Args:
-          token_ids: a list of source token id lists, each non-empty.
-          decoder, beam_width, n_best: as for `translate`.
-        Returns:
-          A list of `Translation`, one per sentence, in input order.
-        Raises:
-          ValueError: for a bad option or a sentence without tokens.
-        """
+    def translate_tokens(self, token_ids, decoder="while_loop", beam_width=None, n_best=1,
+                         trace=False):
+        """`translate` for lists of source ids (from `tokenize`), each non-empty."""
         return self._translate_tokens(token_ids, decoder,
-                                      self.check_options(decoder, beam_width, n_best), n_best)
+                                      self.check_options(decoder, beam_width, n_best), n_best,
+                                      trace)
 
-    def _translate_tokens(self, token_ids, decoder, beam_width, n_best):
-        """`translate_tokens` with options already checked (beam_width resolved)."""
+    def _translate_tokens(self, token_ids, decoder, beam_width, n_best, trace):
         translations = []
-        for result in self._search(token_ids, decoder, beam_width):
-            n_best_list = [Hypothesis(self.detokenize(ids), score)
-                           for ids, score in zip(result.ids[:n_best], result.scores[:n_best])]
-            translations.append(Translation(n_best_list[0].text, n_best_list[0].score, n_best_list))
+        for ids, (result, sentence_trace) in zip(
+                token_ids, self._search(token_ids, decoder, beam_width, trace)):
+            hypotheses = [Hypothesis(self.detokenize(target_ids), score) for target_ids, score
+                          in zip(result.ids[:n_best], result.scores[:n_best])]
+            translations.append(Translation(hypotheses[0].text, hypotheses[0].score, hypotheses,
+                                            getattr(self._tokenizer, "is_unfamiliar", lambda ids: False)(ids), sentence_trace))
         return translations
 
     def warm_up(self, decoders=None, beam_widths=None, max_source_length=None):
-        """Builds decoder variants now, and runs each once, so no request waits for them.
-
-        The first `Session.run` of new ops also costs extra (TensorFlow prunes
-        and optimises the graph for each new set of fetches): running each
-        variant once on a dummy sentence pays that here too.
+        """Builds decoder graphs now and runs each once, so that no request waits for them.
 
         Args:
           decoders: the decoders to build (None: all of `decoders`).
-          beam_widths: the beam widths to build (None: the default one);
-            greedy is built once whatever they are.
-          max_source_length: for "unrolled", build every length bucket that
-            sources of up to this many tokens need (None: the config's
-            data.max_source_length). Each bucket is a graph of its own.
+          beam_widths: their beam widths (None: the default one); greedy is built once.
+          max_source_length: "unrolled" builds every length bucket of sources up
+            to this many tokens (None: data.max_source_length).
         Returns:
           The `Variant`s this call built.
-        Raises:
-          ValueError: for a decoder or beam width that cannot be served.
         """
         max_source_length = max_source_length or self.config["data"]["max_source_length"]
         already_built = len(self.variants)
         for decoder in decoders or self.decoders:
-            widths = {self.check_options(decoder, width) for width in beam_widths or [None]}
-            for beam_width in sorted(widths):
-                for source_length in _warm_up_source_lengths(
-                        decoder, max_source_length, self.config["decode"]):
-                    self._run(decoder, beam_width, np.full([1, source_length], UNK_ID, np.int32),
-                              np.array([source_length], np.int32))
+            source_lengths = [1]
+            if decoder == "unrolled":  # the first source length of each bucket
+                buckets = {}
+                for length in range(max_source_length, 0, -1):
+                    buckets[unrolled_length_bucket(length, self.config["decode"])] = length
+                source_lengths = sorted(buckets.values())
+            for beam_width in sorted({self.check_options(decoder, width)
+                                      for width in beam_widths or [None]}):
+                for length in source_lengths:
+                    self._run(decoder, beam_width, np.full([1, length], UNK_ID, np.int32),
+                              np.array([length], np.int32))
         return self.variants[already_built:]
 
 
-def _warm_up_source_lengths(decoder, max_source_length, decode_params):
-    """One source length per graph `decoder` needs for sources up to the given length."""
-    if decoder != "unrolled":
-        return [1]
-    first_length_of_bucket = {}
-    for length in range(1, max_source_length + 1):
-        first_length_of_bucket.setdefault(unrolled_length_bucket(length, decode_params), length)
-    return sorted(first_length_of_bucket.values())
-
-
 def _search_result(ids, scores, lengths):
-    """A `SearchResult` from one sentence's [K, time] ids, [K] scores and [K]
-    lengths, without the impossible (score -inf) hypotheses."""
+    """A `SearchResult` from one sentence's ids [K, time], scores [K] and lengths [K]."""
     hypotheses, finite_scores = [], []
     for beam_ids, score, length in zip(ids, scores, lengths):
-        if not np.isfinite(score):
-            continue
-        tokens = beam_ids[:length].tolist()
-        if tokens and tokens[-1] == EOS_ID:
-            tokens.pop()
-        hypotheses.append(tokens)
-        finite_scores.append(float(score))
+        if np.isfinite(score):
+            tokens = beam_ids[:length].tolist()
+            hypotheses.append(tokens[:-1] if tokens and tokens[-1] == EOS_ID else tokens)
+            finite_scores.append(float(score))
     return SearchResult(hypotheses, finite_scores)

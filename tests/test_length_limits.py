@@ -1,4 +1,4 @@
-"""decode.length_limits: the Python limits against the graph's, and the unrolled buckets.
+"""decode.translator's length limits: the Python limits against the graph's, and the unrolled buckets.
 
 `output_length_limit` (Python, what the Translator and the tests compute) and
 `output_length_limits` (in the graph, what the searches apply) must never
@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from decode.length_limits import (UNROLLED_LENGTH_STEP, output_length_limit,
-                                  output_length_limits, unrolled_length_bucket)
+from decode.translator import (UNROLLED_LENGTH_STEP, output_length_limit, output_length_limits,
+                               unrolled_length_bucket)
 
 RATIOS = (0.3, 1.1, 1.7, 2.0, 2.37)
 EXTRAS = (0, 10)

@@ -21,7 +21,7 @@ from data_pipeline.tokenizer import EOS_ID
 from decode import translate as translate_cli
 from decode import translator as translator_module
 from decode.checks import shown
-from decode.length_limits import output_length_limit, unrolled_length_bucket
+from decode.translator import output_length_limit, unrolled_length_bucket
 from decode.translator import Hypothesis, Translation, Translator, length_sorted_batches
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
