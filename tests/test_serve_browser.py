@@ -8,6 +8,7 @@ import contextlib
 import json
 import math
 import os
+import random
 import re
 import threading
 
@@ -15,13 +16,12 @@ import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
-from server.app import create_app
-from server.examples import read_examples
+from server.app import ModelSlot, create_app, read_examples
 from server.graceful_server import GracefulServer
-from server.model_slot import ModelSlot
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -495,3 +495,324 @@ def test_a_description_of_unexpected_shape_is_reported(browser, translator):
         assert browser.find_element(By.ID, "model").text == \
             "The server's description could not be read (decoders is missing)."
         assert not browser.find_element(By.ID, "translate").is_enabled()
+
+
+# --- The search view (issue 11) and the unfamiliar warning (issue 12), on canned answers -------
+
+def canned_trace(steps, beam, source_length, ranks, seed=0, finish_from=None):
+    """A search trace in the DESIGN.md format, self-consistent, from a seeded random search.
+
+    Args:
+      steps, beam: the steps the search ran and the slots of each.
+      source_length: the source pieces (the last one the end token).
+      ranks: the n-best hypotheses traced (the last step's first `ranks` slots).
+      finish_from: the first step at which hypotheses may finish (default: a third of the way).
+    Returns:
+      The trace as plain Python.
+    """
+    rng = random.Random(seed)
+    finish_from = steps // 3 if finish_from is None else finish_from
+    trace_steps = []
+    previous = {"finished": [False], "scores": [0.0]}
+    for step in range(steps):
+        parents = sorted(rng.randrange(len(previous["finished"])) for _ in range(beam))
+        pieces, finished = [], []
+        for slot, parent in enumerate(parents):
+            done = previous["finished"][parent] or (step >= finish_from and rng.random() < 0.15)
+            finished.append(done)
+            pieces.append("</s>" if done else "\u2581w%d_%d" % (step, rng.randrange(50)))
+        scores = sorted((round(-0.3 * (step + 1) - rng.random() * 3, 4) for _ in range(beam)),
+                        reverse=True)
+        trace_steps.append({"pieces": pieces, "parents": parents, "scores": scores,
+                            "finished": finished})
+        previous = trace_steps[-1]
+    source = ["\u2581s%d" % index for index in range(source_length - 1)] + ["</s>"]
+    n_best = []
+    for rank in range(ranks):
+        pieces, slot = [], rank
+        for step in reversed(trace_steps):
+            pieces.append(step["pieces"][slot])
+            slot = step["parents"][slot]
+        pieces.reverse()
+        if "</s>" in pieces:
+            pieces = pieces[:pieces.index("</s>") + 1]
+        attention = []
+        for _ in pieces:
+            weights = [rng.random() ** 3 for _ in source]
+            attention.append([weight / sum(weights) for weight in weights])
+        n_best.append({"pieces": pieces, "attention": attention})
+    return {"source_pieces": source, "steps": trace_steps, "n_best": n_best}
+
+
+def spelled(pieces):
+    return "".join(pieces).replace("\u2581", " ").strip()
+
+
+def canned_translation(trace, unfamiliar=False):
+    """A translation carrying `trace`, its n-best list the trace's."""
+    last = trace["steps"][-1]["scores"]
+    n_best = [{"text": spelled(hypothesis["pieces"]), "score": last[rank]}
+              for rank, hypothesis in enumerate(trace["n_best"])]
+    return {"text": n_best[0]["text"], "score": n_best[0]["score"], "n_best": n_best,
+            "unfamiliar": unfamiliar, "trace": trace}
+
+
+def canned_answer(decoder, translations):
+    return {"translations": translations, "decoder": decoder, "beam_width": 3, "elapsed_ms": 2.0,
+            "decode_ms": 1.0, "graphs_built": 0, "model": {"name": "tiny", "step": 1}}
+
+
+def canned(answer, tracing=True, requests=None):
+    """A wrap for `serving`: /v1/info says whether the server traces; POST /translate answers
+    `answer(request)` (a JSON-able value) for every request body; `requests` collects the bodies."""
+
+    def wrap(app):
+        def wsgi(environ, start_response):
+            if environ["PATH_INFO"] == "/v1/info":
+                captured = {}
+                body = b"".join(app(environ, lambda status, headers, *rest:
+                                    captured.update(status=status)))
+                value = dict(json.loads(body), tracing=tracing)
+            elif environ["PATH_INFO"] == "/translate":
+                request = json.loads(environ["wsgi.input"].read(
+                    int(environ.get("CONTENT_LENGTH") or 0)) or b"{}")
+                if requests is not None:
+                    requests.append(request)
+                value = answer(request)
+            else:
+                return app(environ, start_response)
+            data = json.dumps(value).encode("utf-8")
+            start_response("200 OK", [("Content-Type", "application/json"),
+                                      ("Content-Length", str(len(data)))])
+            return [data]
+        return wsgi
+    return wrap
+
+
+def panel(browser, decoder):
+    return browser.find_element(By.CSS_SELECTOR, 'section.search-panel[data-decoder="%s"]' % decoder)
+
+
+def show_the_search(browser, wait, text="one", decoders=("while_loop", "unrolled")):
+    browser.find_element(By.ID, "text").send_keys(text)
+    browser.find_element(By.ID, "trace").click()
+    translate_and_wait(browser, wait, decoders)
+
+
+def heatmap(browser, decoder):
+    """The heatmap drawn: (output pieces, source pieces, weights by row)."""
+    svg = panel(browser, decoder).find_element(By.CSS_SELECTOR, "svg.attention")
+    rows = [label.get_attribute("textContent")
+            for label in svg.find_elements(By.CSS_SELECTOR, ".output-piece")]
+    columns = [label.get_attribute("textContent")
+               for label in svg.find_elements(By.CSS_SELECTOR, ".source-piece")]
+    weights = [[None] * len(columns) for _ in rows]
+    for cell in svg.find_elements(By.CSS_SELECTOR, "rect.cell"):
+        weights[int(cell.get_attribute("data-row"))][int(cell.get_attribute("data-column"))] = \
+            float(cell.get_attribute("data-weight"))
+    return rows, columns, weights
+
+
+def test_a_traced_request_draws_every_kept_slot_and_every_attention_weight(browser, translator):
+    # 40 steps with beam 16: the tree is drawn whole, at full size, and scrolls.
+    trace = canned_trace(steps=40, beam=16, source_length=12, ranks=3)
+    requests = []
+    with serving(translator, wrap=canned(lambda request: canned_answer(
+            request["decoder"], [canned_translation(trace)]), requests=requests)) as url:
+        wait = open_page(browser, url)
+        show_the_search(browser, wait)
+        assert [request.get("trace") for request in requests] == [True, True]
+        assert all(request["texts"] == ["one"] for request in requests)
+        for decoder in ("while_loop", "unrolled"):
+            nodes = panel(browser, decoder).find_elements(By.CSS_SELECTOR, "svg.beam-tree g.node")
+            drawn = sorted((int(node.get_attribute("data-step")), int(node.get_attribute("data-slot")))
+                           for node in nodes)
+            assert drawn == [(step, slot) for step in range(40) for slot in range(16)]
+            # Every node's edge, one each.
+            assert len(panel(browser, decoder).find_elements(By.CSS_SELECTOR, "path.edge")) == 640
+            # The n-best paths highlighted: the nodes on the paths back from the last step's first 3 slots.
+            on_paths = set()
+            for rank in range(3):
+                slot = rank
+                for step in range(39, -1, -1):
+                    on_paths.add((step, slot))
+                    slot = trace["steps"][step]["parents"][slot]
+            best = {(int(node.get_attribute("data-step")), int(node.get_attribute("data-slot")))
+                    for node in panel(browser, decoder).find_elements(By.CSS_SELECTOR, "g.node.best")}
+            assert best == on_paths
+            # Paths the search dropped end visibly: every slot no later slot extends.
+            extended = {(step - 1, parent) for step in range(1, 40)
+                        for parent in trace["steps"][step]["parents"]}
+            dropped = {(int(node.get_attribute("data-step")), int(node.get_attribute("data-slot")))
+                       for node in panel(browser, decoder).find_elements(
+                           By.CSS_SELECTOR, "g.node.dropped")}
+            assert dropped == {(step, slot) for step in range(39) for slot in range(16)} - extended
+            assert len(panel(browser, decoder).find_elements(
+                By.CSS_SELECTOR, "g.node.dropped path.end")) == len(dropped)
+            finished = {(int(node.get_attribute("data-step")), int(node.get_attribute("data-slot")))
+                        for node in panel(browser, decoder).find_elements(
+                            By.CSS_SELECTOR, "g.node.finished")}
+            assert finished == {(step, slot) for step in range(40) for slot in range(16)
+                                if trace["steps"][step]["finished"][slot]}
+            # Readable: the boxes keep their size and the tree scrolls.
+            box = panel(browser, decoder).find_element(By.CSS_SELECTOR, "g.node rect")
+            assert box.get_attribute("width") == "92"
+            scroll = panel(browser, decoder).find_element(By.CLASS_NAME, "tree-scroll")
+            assert browser.execute_script(
+                "return arguments[0].scrollWidth > arguments[0].clientWidth &&"
+                " arguments[0].scrollHeight > arguments[0].clientHeight;", scroll)
+            # One heatmap cell per (output piece, source piece), of the first hypothesis.
+            rows, columns, weights = heatmap(browser, decoder)
+            assert len(panel(browser, decoder).find_elements(By.CSS_SELECTOR, "rect.cell")) == \
+                len(trace["n_best"][0]["pieces"]) * 12
+            assert rows == [piece[:13] + "\u2026" if len(piece) > 14 else piece
+                            for piece in trace["n_best"][0]["pieces"]]
+            assert columns == trace["source_pieces"]
+            assert weights == [pytest.approx(row) for row in trace["n_best"][0]["attention"]]
+        agreement = browser.find_element(By.ID, "trace-agreement")
+        assert agreement.text == "while_loop and unrolled kept the same hypotheses with the same " \
+            "scores at every one of the 40 steps."
+        assert status(browser) == "2 decoders done; the beam searches agree."
+        assert not browser.find_element(By.ID, "error").is_displayed()
+        severe = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+        assert severe == []
+
+
+def test_choosing_another_hypothesis_redraws_the_heatmap(browser, translator):
+    trace = canned_trace(steps=6, beam=4, source_length=5, ranks=3, seed=1)
+    with serving(translator, wrap=canned(lambda request: canned_answer(
+            request["decoder"], [canned_translation(trace)]))) as url:
+        wait = open_page(browser, url)
+        show_the_search(browser, wait)
+        radios = panel(browser, "unrolled").find_elements(By.CSS_SELECTOR, ".nbest-choice input")
+        assert [radio.is_selected() for radio in radios] == [True, False, False]
+        radios[2].click()
+        rows, columns, weights = heatmap(browser, "unrolled")
+        assert rows == trace["n_best"][2]["pieces"] and columns == trace["source_pieces"]
+        assert weights == [pytest.approx(row) for row in trace["n_best"][2]["attention"]]
+        chosen = {(int(node.get_attribute("data-step")), int(node.get_attribute("data-slot")))
+                  for node in panel(browser, "unrolled").find_elements(By.CSS_SELECTOR,
+                                                                       "g.node.chosen")}
+        slot, path = 2, set()
+        for step in range(5, -1, -1):
+            path.add((step, slot))
+            slot = trace["steps"][step]["parents"][slot]
+        assert chosen == path
+        # The other decoder's panel keeps its own choice.
+        rows, _, _ = heatmap(browser, "while_loop")
+        assert rows == trace["n_best"][0]["pieces"]
+
+
+def test_the_search_view_works_from_the_keyboard(browser, translator):
+    trace = canned_trace(steps=5, beam=3, source_length=4, ranks=1, seed=2)
+    with serving(translator, wrap=canned(lambda request: canned_answer(
+            request["decoder"], [canned_translation(trace)]))) as url:
+        wait = open_page(browser, url)
+        show_the_search(browser, wait, decoders=("while_loop",))
+        tree = panel(browser, "while_loop")
+        [stop] = tree.find_elements(By.CSS_SELECTOR, 'g.node[tabindex="0"]')
+        assert (stop.get_attribute("data-step"), stop.get_attribute("data-slot")) == ("4", "0")
+        browser.execute_script("arguments[0].focus();", stop)
+        assert browser.switch_to.active_element == stop
+        assert stop.get_attribute("aria-label").startswith("Step 5, slot 1: ")
+        assert tree.find_element(By.CLASS_NAME, "tree-readout").text == stop.get_attribute("aria-label")
+        stop.send_keys(Keys.ARROW_LEFT)  # to its parent
+        parent = trace["steps"][4]["parents"][0]
+        active = browser.switch_to.active_element
+        assert (active.get_attribute("data-step"), active.get_attribute("data-slot")) == \
+            ("3", str(parent))
+        assert active.get_attribute("tabindex") == "0" and stop.get_attribute("tabindex") == "-1"
+        assert tree.find_element(By.CLASS_NAME, "tree-readout").text.startswith(
+            "Step 4, slot %d: " % (parent + 1))
+        # The heatmap: a cell's value on focus, arrow keys between cells.
+        [first] = tree.find_elements(By.CSS_SELECTOR, 'rect.cell[tabindex="0"]')
+        browser.execute_script("arguments[0].focus();", first)
+        first.send_keys(Keys.ARROW_RIGHT)
+        active = browser.switch_to.active_element
+        assert (active.get_attribute("data-row"), active.get_attribute("data-column")) == ("0", "1")
+        weight = trace["n_best"][0]["attention"][0][1]
+        assert tree.find_element(By.CLASS_NAME, "heat-readout").text == \
+            "output 1 %s, source 2 %s: weight %.3f" % (trace["n_best"][0]["pieces"][0],
+                                                        trace["source_pieces"][1], weight)
+        assert browser.find_elements(By.CSS_SELECTOR, "[aria-live]") == \
+            [browser.find_element(By.ID, "status")]
+
+
+def test_searches_that_differ_are_marked_at_their_steps(browser, translator):
+    trace = canned_trace(steps=8, beam=4, source_length=5, ranks=2, seed=3)
+    altered = json.loads(json.dumps(trace))
+    altered["steps"][4]["scores"][1] += 0.01
+
+    def answer(request):
+        chosen = altered if request["decoder"] == "unrolled" else trace
+        return canned_answer(request["decoder"], [canned_translation(chosen)])
+
+    with serving(translator, wrap=canned(answer)) as url:
+        wait = open_page(browser, url)
+        show_the_search(browser, wait)
+        agreement = browser.find_element(By.ID, "trace-agreement")
+        assert agreement.text == "\u2260 while_loop and unrolled differ at 1 step, first at step 5."
+        for decoder in ("while_loop", "unrolled"):
+            labels = [label.get_attribute("textContent") for label in panel(browser, decoder)
+                      .find_elements(By.CSS_SELECTOR, ".step-label.differs")]
+            assert labels == ["\u2260 step 5"]
+
+
+def test_show_the_search_takes_one_sentence(browser, translator):
+    requests = []
+    with serving(translator, wrap=canned(lambda request: {}, requests=requests)) as url:
+        open_page(browser, url)
+        browser.find_element(By.ID, "text").send_keys("one\ntwo")
+        browser.find_element(By.ID, "trace").click()
+        browser.find_element(By.ID, "translate").click()
+        assert browser.find_element(By.ID, "error").text == (
+            "Show the search draws one sentence at a time; the text has 2 non-blank lines. "
+            "Keep one, or clear Show the search.")
+        assert requests == [] and browser.switch_to.active_element.get_attribute("id") == "text"
+
+
+def test_a_trace_the_page_cannot_draw_is_reported_and_the_n_best_list_stays(browser, translator):
+    trace = canned_trace(steps=4, beam=3, source_length=4, ranks=2, seed=4)
+    broken = json.loads(json.dumps(trace))
+    broken["n_best"][1]["attention"][0] = [1.0]
+    with serving(translator, wrap=canned(lambda request: canned_answer(
+            request["decoder"], [canned_translation(broken)]))) as url:
+        wait = open_page(browser, url)
+        show_the_search(browser, wait)
+        for decoder in ("while_loop", "unrolled"):
+            assert panel(browser, decoder).find_element(By.CLASS_NAME, "failed").text == \
+                "the search could not be drawn (trace.n_best[1].attention is not one row of " \
+                "source weights per piece)"
+            assert [text for text, _ in column_hypotheses(browser, decoder)] == \
+                [spelled(hypothesis["pieces"]) for hypothesis in trace["n_best"]]
+        assert "while_loop: the search could not be drawn" in \
+            browser.find_element(By.ID, "error").text
+        assert browser.find_element(By.ID, "translate").is_enabled()
+
+
+def test_a_server_that_does_not_trace_offers_no_search_view(browser, translator):
+    with serving(translator, wrap=canned(lambda request: {}, tracing=False)) as url:
+        open_page(browser, url)
+        assert not browser.find_element(By.ID, "trace").is_enabled()
+
+
+def test_an_unfamiliar_line_is_flagged_kindly(browser, translator):
+    def answer(request):
+        translations = []
+        for index, text in enumerate(request["texts"]):
+            translations.append({"text": "t%d" % index, "score": -1.0, "unfamiliar": index == 1,
+                                 "n_best": [{"text": "t%d" % index, "score": -1.0}]})
+        return canned_answer(request["decoder"], translations)
+
+    with serving(translator, wrap=canned(answer)) as url:
+        wait = open_page(browser, url)
+        browser.find_element(By.ID, "text").send_keys("Monday\nHello, how are you?")
+        translate_and_wait(browser, wait)
+        for decoder in ("while_loop", "unrolled"):
+            paragraphs = column(browser, decoder).find_elements(By.CSS_SELECTOR, "p.source, p.unfamiliar")
+            assert [(p.get_attribute("class"), p.text) for p in paragraphs] == [
+                ("source", "Monday"), ("source", "Hello, how are you?"),
+                ("unfamiliar", "\u26a0 This looks unlike the sentences the model learned from, so "
+                               "take its translation with a pinch of salt.")]
+        assert status(browser) == "2 decoders done; the beam searches agree; 1 of 2 sentences " \
+            "look unlike what the model learned from."
