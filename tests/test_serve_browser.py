@@ -590,7 +590,14 @@ def canned(answer, tracing=True, requests=None):
 
 
 def panel(browser, decoder):
-    return browser.find_element(By.CSS_SELECTOR, 'section.search-panel[data-decoder="%s"]' % decoder)
+    return browser.find_element(By.CSS_SELECTOR,
+                                'section.search-panel[data-decoder="%s"]' % decoder)
+
+
+def slots_drawn(browser, decoder, selector):
+    """The (step, slot) of each tree node of `decoder`'s panel that `selector` finds."""
+    return [(int(node.get_attribute("data-step")), int(node.get_attribute("data-slot")))
+            for node in panel(browser, decoder).find_elements(By.CSS_SELECTOR, selector)]
 
 
 def show_the_search(browser, wait, text="one", decoders=("while_loop", "unrolled")):
@@ -624,35 +631,26 @@ def test_a_traced_request_draws_every_kept_slot_and_every_attention_weight(brows
         assert [request.get("trace") for request in requests] == [True, True]
         assert all(request["texts"] == ["one"] for request in requests)
         for decoder in ("while_loop", "unrolled"):
-            nodes = panel(browser, decoder).find_elements(By.CSS_SELECTOR, "svg.beam-tree g.node")
-            drawn = sorted((int(node.get_attribute("data-step")), int(node.get_attribute("data-slot")))
-                           for node in nodes)
+            drawn = sorted(slots_drawn(browser, decoder, "svg.beam-tree g.node"))
             assert drawn == [(step, slot) for step in range(40) for slot in range(16)]
             # Every node's edge, one each.
             assert len(panel(browser, decoder).find_elements(By.CSS_SELECTOR, "path.edge")) == 640
-            # The n-best paths highlighted: the nodes on the paths back from the last step's first 3 slots.
+            # The n-best paths highlighted: the paths back from the last step's first 3 slots.
             on_paths = set()
             for rank in range(3):
                 slot = rank
                 for step in range(39, -1, -1):
                     on_paths.add((step, slot))
                     slot = trace["steps"][step]["parents"][slot]
-            best = {(int(node.get_attribute("data-step")), int(node.get_attribute("data-slot")))
-                    for node in panel(browser, decoder).find_elements(By.CSS_SELECTOR, "g.node.best")}
-            assert best == on_paths
+            assert set(slots_drawn(browser, decoder, "g.node.best")) == on_paths
             # Paths the search dropped end visibly: every slot no later slot extends.
             extended = {(step - 1, parent) for step in range(1, 40)
                         for parent in trace["steps"][step]["parents"]}
-            dropped = {(int(node.get_attribute("data-step")), int(node.get_attribute("data-slot")))
-                       for node in panel(browser, decoder).find_elements(
-                           By.CSS_SELECTOR, "g.node.dropped")}
+            dropped = set(slots_drawn(browser, decoder, "g.node.dropped"))
             assert dropped == {(step, slot) for step in range(39) for slot in range(16)} - extended
             assert len(panel(browser, decoder).find_elements(
                 By.CSS_SELECTOR, "g.node.dropped path.end")) == len(dropped)
-            finished = {(int(node.get_attribute("data-step")), int(node.get_attribute("data-slot")))
-                        for node in panel(browser, decoder).find_elements(
-                            By.CSS_SELECTOR, "g.node.finished")}
-            assert finished == {(step, slot) for step in range(40) for slot in range(16)
+            assert set(slots_drawn(browser, decoder, "g.node.finished")) == {(step, slot) for step in range(40) for slot in range(16)
                                 if trace["steps"][step]["finished"][slot]}
             # Readable: the boxes keep their size and the tree scrolls.
             box = panel(browser, decoder).find_element(By.CSS_SELECTOR, "g.node rect")
@@ -690,9 +688,7 @@ def test_choosing_another_hypothesis_redraws_the_heatmap(browser, translator):
         rows, columns, weights = heatmap(browser, "unrolled")
         assert rows == trace["n_best"][2]["pieces"] and columns == trace["source_pieces"]
         assert weights == [pytest.approx(row) for row in trace["n_best"][2]["attention"]]
-        chosen = {(int(node.get_attribute("data-step")), int(node.get_attribute("data-slot")))
-                  for node in panel(browser, "unrolled").find_elements(By.CSS_SELECTOR,
-                                                                       "g.node.chosen")}
+        chosen = set(slots_drawn(browser, "unrolled", "g.node.chosen"))
         slot, path = 2, set()
         for step in range(5, -1, -1):
             path.add((step, slot))
@@ -715,7 +711,8 @@ def test_the_search_view_works_from_the_keyboard(browser, translator):
         browser.execute_script("arguments[0].focus();", stop)
         assert browser.switch_to.active_element == stop
         assert stop.get_attribute("aria-label").startswith("Step 5, slot 1: ")
-        assert tree.find_element(By.CLASS_NAME, "tree-readout").text == stop.get_attribute("aria-label")
+        assert tree.find_element(By.CLASS_NAME, "tree-readout").text == \
+            stop.get_attribute("aria-label")
         stop.send_keys(Keys.ARROW_LEFT)  # to its parent
         parent = trace["steps"][4]["parents"][0]
         active = browser.switch_to.active_element
@@ -809,7 +806,8 @@ def test_an_unfamiliar_line_is_flagged_kindly(browser, translator):
         browser.find_element(By.ID, "text").send_keys("Monday\nHello, how are you?")
         translate_and_wait(browser, wait)
         for decoder in ("while_loop", "unrolled"):
-            paragraphs = column(browser, decoder).find_elements(By.CSS_SELECTOR, "p.source, p.unfamiliar")
+            paragraphs = column(browser, decoder).find_elements(By.CSS_SELECTOR,
+                                                                "p.source, p.unfamiliar")
             assert [(p.get_attribute("class"), p.text) for p in paragraphs] == [
                 ("source", "Monday"), ("source", "Hello, how are you?"),
                 ("unfamiliar", "\u26a0 This looks unlike the sentences the model learned from, so "
