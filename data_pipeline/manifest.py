@@ -23,7 +23,9 @@ MANIFEST = "manifest.json"
 # 3: dev and test examples carry their reference text (BLEU's references);
 #    train pairs are written in a fixed random order; corpus lines end at LF
 #    only (an inner CR is whitespace).
-FORMAT_VERSION = 3
+# 4: the embedded corpus's variants and new forms; tokenizer.json (lower-case
+#    source, familiarity model).
+FORMAT_VERSION = 4
 
 
 def data_settings(config):

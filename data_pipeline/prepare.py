@@ -26,8 +26,7 @@ from seq2seq.config import corpus_overrides, load_config
 from data_pipeline import embedded, manifest
 from data_pipeline.corpus import EMPTY_SIDE, CorpusError, format_skipped, normalize, read_corpus
 from data_pipeline.tfrecords import shard_names, write_shards
-from data_pipeline.tokenizer import JOINT_MODEL, SOURCE_MODEL, TARGET_MODEL
-from data_pipeline.vocabulary import train_tokenizer
+from data_pipeline.tokenizer import JOINT_MODEL, OPTIONS, SOURCE_MODEL, TARGET_MODEL, train_tokenizer
 
 SPLITS = ("train", "dev", "test")
 TOO_LONG = "too_long"
@@ -112,7 +111,8 @@ def _build(config, splits, directory, log, verbose):
     """
     data = config["data"]
     tokenizer = train_tokenizer(splits["train"].pairs, directory, data["vocab_size"],
-                                data["spm_model_type"], data["joint_vocab"])
+                                data["spm_model_type"], data["joint_vocab"], data["lowercase_source"],
+                                [source for source, _ in splits["dev"].pairs])
     log("SentencePiece %s (%s): %s pieces (data.vocab_size %d)"
         % (data["spm_model_type"], "joint" if data["joint_vocab"] else "source, target",
            _vocab_sizes_text(tokenizer), data["vocab_size"]))
@@ -143,7 +143,7 @@ def _install(staging, data_dir, previous, prepared):
     if previous is not None:
         os.remove(manifest.path(data_dir))
     stale = set(manifest.listed_files(previous)) if previous else set()
-    for name in sorted(stale | {JOINT_MODEL, SOURCE_MODEL, TARGET_MODEL}):
+    for name in sorted(stale | {JOINT_MODEL, SOURCE_MODEL, TARGET_MODEL, OPTIONS}):
         if os.path.isfile(os.path.join(data_dir, name)):
             os.remove(os.path.join(data_dir, name))
     for name in manifest.listed_files(prepared):

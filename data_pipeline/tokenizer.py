@@ -1,11 +1,16 @@
-"""The one SentencePiece wrapper, used by training, decoding and serving.
+"""SentencePiece: training, the one wrapper (training, decoding, serving), and familiarity.
 
 A tokenizer is one joint model (``spm.model``) or one model per side
-(``source.model`` and ``target.model``). Encoding adds no begin or end token:
-the input pipeline and the decoders place BOS_ID and EOS_ID themselves. The
-models see text through model_text, in training as in encoding.
+(``source.model``, ``target.model``), plus ``tokenizer.json``: how source text
+is normalised and the familiarity model that flags sources unlike the
+training data. Encoding adds no BOS or EOS: the input pipeline and the
+decoders place them. Why each choice: docs/DESIGN-NOTES.md, "Tokens".
 """
 
+import collections
+import io
+import json
+import math
 import os
 import re
 import shutil
@@ -13,63 +18,61 @@ import unicodedata
 
 import sentencepiece as spm
 
-PAD_ID = 0
-UNK_ID = 1
-BOS_ID = 2
-EOS_ID = 3
+from seq2seq.config import ConfigError
 
-JOINT_MODEL = "spm.model"
-SOURCE_MODEL = "source.model"
-TARGET_MODEL = "target.model"
-
-# NFKC, the core of SentencePiece's default normalisation rule (nmt_nfkc),
-# turns the ordinal indicators into letters: Portuguese "1º de maio" and "nº"
-# would decode as "1o de maio" and "no". So the models are trained without a
-# rule of their own ("identity") and are given model_text(text) instead.
-_ORDINAL_INDICATORS = re.compile("([ºª])")
-# Unicode categories of invisible characters: controls, and format characters
-# such as zero-width spaces, direction marks, byte-order marks, soft hyphens.
-_INVISIBLE = ("Cc", "Cf")
+PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+JOINT_MODEL, SOURCE_MODEL, TARGET_MODEL = "spm.model", "source.model", "target.model"
+OPTIONS = "tokenizer.json"
+# The share of dev sources the familiarity threshold flags: under the 5% the
+# contract allows, so that other held-out sources stay under it too.
+DEV_FLAGGED_SHARE = 0.03
+_ORDINAL_INDICATORS = re.compile("([ºª])")  # NFKC would turn "1º" into "1o"
+_INVISIBLE = ("Cc", "Cf")  # controls; zero-width spaces, direction marks, BOMs, soft hyphens
 
 
 class Tokenizer:
     """Encodes source text and decodes target ids with SentencePiece.
 
     Args:
-      source_model: path of the source-side (or joint) SentencePiece model.
-      target_model: path of the target-side model, or None when the source
-        model is a joint one.
+      source_model: path of the source-side (or joint) model.
+      target_model: path of the target-side model; None for a joint model.
+      options_file: path of tokenizer.json, or None (no folding, never unfamiliar).
     """
 
-    def __init__(self, source_model, target_model=None):
+    def __init__(self, source_model, target_model=None, options_file=None):
         self._source = _load_processor(source_model)
         self._target = _load_processor(target_model) if target_model else self._source
         self._files = [source_model] + ([target_model] if target_model else [])
-        # The names Tokenizer.load looks for, which copies are written under.
-        self._file_names = [SOURCE_MODEL, TARGET_MODEL] if target_model else [JOINT_MODEL]
+        self._names = [SOURCE_MODEL, TARGET_MODEL] if target_model else [JOINT_MODEL]
+        self.options = {}
+        if options_file and os.path.isfile(options_file):
+            with open(options_file, encoding="utf-8") as f:
+                self.options = json.load(f)
+            self._files.append(options_file)
+            self._names.append(OPTIONS)
+        self._familiarity = _Familiarity(self.options["familiarity"]) \
+            if "familiarity" in self.options else None
 
     @classmethod
     def load(cls, directory):
-        """Loads the model(s) found in `directory`.
-
-        Uses ``spm.model`` when it exists, else ``source.model`` and
-        ``target.model``.
+        """Loads spm.model, else source.model and target.model, and tokenizer.json if there.
 
         Raises:
           FileNotFoundError: naming the directory and the files looked for.
         """
+        options = os.path.join(directory, OPTIONS)
         joint = os.path.join(directory, JOINT_MODEL)
         if os.path.isfile(joint):
-            return cls(joint)
+            return cls(joint, options_file=options)
         source, target = (os.path.join(directory, name) for name in (SOURCE_MODEL, TARGET_MODEL))
         if os.path.isfile(source) and os.path.isfile(target):
-            return cls(source, target)
+            return cls(source, target, options)
         raise FileNotFoundError("no SentencePiece model in %s: expected %s, or %s and %s"
                                 % (directory, JOINT_MODEL, SOURCE_MODEL, TARGET_MODEL))
 
     @property
     def model_files(self):
-        """The paths of the model file(s): one when joint, else source and target."""
+        """The paths of the model file(s) and of tokenizer.json if any."""
         return list(self._files)
 
     @property
@@ -80,60 +83,180 @@ class Tokenizer:
     def target_vocab_size(self):
         return self._target.get_piece_size()
 
+    def source_text(self, text):
+        """Source text as the source model sees it (lower case if the options say so)."""
+        text = model_text(text)
+        return text.lower() if self.options.get("lowercase_source") else text
+
     def encode_source(self, text):
         """Source text -> list of int ids, without BOS or EOS."""
-        return self._source.encode(model_text(text))
+        return self._source.encode(self.source_text(text))
 
     def encode_target(self, text):
         """Target text -> list of int ids, without BOS or EOS."""
         return self._target.encode(model_text(text))
 
     def decode_source(self, ids):
-        """Source ids -> text; see decode_target for the treatment of special ids."""
+        """Source ids -> text (see decode_target)."""
         return self._source.decode(_content_ids(ids))
 
     def decode_target(self, ids):
-        """Target ids -> text: stops at the first EOS_ID, drops PAD_ID and BOS_ID.
-
-        Args:
-          ids: a sequence of ints (a list or a 1-D NumPy array).
-        """
+        """Target ids -> text: stops at the first EOS_ID, drops PAD_ID and BOS_ID."""
         return self._target.decode(_content_ids(ids))
 
-    def copy_to(self, directory):
-        """Copies the model file(s) into `directory`, so that it can translate alone.
+    def source_pieces(self, ids):
+        """Source ids -> their SentencePiece pieces, e.g. ["▁Show", "</s>"] (special ids included)."""
+        return [self._source.id_to_piece(int(token)) for token in ids]
 
-        The copies have the names Tokenizer.load(directory) looks for.
+    def target_pieces(self, ids):
+        """Target ids -> their SentencePiece pieces."""
+        return [self._target.id_to_piece(int(token)) for token in ids]
 
-        Returns:
-          The paths of the copies.
+    def unfamiliarity(self, source_ids):
+        """The familiarity model's score of a source: mean -log P per piece (higher: stranger)."""
+        return self._familiarity.score(source_ids) if self._familiarity else 0.0
+
+    def is_unfamiliar(self, source_ids):
+        """Whether a source (ids, EOS and padding ignored) is unlike the training sources.
+
+        Always False without a familiarity model (a model directory from before it).
         """
+        return bool(self._familiarity) and self.unfamiliarity(source_ids) > self._familiarity.threshold
+
+    def copy_to(self, directory):
+        """Copies the model file(s) and tokenizer.json into `directory` under the names load()
+        looks for. Returns the paths of the copies."""
         os.makedirs(directory, exist_ok=True)
         copies = []
-        for path, name in zip(self._files, self._file_names):
+        for path, name in zip(self._files, self._names):
             copy = os.path.join(directory, name)
-            # realpath: the same file reached through a symbolic link is no copy.
-            if os.path.realpath(copy) != os.path.realpath(path):
+            if os.path.realpath(copy) != os.path.realpath(path):  # a symbolic link is no copy
                 shutil.copyfile(path, copy)
             copies.append(copy)
         return copies
 
 
-def model_text(text):
-    """`text` as the SentencePiece models see it, in training and encoding.
+def train_tokenizer(pairs, directory, vocab_size, model_type, joint, lowercase_source=False,
+                    dev_sources=()):
+    """Trains the SentencePiece model(s) and the familiarity model into `directory`.
 
-    NFKC (no-break spaces become spaces, full-width letters ASCII) except for
-    the ordinal indicators º and ª; invisible characters are dropped, as
-    nmt_nfkc drops them, rather than becoming <unk> pieces; every run of
-    whitespace becomes one space.
+    Args:
+      pairs: list of (source, target) training sentences.
+      directory: where spm.model (or source.model, target.model) and tokenizer.json go.
+      vocab_size: pieces per model, a soft limit (a small corpus gets fewer).
+      model_type: "unigram" or "bpe".
+      joint: one model for both sides, or one per side.
+      lowercase_source: fold the source to lower case, in training and encoding.
+      dev_sources: held-out sources that calibrate the familiarity threshold
+        (none: no familiarity model).
+    Returns:
+      The Tokenizer.
     """
+    os.makedirs(directory, exist_ok=True)
+    options = {"lowercase_source": bool(lowercase_source)}
+    sources = [model_text(source) for source, _ in pairs]
+    sources = [source.lower() for source in sources] if lowercase_source else sources
+    targets = [model_text(target) for _, target in pairs]
+    if joint:
+        models = [os.path.join(directory, JOINT_MODEL)]
+        _train_model(sources + targets, models[0], vocab_size, model_type)
+    else:
+        models = [os.path.join(directory, SOURCE_MODEL), os.path.join(directory, TARGET_MODEL)]
+        _train_model(sources, models[0], vocab_size, model_type)
+        _train_model(targets, models[1], vocab_size, model_type)
+    options_file = os.path.join(directory, OPTIONS)
+    _save_json(options_file, options)
+    tokenizer = Tokenizer(*models, options_file=options_file) if len(models) == 2 \
+        else Tokenizer(models[0], options_file=options_file)
+    if dev_sources:
+        familiarity = _Familiarity.fit([tokenizer._source.encode(source) for source in sources])
+        scores = sorted(familiarity.score(tokenizer.encode_source(source)) for source in dev_sources)
+        familiarity.threshold = scores[min(len(scores) - 1, int(len(scores) * (1 - DEV_FLAGGED_SHARE)))]
+        options["familiarity"] = familiarity.to_json()
+        _save_json(options_file, options)
+        tokenizer = Tokenizer.load(directory)
+    return tokenizer
+
+
+class _Familiarity:
+    """An interpolated (Witten-Bell) piece bigram model of the training sources.
+
+    A source's score is its mean -log P per piece, end of sentence included;
+    above `threshold` (a dev-split quantile) it is unfamiliar.
+    """
+
+    def __init__(self, data):
+        self.unigrams = {int(piece): count for piece, count in data["unigrams"].items()}
+        self.bigrams = {tuple(map(int, key.split())): count for key, count in data["bigrams"].items()}
+        self.threshold = data.get("threshold", math.inf)
+        self.total = sum(self.unigrams.values())
+        self.context = collections.Counter()  # c(v), and T(v): distinct followers of v
+        self.followers = collections.Counter()
+        for (previous, _), count in self.bigrams.items():
+            self.context[previous] += count
+            self.followers[previous] += 1
+
+    @classmethod
+    def fit(cls, sources_ids):
+        unigrams, bigrams = collections.Counter(), collections.Counter()
+        for ids in sources_ids:
+            ids = [BOS_ID] + list(ids) + [EOS_ID]
+            unigrams.update(ids[1:])
+            bigrams.update(zip(ids, ids[1:]))
+        return cls({"unigrams": {str(k): v for k, v in unigrams.items()},
+                    "bigrams": {"%d %d" % key: v for key, v in bigrams.items()}})
+
+    def to_json(self):
+        return {"unigrams": {str(k): v for k, v in sorted(self.unigrams.items())},
+                "bigrams": {"%d %d" % key: v for key, v in sorted(self.bigrams.items())},
+                "threshold": self.threshold}
+
+    def score(self, source_ids):
+        ids = [BOS_ID] + [int(token) for token in _content_ids(source_ids)] + [EOS_ID]
+        total = 0.0
+        for previous, piece in zip(ids, ids[1:]):
+            # Add-one unigram over the seen pieces and one unseen, then Witten-Bell.
+            probability = (self.unigrams.get(piece, 0) + 1) / (self.total + len(self.unigrams) + 1)
+            seen, distinct = self.context[previous], self.followers[previous]
+            if seen:
+                weight = seen / (seen + distinct)
+                probability = weight * self.bigrams.get((previous, piece), 0) / seen \
+                    + (1 - weight) * probability
+            total -= math.log(probability)
+        return total / (len(ids) - 1)
+
+
+def model_text(text):
+    """`text` as the models see it: NFKC but for º and ª, no invisible characters, single spaces."""
     parts = _ORDINAL_INDICATORS.split(text)
     parts[::2] = [unicodedata.normalize("NFKC", part) for part in parts[::2]]
     text = "".join(parts)
-    if not text.isprintable():  # the rare slow path: look at each character
-        text = "".join(char for char in text
-                       if char.isspace() or unicodedata.category(char) not in _INVISIBLE)
+    if not text.isprintable():
+        text = "".join(char for char in text if char.isspace() or unicodedata.category(char) not in _INVISIBLE)
     return " ".join(text.split())
+
+
+def _train_model(sentences, path, vocab_size, model_type):
+    """Trains from memory (text already through model_text) and writes the model to `path`."""
+    model = io.BytesIO()
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(sentences), normalization_rule_name="identity", model_writer=model,
+            model_type=model_type, vocab_size=vocab_size, hard_vocab_limit=False,
+            pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
+            character_coverage=1.0, split_digits=True, minloglevel=2)
+    except RuntimeError as e:
+        if "smaller than required_chars" in str(e):
+            raise ConfigError("data.vocab_size %d is too small for the characters of the training "
+                              "text (SentencePiece: %s)" % (vocab_size, str(e).split("] ")[-1])) from e
+        raise
+    with open(path, "wb") as f:
+        f.write(model.getvalue())
+
+
+def _save_json(path, data):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, sort_keys=True)
 
 
 def _load_processor(path):
@@ -146,9 +269,8 @@ def _content_ids(ids):
     """The ids before the first EOS_ID, without PAD_ID and BOS_ID, as Python ints."""
     content = []
     for token in ids:
-        token = int(token)
-        if token == EOS_ID:
+        if int(token) == EOS_ID:
             break
-        if token not in (PAD_ID, BOS_ID):
-            content.append(token)
+        if int(token) not in (PAD_ID, BOS_ID):
+            content.append(int(token))
     return content

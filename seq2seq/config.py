@@ -42,6 +42,7 @@ DEFAULTS = {
         "max_target_length": 64,  # subword tokens, >= 1; longer pairs are skipped and counted
         "spm_model_type": "unigram",  # SentencePiece algorithm: "unigram" | "bpe"
         "joint_vocab": True,  # one SentencePiece model for both sides (false: one per side)
+        "lowercase_source": False,  # fold source text to lower case (training and translating)
         "vocab_size": 4000,  # pieces per SentencePiece model, >= 1 (fewer if the corpus is small)
         "num_shards": 4,  # training TFRecord files, >= 1 (dev and test: one each)
     },
@@ -138,7 +139,7 @@ class ConfigError(ValueError):
 # where, not what): data_pipeline/manifest.py fingerprints them, and "files"
 # configs that differ in one of them get different default data_dirs.
 _PREPARED_COMMON_KEYS = ("corpus", "spm_model_type", "joint_vocab", "vocab_size", "num_shards",
-                         "max_source_length", "max_target_length")
+                         "max_source_length", "max_target_length", "lowercase_source")
 PREPARED_DATA_KEYS = {
     "embedded": _PREPARED_COMMON_KEYS + ("embedded_train_size", "embedded_dev_size",
                                          "embedded_test_size", "embedded_seed", "target_locale"),

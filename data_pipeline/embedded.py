@@ -1,0 +1,492 @@
+"""The embedded default corpus: English -> a CLDR locale, generated offline.
+
+Phrase families draw (English, target) pairs from CLDR (Babel) and num2words,
+plus a small hand-written Portuguese lexicon for agreement. A family's pair is
+canonical; `vary` then writes its source the ways people type it (case,
+final punctuation, "and" and spaces in numbers) with the target unchanged.
+Generation is deterministic in the seed. docs/DESIGN-NOTES.md has the why.
+"""
+
+import collections
+import datetime
+import decimal
+import random
+import re
+
+from babel import Locale, UnknownLocaleError
+from babel.dates import format_date, format_skeleton, format_time, get_day_names, get_month_names
+from babel.numbers import format_currency, format_decimal, get_currency_name, get_currency_precision
+from num2words import num2words
+
+from seq2seq.config import ConfigError
+
+ENGLISH = "en"
+Example = collections.namedtuple("Example", ["source", "target", "family", "canonical"])
+EmbeddedCorpus = collections.namedtuple("EmbeddedCorpus", ["train", "dev", "test"])
+# closed: a small finite set (names, numbers to 100): train only, repeated.
+Family = collections.namedtuple("Family", ["name", "weight", "generate", "closed"], defaults=[False])
+Noun = collections.namedtuple("Noun", ["english", "english_plural", "singular", "plural", "gender"])
+Adjective = collections.namedtuple(
+    "Adjective", ["english", "masculine", "feminine", "masculine_plural", "feminine_plural"])
+Determiner = collections.namedtuple("Determiner", ["english", "masculine", "feminine"])
+Frame = collections.namedtuple(
+    "Frame", ["english", "english_plural", "portuguese", "portuguese_plural", "preposition"],
+    defaults=[""])
+Currency = collections.namedtuple("Currency", ["code", "gender", "english_minor", "portuguese_minor"])
+
+# The hand-written lexicon: words common to Brazilian and European Portuguese.
+NOUNS = tuple(Noun(*entry.split()) for entry in (
+    "car cars carro carros m", "house houses casa casas f", "book books livro livros m",
+    "door doors porta portas f", "table tables mesa mesas f", "chair chairs cadeira cadeiras f",
+    "window windows janela janelas f", "cat cats gato gatos m", "horse horses cavalo cavalos m",
+    "flower flowers flor flores f", "letter letters carta cartas f", "shirt shirts camisa camisas f",
+    "hat hats chapéu chapéus m", "box boxes caixa caixas f", "key keys chave chaves f",
+    "pen pens caneta canetas f", "ball balls bola bolas f", "glass glasses copo copos m",
+    "bottle bottles garrafa garrafas f", "boat boats barco barcos m",
+    "bicycle bicycles bicicleta bicicletas f", "phone phones telefone telefones m",
+    "tree trees árvore árvores f", "apple apples maçã maçãs f", "pencil pencils lápis lápis m",
+    "bed beds cama camas f", "shoe shoes sapato sapatos m", "clock clocks relógio relógios m",
+    "plate plates prato pratos m", "bag bags bolsa bolsas f"))
+ADJECTIVES = tuple(Adjective(*entry.split()) for entry in (
+    "red vermelho vermelha vermelhos vermelhas", "white branco branca brancos brancas",
+    "black preto preta pretos pretas", "yellow amarelo amarela amarelos amarelas",
+    "blue azul azul azuis azuis", "green verde verde verdes verdes",
+    "big grande grande grandes grandes", "small pequeno pequena pequenos pequenas",
+    "new novo nova novos novas", "old velho velha velhos velhas",
+    "beautiful bonito bonita bonitos bonitas", "cheap barato barata baratos baratas",
+    "expensive caro cara caros caras", "empty vazio vazia vazios vazias",
+    "heavy pesado pesada pesados pesadas", "clean limpo limpa limpos limpas"))
+THE, A = Determiner("the", "o", "a"), Determiner("a", "um", "uma")
+SOME, NONE = Determiner("some", "alguns", "algumas"), Determiner("", "", "")
+SINGULAR_DETERMINERS = (THE, A, Determiner("this", "este", "esta"), Determiner("that", "esse", "essa"))
+COUNTING_DETERMINERS = (Determiner("the", "os", "as"), Determiner("these", "estes", "estas"),
+                        Determiner("those", "esses", "essas"), NONE)  # NONE: a count must follow
+DE_CONTRACTIONS = dict(pair.split(":") for pair in (
+    "o:do a:da os:dos as:das este:deste esta:desta estes:destes estas:destas "
+    "esse:desse essa:dessa esses:desses essas:dessas").split())
+NOUN_PHRASE_FRAMES = (
+    Frame("I see {}.", "I see {}.", "Eu vejo {}.", "Eu vejo {}."),
+    Frame("I bought {}.", "I bought {}.", "Eu comprei {}.", "Eu comprei {}."),
+    Frame("We need {}.", "We need {}.", "Nós precisamos {}.", "Nós precisamos {}.", "de"),
+    Frame("{} is here.", "{} are here.", "{} está aqui.", "{} estão aqui."),
+    Frame("Where is {}?", "Where are {}?", "Onde está {}?", "Onde estão {}?"),
+)
+PREDICATE_FRAME = Frame("{0} is {1}.", "{0} are {1}.", "{0} é {1}.", "{0} são {1}.")
+WeekdayPhrase = collections.namedtuple("WeekdayPhrase", "english masculine feminine plural tenses")
+WEEKDAY_PHRASES = (
+    WeekdayPhrase("on {}", "no {}", "na {}", False, ("past", "future")),
+    WeekdayPhrase("next {}", "no próximo {}", "na próxima {}", False, ("future",)),
+    WeekdayPhrase("last {}", "no {} passado", "na {} passada", False, ("past",)),
+    WeekdayPhrase("on {}s", "aos {}", "às {}", True, ("habitual",)),
+)
+WHEN_FRAMES = {
+    "past": (("It rained {}.", "Choveu {}."), ("We met {}.", "Nós nos encontramos {}.")),
+    "future": (("The meeting is {}.", "A reunião é {}."), ("We will travel {}.", "Nós vamos viajar {}.")),
+    "habitual": (("I work {}.", "Eu trabalho {}."), ("The store opens {}.", "A loja abre {}.")),
+}
+PRICE_FRAMES = (("It costs {}.", "Custa {}."), ("I paid {}.", "Eu paguei {}."))
+# "{}" is a date; "em" never contracts before a day number or a month name.
+DATE_FRAMES = (("The meeting is on {}.", "A reunião é em {}."), ("I was born on {}.", "Eu nasci em {}."))
+MONTH_FRAMES = (("The meeting is in {}.", "A reunião é em {}."), ("I was born in {}.", "Eu nasci em {}."))
+# "{at}" is "à" (1 a.m.) or "às"; "{}" the time.
+TIME_FRAMES = (("The meeting is at {}.", "A reunião é {at} {}."), ("The store opens at {}.", "A loja abre {at} {}."))
+CURRENCIES = (
+    Currency("USD", "m", ("cent", "cents"), ("centavo", "centavos")),
+    Currency("EUR", "m", ("cent", "cents"), ("centavo", "centavos")),
+    Currency("BRL", "m", ("centavo", "centavos"), ("centavo", "centavos")),
+    Currency("GBP", "f", None, None),
+    Currency("JPY", "m", None, None),
+)
+MASCULINE_WEEKDAYS = (5, 6)  # Babel's numbering (0 is Monday): sábado, domingo
+FEMININE_CARDINAL_WORDS = dict(pair.split(":") for pair in (
+    "um:uma dois:duas duzentos:duzentas trezentos:trezentas quatrocentos:quatrocentas "
+    "quinhentos:quinhentas seiscentos:seiscentas setecentos:setecentas oitocentos:oitocentas "
+    "novecentos:novecentas").split())
+_NUMBER_WORD = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\w+teen|"
+                r"twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)")
+# British "and": after hundred, and after thousand before a last group below 100.
+_BRITISH_AND = re.compile(r"\b(hundred|thousand) (?=%s\b(?:-\w+)?(?! hundred))" % _NUMBER_WORD)
+_FIRST_DAY, _LAST_DAY = datetime.date(1950, 1, 1).toordinal(), datetime.date(2049, 12, 31).toordinal()
+_BARE_SHARE = 0.3  # phrases bare rather than in a sentence frame
+_DATE_FORMS = ("{m} {o}", "{m} {o}, {y}", "the {o} of {m}", "the {w} of {m}", "{d} {m}", "{d} {m} {y}")
+_MAX_DRAWS_PER_PAIR = 10
+
+
+def generate(train_size, dev_size, test_size, seed, target_locale):
+    """Generates the corpus: dev and test share no canonical source with train or each other.
+
+    Args:
+      train_size, dev_size, test_size: pairs per split.
+      seed: the same seed gives the same corpus.
+      target_locale: a locale Babel and num2words both know, e.g. "pt_BR".
+    Returns:
+      EmbeddedCorpus(train, dev, test): lists of Example.
+    """
+    check_locale(target_locale)
+    families = families_for(target_locale)
+    rng = random.Random(seed)
+    held, total = dev_size + test_size, train_size + dev_size + test_size
+    by_canonical, closed, targets, draws = {}, [], {}, 0
+    while (len(by_canonical) < held or len(by_canonical) + len(closed) < total) \
+            and draws < _MAX_DRAWS_PER_PAIR * total:
+        draws += 1
+        family = rng.choices(families, [family.weight for family in families])[0]
+        canonical, target = family.generate(rng, target_locale)
+        if targets.setdefault(canonical, target) != target:
+            raise RuntimeError("the generator translates %r both as %r and as %r"
+                               % (canonical, targets[canonical], target))
+        example = Example(vary(rng, canonical), target, family.name, canonical)
+        if family.closed:
+            closed.append(example)
+        else:
+            by_canonical.setdefault(canonical, example)
+    if len(by_canonical) + len(closed) < total or len(by_canonical) < held:
+        raise ConfigError("the embedded corpus has only %d distinct sentences for %s, %d requested: "
+                          "lower data.embedded_*_size" % (len(by_canonical), target_locale, total))
+    examples = list(by_canonical.values())
+    rng.shuffle(examples)
+    train = examples[held:] + closed
+    rng.shuffle(train)
+    return EmbeddedCorpus(train=train[:train_size], dev=examples[:dev_size],
+                          test=examples[dev_size:held])
+
+
+def vary(rng, sentence):
+    """Writes a canonical source the way people might type it (the target stays).
+
+    British "and" in numbers, a space for a hyphen, no final period or question
+    mark, the first letter's case swapped. "Twenty-one cars." -> "twenty one cars".
+    """
+    if rng.random() < 0.3:
+        sentence = _BRITISH_AND.sub(r"\1 and ", sentence)
+    if rng.random() < 0.2:
+        sentence = re.sub(r"(?<=[a-z])-(?=[a-z])", " ", sentence)
+    if rng.random() < 0.15 and sentence[-1:] in ".?":
+        sentence = sentence[:-1]
+    if rng.random() < 0.2:
+        first = sentence[:1]
+        sentence = (first.lower() if first.isupper() else first.upper()) + sentence[1:]
+    return sentence
+
+
+def families_for(locale):
+    """The families of a target locale: the grammar ones need the Portuguese lexicon."""
+    return ALL_FAMILIES if Locale.parse(locale).language == "pt" else GENERIC_FAMILIES
+
+
+def missing_families(target_locale):
+    """The names of the families a target locale lacks a lexicon for."""
+    return [family.name for family in ALL_FAMILIES if family not in families_for(target_locale)]
+
+
+def check_locale(target_locale):
+    """Raises ConfigError (a ValueError) unless both Babel and num2words know the locale."""
+    try:
+        Locale.parse(target_locale)
+    except (UnknownLocaleError, ValueError) as e:
+        raise ConfigError("data.target_locale %r is not a CLDR locale known to Babel"
+                          % target_locale) from e
+    try:
+        num2words(1, lang=target_locale)
+    except NotImplementedError as e:
+        raise ConfigError("data.target_locale %r: num2words cannot spell numbers in %r"
+                          % (target_locale, target_locale)) from e
+
+
+# ---- Spelling: numbers in words, the US English way (no "and", no commas).
+
+def spell_cardinal(number, lang):
+    """``spell_cardinal(123, "en") == "one hundred twenty-three"``; pt_BR "cento e vinte e três"."""
+    words = num2words(number, lang=lang).replace(",", "").split()
+    return " ".join(word for word in words if lang != ENGLISH or word != "and")
+
+
+def spell_ordinal(number, lang):
+    """``spell_ordinal(21, "en") == "twenty-first"`` (masculine where it matters)."""
+    return " ".join(num2words(number, lang=lang, to="ordinal").replace(",", "").split())
+
+
+def english_ordinal_suffix(number):
+    """21 -> "21st", 12 -> "12th"."""
+    suffix = "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    return "%d%s" % (number, suffix)
+
+
+def with_indefinite_article(phrase):
+    """"a" or "an" by the first letter: right for every lexicon word (not "hour", "unit")."""
+    return ("an " if phrase[:1] in "aeiou" else "a ") + phrase
+
+
+def capitalize_first(sentence):
+    return sentence[:1].upper() + sentence[1:]
+
+
+# ---- Portuguese agreement that CLDR and num2words lack.
+
+def cardinal(number, gender, locale):
+    """A number in [0, 1000000) agreeing with a noun: (221, "f") -> "duzentas e vinte e uma"."""
+    if not 0 <= number < 10 ** 6:  # from a million on, "milhão" is a noun of its own
+        raise ValueError("cardinal agreement is defined for 0 <= number < 1000000, got %d" % number)
+    words = spell_cardinal(number, locale).split()
+    return " ".join(FEMININE_CARDINAL_WORDS.get(word, word) if gender == "f" else word for word in words)
+
+
+def ordinal(number, gender, locale):
+    """Every word's final -o becomes -a in the feminine: (21, "f") -> "vigésima primeira"."""
+    words = spell_ordinal(number, locale).split()
+    return " ".join(word[:-1] + "a" if gender == "f" and word.endswith("o") else word for word in words)
+
+
+def agree(entry, gender, plural=False):
+    """The form of an Adjective (or Determiner) agreeing with a noun."""
+    if plural:
+        return entry.feminine_plural if gender == "f" else entry.masculine_plural
+    return entry.feminine if gender == "f" else entry.masculine
+
+
+def with_preposition(preposition, phrase):
+    """("de", "os dois carros") -> "dos dois carros"; "" leaves the phrase as it is."""
+    if not preposition:
+        return phrase
+    first, _, rest = phrase.partition(" ")
+    contracted = DE_CONTRACTIONS.get(first)
+    return "de " + phrase if contracted is None else contracted + (" " + rest if rest else "")
+
+
+def weekday_gender(weekday):
+    return "m" if weekday in MASCULINE_WEEKDAYS else "f"
+
+
+def weekday_plural(name):
+    """"segunda-feira" -> "segundas-feiras"."""
+    return "-".join(part + "s" for part in name.split("-"))
+
+
+def at_time(hour):
+    """"à" before 1 o'clock ("à 01:30"), "às" before the others; 0 is "à meia-noite"."""
+    if hour == 0:
+        raise ValueError("'at' before 00:xx reads 'à meia-noite': leave hour 0 out")
+    return "à" if hour == 1 else "às"
+
+
+def first_of_month(date_text, locale):
+    """Brazil writes day 1 as "1º" ("1º de maio"); CLDR and Portugal write "1"."""
+    parsed = Locale.parse(locale)
+    if parsed.language != "pt" or parsed.territory not in (None, "BR"):
+        return date_text
+    return re.sub(r"(?<!\d)1 de ", "1º de ", date_text, count=1)
+
+
+def currency_name(code, count, locale):
+    """CLDR's currency name in running-text case: "dólares americanos"."""
+    name = get_currency_name(code, count=count, locale=locale)
+    return name[:1].lower() + name[1:]
+
+
+# ---- The families: (random.Random, target_locale) -> (english, target).
+
+def names(rng, locale):
+    """A weekday or month name or a number up to 100 alone: "Monday" -> "segunda-feira", "21"."""
+    kind = rng.randrange(4)
+    if kind == 0:
+        day = rng.randrange(7)
+        return get_day_names("wide", locale=ENGLISH)[day], get_day_names("wide", locale=locale)[day]
+    if kind == 1:
+        month = rng.randint(1, 12)
+        return get_month_names("wide", locale=ENGLISH)[month], get_month_names("wide", locale=locale)[month]
+    number = rng.randint(0, 100)
+    return (spell_cardinal(number, ENGLISH), spell_cardinal(number, locale)) if kind == 2 \
+        else (str(number), str(number))
+
+
+def dates(rng, locale):
+    """A date in a common written form: "March 3, 2021", "3/3/2021", "the 3rd of March" ->
+    "3 de março de 2021", "03/03/2021", "3 de março"; maybe in a sentence ("em 3 de março")."""
+    day = datetime.date.fromordinal(rng.randint(_FIRST_DAY, _LAST_DAY))
+    form = rng.randrange(len(_DATE_FORMS) + 4)
+    if form == 3:  # the full form, weekday first, stays bare
+        english, target = (_plain_spaces(format_date(day, "full", locale=loc)) for loc in (ENGLISH, locale))
+    elif form == 2:
+        return "%d/%d/%d" % (day.month, day.day, day.year), format_date(day, "dd/MM/yyyy", locale=locale)
+    elif form < 2:  # "March 3", "March 3, 2021" or "March 2021"
+        skeleton = rng.choice(("MMMMd", "yMMMMd")) if form == 0 else "yMMMM"
+        english, target = (_plain_spaces(format_skeleton(skeleton, day, locale=loc)) for loc in (ENGLISH, locale))
+    else:
+        english = _DATE_FORMS[form - 4]
+        target = _plain_spaces(format_skeleton("yMMMMd" if "{y}" in english else "MMMMd", day, locale=locale))
+        english = english.format(m=get_month_names("wide", locale=ENGLISH)[day.month], d=day.day, y=day.year,
+                                 o=english_ordinal_suffix(day.day), w=spell_ordinal(day.day, ENGLISH))
+    if day.day == 1:
+        target = first_of_month(target, locale)
+    if form != 3 and rng.random() < 0.3:
+        english_frame, target_frame = rng.choice(MONTH_FRAMES if form == 1 else DATE_FRAMES)
+        return english_frame.format(english), target_frame.format(target)
+    return english, target
+
+
+def numbers(rng, locale):
+    """A number from 101 to 999,999, in words or in figures, as many with 3 digits as with 6.
+    "one hundred twenty-three" -> "cento e vinte e três"; "12,345" -> "12.345"."""
+    digits = rng.randint(3, 6)
+    number = rng.randrange(max(101, 10 ** (digits - 1)), 10 ** digits)
+    if rng.random() < 0.25:
+        english = format_decimal(number, locale=ENGLISH) if rng.random() < 0.5 else str(number)
+        return english, format_decimal(number, locale=locale)
+    return spell_cardinal(number, ENGLISH), spell_cardinal(number, locale)
+
+
+def money_in_figures(rng, locale):
+    """An amount in figures: "$1,234.50", "$1234.50", "$5" -> "US$ 1.234,50", "US$ 5"; maybe framed."""
+    code = rng.choice(CURRENCIES).code
+    with_minor = get_currency_precision(code) > 0 and rng.random() < 0.7
+    amount = _random_amount(rng, with_minor)
+    english, target = (_plain_spaces(format_currency(amount, code, locale=loc)) for loc in (ENGLISH, locale))
+    if not with_minor:
+        english, target = re.sub(r"\.00$", "", english), re.sub(r",00$", "", target)
+    if rng.random() < 0.3:
+        english = english.replace(",", "")
+    if rng.random() < 0.3:  # in a sentence
+        english_frame, target_frame = rng.choice(PRICE_FRAMES)
+        return english_frame.format(english), target_frame.format(target)
+    return english, target
+
+
+def times(rng, locale):
+    """A clock time: "3:45 PM", "3:45pm", "3 PM", "15:45" -> "15:45"; maybe framed ("às 15:45")."""
+    moment = datetime.time(rng.randrange(24), rng.randrange(60) if rng.random() < 0.7 else 0)
+    english = _plain_spaces(format_time(moment, "short", locale=ENGLISH))
+    form = rng.randrange(4)
+    if form == 1:
+        english = english.replace(" AM", "am").replace(" PM", "pm")
+    elif form == 2 and moment.minute == 0:
+        english = english.replace(":00", "")
+    elif form == 3:
+        english = "%d:%02d" % (moment.hour, moment.minute)
+    target = _plain_spaces(format_time(moment, "short", locale=locale))
+    if moment.hour and Locale.parse(locale).language == "pt" and rng.random() < 0.3:
+        english_frame, target_frame = rng.choice(TIME_FRAMES)
+        return english_frame.format(english), target_frame.format(target, at=at_time(moment.hour))
+    return english, target
+
+
+def noun_phrases(rng, locale):
+    """A noun phrase with agreement, maybe in a sentence: "the two red cars" -> "os dois carros
+    vermelhos"; counts in words or figures ("3 cars" -> "3 carros")."""
+    noun = rng.choice(NOUNS)
+    plural = rng.random() < 0.5
+    if not plural:
+        determiner, count = rng.choice(SINGULAR_DETERMINERS), None
+    elif rng.random() < 0.15:
+        determiner, count = SOME, None
+    else:
+        determiner = rng.choice(COUNTING_DETERMINERS)
+        wants_count = determiner is NONE or rng.random() < 0.6
+        count = (rng.randint(2, 12) if rng.random() < 0.7 else rng.randint(13, 999)) if wants_count else None
+    if count and rng.random() < 0.2:
+        return _in_sentence(rng, noun, plural, determiner, [str(count)], [str(count)])
+    english_count = [spell_cardinal(count, ENGLISH)] if count else []
+    portuguese_count = [cardinal(count, noun.gender, locale)] if count else []
+    return _in_sentence(rng, noun, plural, determiner, english_count, portuguese_count)
+
+
+def ordinals(rng, locale):
+    """"the third house" -> "a terceira casa"."""
+    noun, position = rng.choice(NOUNS), rng.randint(1, 100)
+    return _in_sentence(rng, noun, False, THE, [spell_ordinal(position, ENGLISH)],
+                        [ordinal(position, noun.gender, locale)])
+
+
+def weekdays(rng, locale):
+    """"next Saturday at 3:45 PM" -> "no próximo sábado às 15:45", "last Monday" -> "na
+    segunda-feira passada"; maybe in a sentence."""
+    weekday, phrase = rng.randrange(7), rng.choice(WEEKDAY_PHRASES)
+    target_day = get_day_names("wide", locale=locale)[weekday]
+    english = phrase.english.format(get_day_names("wide", locale=ENGLISH)[weekday])
+    target = (phrase.feminine if weekday_gender(weekday) == "f" else phrase.masculine).format(
+        weekday_plural(target_day) if phrase.plural else target_day)
+    if rng.random() < 0.5:
+        moment = datetime.time(rng.randint(1, 23), rng.randrange(60))
+        english += " at " + _plain_spaces(format_time(moment, "short", locale=ENGLISH))
+        target += " %s %s" % (at_time(moment.hour), _plain_spaces(format_time(moment, "short", locale=locale)))
+    if rng.random() < _BARE_SHARE:
+        return english, target
+    english_frame, target_frame = rng.choice(WHEN_FRAMES[rng.choice(phrase.tenses)])
+    return english_frame.format(english), target_frame.format(target)
+
+
+def money_in_words(rng, locale):
+    """"twelve US dollars and one cent" -> "doze dólares americanos e um centavo"; "5 euros"
+    -> "5 euros"; maybe in a sentence."""
+    currency = rng.choice(CURRENCIES)
+    units = int(_random_amount(rng, with_minor=False))
+    figures = rng.random() < 0.2
+    english = "%s %s" % (units if figures else spell_cardinal(units, ENGLISH),
+                         get_currency_name(currency.code, count=units, locale=ENGLISH))
+    target = "%s %s" % (units if figures else cardinal(units, currency.gender, locale),
+                        currency_name(currency.code, units, locale))
+    if currency.english_minor and rng.random() < 0.6:
+        cents = rng.randint(1, 99)
+        english += " and %s %s" % (cents if figures else spell_cardinal(cents, ENGLISH),
+                                   currency.english_minor[cents != 1])
+        target += " e %s %s" % (cents if figures else cardinal(cents, "m", locale),
+                                currency.portuguese_minor[Locale.parse(locale).plural_form(cents) != "one"])
+    if rng.random() < _BARE_SHARE:
+        return english, target
+    english_frame, target_frame = rng.choice(PRICE_FRAMES)
+    return english_frame.format(english), target_frame.format(target)
+
+
+GENERIC_FAMILIES = (
+    Family("names", 1.5, names, closed=True),
+    Family("dates", 4, dates),
+    Family("numbers", 2, numbers),
+    Family("money_in_figures", 1.5, money_in_figures),
+    Family("times", 2, times),
+)
+ALL_FAMILIES = GENERIC_FAMILIES + (
+    Family("noun_phrases", 5, noun_phrases),
+    Family("ordinals", 2, ordinals),
+    Family("weekdays", 2, weekdays),
+    Family("money_in_words", 2, money_in_words),
+)
+
+
+def _in_sentence(rng, noun, plural, determiner, english_modifiers, portuguese_modifiers):
+    """The noun phrase (modifiers: a count or an ordinal, agreeing), bare or in a frame."""
+    adjective = rng.choice(ADJECTIVES) if rng.random() < 0.7 else None
+    english = " ".join(english_modifiers + ([adjective.english] if adjective else [])
+                       + [noun.english_plural if plural else noun.english])
+    if determiner is A:
+        english = with_indefinite_article(english)
+    elif determiner.english:
+        english = determiner.english + " " + english
+    target = " ".join(([agree(determiner, noun.gender)] if determiner.english else []) + portuguese_modifiers
+                      + [noun.plural if plural else noun.singular]
+                      + ([agree(adjective, noun.gender, plural)] if adjective else []))
+    if rng.random() < _BARE_SHARE:
+        return english, target
+    frame_index = rng.randrange(len(NOUN_PHRASE_FRAMES) + 1)
+    if frame_index == len(NOUN_PHRASE_FRAMES):
+        predicate = rng.choice([entry for entry in ADJECTIVES if entry is not adjective])
+        frame = PREDICATE_FRAME
+        english = (frame.english_plural if plural else frame.english).format(english, predicate.english)
+        target = (frame.portuguese_plural if plural else frame.portuguese).format(
+            target, agree(predicate, noun.gender, plural))
+    else:
+        frame = NOUN_PHRASE_FRAMES[frame_index]
+        english = (frame.english_plural if plural else frame.english).format(english)
+        target = (frame.portuguese_plural if plural else frame.portuguese).format(
+            with_preposition(frame.preposition, target))
+    return capitalize_first(english), capitalize_first(target)
+
+
+def _random_amount(rng, with_minor):
+    """A decimal amount of 1 to 4 integer digits, with cents when `with_minor`."""
+    digits = rng.randint(1, 4)
+    units = rng.randint(1 if digits == 1 else 10 ** (digits - 1), 10 ** digits - 1)
+    return decimal.Decimal(units) + (decimal.Decimal(rng.randrange(100)) / 100 if with_minor else 0)
+
+
+def _plain_spaces(text):
+    """CLDR's no-break spaces (U+00A0, U+202F) as plain ones, as SentencePiece decodes them."""
+    return text.replace("\u00a0", " ").replace("\u202f", " ")
