@@ -155,8 +155,11 @@ def run_ours(config, batches, num_towers, warmup, vocab_size=None):
 
     import tensorflow.compat.v1 as tf
     from data_pipeline.tokenizer import Tokenizer
-    from seq2seq import towers
     from seq2seq.model_fn import model_fn
+    try:
+        from seq2seq.model_fn import session_config
+    except ImportError:  # the code before seq2seq/towers.py merged into model_fn
+        from seq2seq.towers import session_config
 
     tf.disable_v2_behavior()
     model_dir = tempfile.mkdtemp()
@@ -176,7 +179,7 @@ def run_ours(config, batches, num_towers, warmup, vocab_size=None):
                         dict(config, num_towers=num_towers),
                         tf.estimator.RunConfig(model_dir=model_dir))
         parameters = sum(v.shape.num_elements() for v in tf.trainable_variables())
-        with tf.Session(config=towers.session_config(num_towers)) as session:
+        with tf.Session(config=session_config(num_towers)) as session:
             session.run(tf.global_variables_initializer())
             times = []
             for batch in batches:

@@ -76,8 +76,10 @@ DEFAULTS = {
         "save_checkpoints_steps": 500,  # steps between checkpoints (each one evaluated), >= 1
         "keep_checkpoint_max": 3,  # most recent checkpoints kept, >= 0 (0: all)
         "log_step_count_steps": 100,  # steps between progress lines and summaries, >= 1
+        "histogram_steps": 500,  # steps between weight and gradient histograms, >= 0 (0: none)
         "eval_batch_size": 64,  # dev sentences per evaluation batch, >= 1
         "eval_bleu_sentences": 500,  # dev sentences decoded for BLEU per evaluation, >= 0 (0: all)
+        "eval_attention_images": 3,  # first dev sentences drawn as attention heatmaps, >= 0
         "throttle_secs": 60,  # seconds at least between two evaluations, >= 0
         # The training shuffle uses seed + the step a run resumes from (0 when
         # new), so that a resumed run does not replay the first run's batches.
@@ -409,7 +411,8 @@ def _validate(config):
                           "got %r" % decode["inter_op_threads"])
     _check_at_least(config, (
         "train.batch_tokens", "train.warmup_steps", "train.keep_checkpoint_max",
-        "train.eval_bleu_sentences", "train.throttle_secs", "train.label_smoothing",
+        "train.eval_bleu_sentences", "train.throttle_secs", "train.histogram_steps",
+        "train.eval_attention_images", "train.label_smoothing",
         "decode.max_length_ratio", "decode.length_penalty", "decode.intra_op_threads",
         "serve.batch_window_ms"), 0)
     _check_at_least(config, ["train.learning_rate"], 0, strict=True)

@@ -1,51 +1,280 @@
-"""The Estimator model_fn: training, evaluation and n-best prediction.
+"""The Estimator model_fn: towers, optimisation, evaluation metrics, TensorBoard, progress.
 
-The vocabulary (sizes for the model, detokenisation for BLEU) is read from the
-SentencePiece models in the model directory, which `train.py` copies there
-before the first step: what was trained is what is evaluated and exported.
+TRAIN splits each batch over towers (`make_parallel`-style), clips the summed
+gradients and takes one Adam step; EVAL reports loss, perplexity, token
+accuracy, BLEU of the beam search, and attention heatmaps; PREDICT (and the
+SavedModel) returns the beam's n-best.
 """
 
+import io
+import logging
+import math
+import os
+import re
+import time
+
+import numpy as np
+import sacrebleu
 import tensorflow.compat.v1 as tf
 
 from data_pipeline.tokenizer import Tokenizer
 from decode.translator import search_encoded
-from seq2seq import losses, metrics, optimization, towers
-from seq2seq.loss_guard import assert_finite_step
+from seq2seq import losses
+from seq2seq.config import ConfigError
 from seq2seq.model import Seq2SeqModel
-from seq2seq.progress import ProgressHook
 
 SERVING_SIGNATURE = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
+logger = logging.getLogger("seq2seq")
 
 
-def beam_search(model, encoder_output, source_length, decode_params):
-    """The n-best translations of an encoded batch: the while_loop search at decode.beam_width.
+# Towers: one batch split over several devices.
 
-    Built by `search_encoded`, as the Translator builds its variants, so that
-    EVAL BLEU, PREDICT and the exported SavedModel translate as it does,
-    within the same per-sentence length limits.
+def has_gpus():
+    """Whether TensorFlow sees at least one GPU."""
+    return bool(tf.config.list_physical_devices("GPU"))
+
+
+def tower_devices(num_towers):
+    """["/gpu:i"] with GPUs, else ["/cpu:i"] (virtual CPU devices, see `session_config`).
+
+    Raises:
+      ConfigError: on a GPU build that sees fewer than `num_towers` > 1 GPUs.
+    """
+    gpus = len(tf.config.list_physical_devices("GPU"))
+    if num_towers > 1 and tf.test.is_built_with_cuda() and gpus < num_towers:
+        raise ConfigError("--num_gpus %d, but TensorFlow sees %d GPU(s) (CUDA_VISIBLE_DEVICES=%s)"
+                          % (num_towers, gpus, os.environ.get("CUDA_VISIBLE_DEVICES", "unset")))
+    return ["/%s:%d" % ("gpu" if gpus else "cpu", i) for i in range(num_towers)]
+
+
+def session_config(num_towers):
+    """A ConfigProto with one virtual CPU device per tower when there are no GPUs, else None."""
+    tower_devices(num_towers)  # checks the GPUs
+    if num_towers <= 1 or has_gpus():
+        return None
+    return tf.ConfigProto(device_count={"CPU": num_towers}, allow_soft_placement=True)
+
+
+def split_batch(inputs, num_towers):
+    """A nested structure of [batch, ...] tensors -> a list of num_towers [batch / N, ...] ones."""
+    with tf.name_scope("split_batch"):
+        pieces = [tf.split(tensor, num_towers, axis=0) for tensor in tf.nest.flatten(inputs)]
+    return [tf.nest.pack_sequence_as(inputs, [tensor_pieces[i] for tensor_pieces in pieces])
+            for i in range(num_towers)]
+
+
+def _sum_and_scale(gradients, scale):
+    """One variable's tower gradients, summed (sparse ones concatenated) and scaled."""
+    gradients = [g for g in gradients if g is not None]
+    if not gradients:
+        return None
+    if isinstance(gradients[0], tf.IndexedSlices):
+        return tf.IndexedSlices(tf.concat([g.values for g in gradients], axis=0) * scale,
+                                tf.concat([g.indices for g in gradients], axis=0),
+                                gradients[0].dense_shape)
+    return tf.add_n(gradients) * scale
+
+
+def parallel_gradients(loss_fn, inputs, num_towers):
+    """The gradients of a token-averaged loss, its batch split over towers.
 
     Args:
-      model: a `Seq2SeqModel`.
-      encoder_output: `model.encode(..., training=False)`, [batch, ...].
-      source_length: [batch] int32.
-      decode_params: the config's "decode" section.
+      loss_fn: inputs -> (loss_sum, weight), scalar float32; its variables in templates.
+      inputs: nested [batch, ...] tensors, batch divisible by num_towers.
+      num_towers: int >= 1; with 1 no device is set (a distributed Estimator places).
     Returns:
-      (ids [batch, K, time] int32, scores [batch, K] float32 best first,
-      lengths [batch, K] int32 counting the end token), K = beam_width.
+      (loss = sum(loss_sum) / sum(weight), [(gradient, variable)]): N towers
+      compute the gradient of one device.
+    Raises:
+      ValueError: if a tower after the first creates new trainable variables.
     """
-    return search_encoded(model, encoder_output, source_length, decode_params,
-                          "while_loop", decode_params["beam_width"])
+    if num_towers == 1:
+        with tf.name_scope("tower_loss"):  # "loss" is the Estimator's summary tag
+            loss_sum, weight = loss_fn(inputs)
+            loss = loss_sum / weight
+        variables = tf.trainable_variables()
+        return loss, list(zip(tf.gradients(loss, variables), variables))
+    tower_sums, tower_weights, tower_gradients, variables = [], [], [], None
+    for index, (device, tower_inputs) in enumerate(
+            zip(tower_devices(num_towers), split_batch(inputs, num_towers))):
+        with tf.device(device), tf.name_scope("tower_%d" % index):
+            loss_sum, weight = loss_fn(tower_inputs)
+            if variables is None:
+                variables = tf.trainable_variables()
+            elif len(tf.trainable_variables()) != len(variables):
+                raise ValueError("tower %d created new variables: the loss function must "
+                                 "share them across calls (tf.make_template)" % index)
+            tower_gradients.append(tf.gradients(
+                loss_sum, variables, colocate_gradients_with_ops=True))
+        tower_sums.append(loss_sum)
+        tower_weights.append(weight)
+    with tf.name_scope("average_towers"):
+        total_weight = tf.add_n(tower_weights)
+        loss = tf.add_n(tower_sums) / total_weight
+        grads_and_vars = []
+        for variable, gradients in zip(variables, zip(*tower_gradients)):
+            with tf.colocate_with(variable):
+                grads_and_vars.append((_sum_and_scale(gradients, 1.0 / total_weight), variable))
+    return loss, grads_and_vars
 
 
-def _num_tokens(features, labels):
-    """Source + target tokens of a batch, padding excluded (the tokens/s unit)."""
-    with tf.name_scope("num_tokens"):
-        return (tf.reduce_sum(features["source_length"])
-                + tf.reduce_sum(labels["target_length"]))
+# Optimisation.
+
+def learning_rate_schedule(step, peak_rate, warmup_steps, decay, max_steps):
+    """The rate of the next update: linear warm-up to `peak_rate`, then decay.
+
+    Args:
+      step: scalar int tensor, the global step.
+      peak_rate: float, the rate at the end of warm-up.
+      warmup_steps: int (0 acts as 1).
+      decay: "rsqrt", "constant" or "cosine" (to 0 at max_steps).
+      max_steps: int.
+    Returns:
+      A scalar float32 tensor.
+    """
+    with tf.name_scope("learning_rate"):
+        step = tf.cast(step, tf.float32) + 1.0
+        warmup_steps = float(max(warmup_steps, 1))
+        warmup = tf.minimum(1.0, step / warmup_steps)
+        if decay == "rsqrt":
+            decayed = tf.sqrt(warmup_steps / tf.maximum(step, warmup_steps))
+        elif decay == "constant":
+            decayed = tf.constant(1.0)
+        else:
+            progress = tf.clip_by_value(
+                (step - warmup_steps) / float(max(max_steps - warmup_steps, 1)), 0.0, 1.0)
+            decayed = 0.5 * (1.0 + tf.cos(math.pi * progress))
+        return peak_rate * warmup * decayed
+
+
+def _sum_repeated_rows(gradient):
+    """An IndexedSlices with each row once (repeated rows summed); others unchanged."""
+    if not isinstance(gradient, tf.IndexedSlices):
+        return gradient
+    rows, slice_rows = tf.unique(gradient.indices)
+    values = tf.math.unsorted_segment_sum(gradient.values, slice_rows, tf.size(rows))
+    return tf.IndexedSlices(values, rows, gradient.dense_shape)
+
+
+def clip_gradients(gradients, clip_norm):
+    """(gradients scaled to a global norm <= clip_norm (<= 0: unclipped), the norm before)."""
+    with tf.name_scope("clip_gradients"):
+        gradients = [_sum_repeated_rows(gradient) for gradient in gradients]
+        global_norm = tf.global_norm(gradients)
+        if clip_norm <= 0:
+            return gradients, global_norm
+        clipped, _ = tf.clip_by_global_norm(gradients, clip_norm, use_norm=global_norm)
+        return clipped, global_norm
+
+
+class NonFiniteLossError(RuntimeError):
+    """The training loss became NaN or infinite."""
+
+
+_GUARD_NAME = "non_finite_loss_guard"
+
+
+def assert_finite_step(loss, gradient_norm, global_step):
+    """An op that fails, naming the step, when the loss or the gradient norm is not finite."""
+    with tf.name_scope(_GUARD_NAME):
+        message = tf.strings.format("the training loss is {} (gradient norm {}) at step {}",
+                                    (loss, gradient_norm, global_step + 1))
+        finite = tf.logical_and(tf.math.is_finite(loss), tf.math.is_finite(gradient_norm))
+        return tf.Assert(finite, [message])
+
+
+def as_non_finite_loss_error(error):
+    """A `tf.errors.OpError` -> a NonFiniteLossError if `assert_finite_step` raised it, else None."""
+    if error.op is None or _GUARD_NAME not in error.op.name:
+        return None
+    found = re.search(r"assertion failed: \[(.*?)\]", error.message)
+    what = found.group(1) if found else error.message.splitlines()[0]
+    return NonFiniteLossError(
+        "training stopped: %s. The last checkpoint holds the weights before it; "
+        "lower train.learning_rate or train.clip_gradient_norm." % what)
+
+
+def format_duration(seconds):
+    """3725 -> "1h02m", 125 -> "2m05s", 7 -> "7s"."""
+    hours, rest = divmod(int(round(seconds)), 3600)
+    minutes, seconds = divmod(rest, 60)
+    if hours:
+        return "%dh%02dm" % (hours, minutes)
+    return "%dm%02ds" % (minutes, seconds) if minutes else "%ds" % seconds
+
+
+class ProgressHook(tf.train.SessionRunHook):
+    """Every `every_n_steps`: a log line (step, loss, lr, steps/s, tokens/s, ETA) and a summary.
+
+    Args:
+      loss, num_tokens, learning_rate: scalar tensors of a step.
+      max_steps: int, the global step at which training stops.
+      every_n_steps: int.
+      summary_dir: where "tokens_per_sec" goes, or None.
+    """
+
+    def __init__(self, loss, num_tokens, learning_rate, max_steps, every_n_steps,
+                 summary_dir=None):
+        self._fetches = {"loss": loss, "tokens": num_tokens, "learning_rate": learning_rate}
+        self._max_steps = max_steps
+        self._every_n_steps = every_n_steps
+        self._summary_dir = summary_dir
+
+    def begin(self):
+        self._global_step = tf.train.get_global_step()
+        self._summary_writer = (tf.summary.FileWriterCache.get(self._summary_dir)
+                                if self._summary_dir else None)
+
+    def after_create_session(self, session, coord):
+        self._last_step = self._expected_step = session.run(self._global_step)
+        self._last_time = time.time()
+        self._loss_sum, self._tokens, self._steps = 0.0, 0, 0
+
+    def before_run(self, run_context):
+        return tf.train.SessionRunArgs(self._fetches)
+
+    def after_run(self, run_context, run_values):
+        results = run_values.results
+        self._loss_sum += results["loss"]
+        self._tokens += int(results["tokens"])
+        self._steps += 1
+        self._expected_step += 1
+        if self._expected_step // self._every_n_steps > self._last_step // self._every_n_steps:
+            self._report(run_context.session.run(self._global_step), results["learning_rate"])
+
+    def _report(self, step, learning_rate):
+        elapsed = max(time.time() - self._last_time, 1e-9)
+        steps_per_sec = (step - self._last_step) / elapsed
+        tokens_per_sec = self._tokens / elapsed
+        eta = (format_duration(max(self._max_steps - step, 0) / steps_per_sec)
+               if steps_per_sec > 0 else "?")
+        logger.info("step %d/%d  loss %.3f  lr %.2e  %.2f steps/s  %.0f tokens/s  ETA %s",
+                    step, self._max_steps, self._loss_sum / self._steps, learning_rate,
+                    steps_per_sec, tokens_per_sec, eta)
+        if self._summary_writer is not None:
+            self._summary_writer.add_summary(tf.Summary(value=[tf.Summary.Value(
+                tag="tokens_per_sec", simple_value=tokens_per_sec)]), step)
+        self._last_step, self._last_time, self._expected_step = step, time.time(), step
+        self._loss_sum, self._tokens, self._steps = 0.0, 0, 0
+
+
+def _histogram_hook(grads_and_vars, every_n_steps, model_dir):
+    """A hook writing weight and gradient histograms every `every_n_steps` steps."""
+    with tf.name_scope("histograms"):
+        summaries = []
+        for gradient, variable in grads_and_vars:
+            name = variable.op.name
+            summaries.append(tf.summary.histogram("weights/" + name, variable, collections=[]))
+            if isinstance(gradient, tf.IndexedSlices):
+                gradient = gradient.values
+            if gradient is not None:
+                summaries.append(tf.summary.histogram("gradients/" + name, gradient,
+                                                      collections=[]))
+    return tf.train.SummarySaverHook(save_steps=every_n_steps, output_dir=model_dir,
+                                     summary_op=tf.summary.merge(summaries))
 
 
 def _train_spec(model, features, labels, params, run_config):
-    """Label-smoothed loss, gradients split over towers, one Adam update."""
     train_params = params["train"]
 
     def tower_loss(inputs):
@@ -57,41 +286,178 @@ def _train_spec(model, features, labels, params, run_config):
         cross_entropy = losses.sequence_cross_entropy(
             logits, tower_labels["target_output"], tower_labels["target_length"],
             train_params["label_smoothing"])
-        # Sums: parallel_gradients divides by the whole batch's token count.
         return cross_entropy.loss_sum, cross_entropy.num_tokens
 
-    loss, grads_and_vars = towers.parallel_gradients(
+    loss, grads_and_vars = parallel_gradients(
         tower_loss, (features, labels), params.get("num_towers", 1))
     global_step = tf.train.get_or_create_global_step()
     with tf.name_scope("optimization"):
-        learning_rate = optimization.learning_rate_schedule(
+        learning_rate = learning_rate_schedule(
             global_step, train_params["learning_rate"], train_params["warmup_steps"],
             train_params["decay"], train_params["max_steps"])
         gradients, variables = zip(*grads_and_vars)
-        clipped, gradient_norm = optimization.clip_gradients(
-            gradients, train_params["clip_gradient_norm"])
+        clipped, gradient_norm = clip_gradients(gradients, train_params["clip_gradient_norm"])
         with tf.control_dependencies([assert_finite_step(loss, gradient_norm, global_step)]):
-            train_op = optimization.adam_update(
-                list(zip(clipped, variables)), learning_rate, global_step)
+            # beta2 0.98 (Vaswani et al. 2017); see docs/BENCHMARKS.md, "Training notes".
+            optimizer = tf.train.AdamOptimizer(learning_rate, beta1=0.9, beta2=0.98,
+                                               epsilon=1e-9)
+            train_op = optimizer.apply_gradients(zip(clipped, variables), global_step=global_step)
     tf.summary.scalar("learning_rate", learning_rate)
     tf.summary.scalar("gradient_norm", gradient_norm)
-    progress = ProgressHook(
-        loss, _num_tokens(features, labels), learning_rate, train_params["max_steps"],
-        train_params["log_step_count_steps"],
-        summary_dir=run_config.model_dir if run_config.is_chief else None)
+    with tf.name_scope("num_tokens"):
+        num_tokens = (tf.reduce_sum(features["source_length"])
+                      + tf.reduce_sum(labels["target_length"]))
+    chief_dir = run_config.model_dir if run_config.is_chief else None
+    hooks = [ProgressHook(loss, num_tokens, learning_rate, train_params["max_steps"],
+                          train_params["log_step_count_steps"], summary_dir=chief_dir)]
+    if chief_dir and train_params["histogram_steps"] > 0:
+        hooks.append(_histogram_hook(zip(clipped, variables), train_params["histogram_steps"],
+                                     chief_dir))
     return tf.estimator.EstimatorSpec(
-        tf.estimator.ModeKeys.TRAIN, loss=loss, train_op=train_op, training_hooks=[progress])
+        tf.estimator.ModeKeys.TRAIN, loss=loss, train_op=train_op, training_hooks=hooks)
+
+
+# Evaluation metrics: each a (value, update_op) pair, update_op run once per dev batch.
+
+def ids_to_text(ids, lengths, decode_fn):
+    """ids [batch, time] int32, lengths [batch] -> [batch] UTF-8 strings via `decode_fn(list)`."""
+    def decode_batch(batch_ids, batch_lengths):
+        return np.array([decode_fn(row[:length].tolist()).encode("utf-8")
+                         for row, length in zip(batch_ids, batch_lengths)], dtype=object)
+    texts = tf.py_func(decode_batch, [ids, lengths], tf.string, stateful=False,
+                       name="ids_to_text")
+    texts.set_shape([None])
+    return texts
+
+
+def _local_variable(initial_value, name):
+    return tf.Variable(initial_value, trainable=False, name=name, validate_shape=False,
+                       collections=[tf.GraphKeys.LOCAL_VARIABLES, tf.GraphKeys.METRIC_VARIABLES])
+
+
+def _append_first(limit, tensors_fn, variables):
+    """An op appending `tensors_fn()` ([n, ...] each) to `variables` while they hold < limit rows."""
+    def append():
+        return tf.group(*[
+            tf.assign(variable, tf.concat([variable.value(), tensor], 0)[:limit or None],
+                      validate_shape=False)
+            for variable, tensor in zip(variables, tensors_fn())])
+    if limit <= 0:
+        return append()
+    return tf.cond(tf.shape(variables[0])[0] < limit, append, tf.no_op)
+
+
+def _sacrebleu(hypotheses, references):
+    hypotheses = [h.decode("utf-8") for h in hypotheses]
+    references = [r.decode("utf-8") for r in references]
+    if not hypotheses:
+        return np.float32(0.0)
+    return np.float32(sacrebleu.corpus_bleu(hypotheses, [references]).score)
+
+
+def corpus_bleu(hypotheses_fn, references, max_sentences=0):
+    """(bleu, update_op): sacrebleu's corpus BLEU (0-100) of the first `max_sentences` (0: all).
+
+    Args:
+      hypotheses_fn: () -> [batch] string tensor; built in a tf.cond, so it
+        stops running once `max_sentences` are collected.
+      references: [batch] string tensor.
+      max_sentences: int.
+    """
+    with tf.name_scope("bleu"):
+        stored = [_local_variable(tf.constant([], tf.string), name)
+                  for name in ("hypotheses", "references")]
+        update_op = _append_first(max_sentences, lambda: (hypotheses_fn(), references), stored)
+        bleu = tf.py_func(_sacrebleu, stored, tf.float32, name="sacrebleu")
+        bleu.set_shape([])
+    return bleu, update_op
+
+
+IMAGE_SIZE = 320  # pixels, each side of an attention heatmap
+
+
+def _heatmap_png(weights, source_pieces, target_pieces):
+    """weights [tgt, src] -> a PNG (bytes) of the heatmap, target pieces down, source across."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    figure = Figure(figsize=(4, 4), dpi=IMAGE_SIZE / 4)
+    axes = figure.add_subplot(1, 1, 1)
+    axes.imshow(weights, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
+    axes.set_xticks(range(len(source_pieces)))
+    axes.set_xticklabels(source_pieces, rotation=90, fontsize=7)
+    axes.set_yticks(range(len(target_pieces)))
+    axes.set_yticklabels(target_pieces, fontsize=7)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    FigureCanvasAgg(figure).print_png(buffer)
+    return buffer.getvalue()
+
+
+def attention_images(features, labels, attention, tokenizer, count):
+    """(image summary, update_op): heatmaps of the teacher-forced attention of the first
+    `count` dev sentences, rendered by matplotlib in a py_func at evaluation only.
+
+    Args:
+      features, labels: the dev batch (source_ids/length, target_output/length).
+      attention: [batch, tgt_time, src_time] float32.
+      tokenizer: the `Tokenizer` (pieces for the axes).
+      count: int >= 1.
+    Returns:
+      (serialized tf.Summary string, the op that renders this batch's first ones).
+    """
+    def render(source_ids, source_length, target_ids, target_length, weights):
+        return np.array([_heatmap_png(
+            w[:tl, :sl], tokenizer.source_pieces(s[:sl]), tokenizer.target_pieces(t[:tl]))
+            for s, sl, t, tl, w in zip(source_ids, source_length, target_ids, target_length,
+                                       weights)], dtype=object)
+
+    def summary(pngs):
+        return tf.Summary(value=[tf.Summary.Value(tag="attention", image=tf.Summary.Image(
+            height=IMAGE_SIZE, width=IMAGE_SIZE, colorspace=4, encoded_image_string=png))
+            for png in pngs]).SerializeToString()
+
+    with tf.name_scope("attention_images"):
+        stored = _local_variable(tf.constant([], tf.string), "pngs")
+
+        def rendered():
+            inputs = [features["source_ids"], features["source_length"],
+                      labels["target_output"], labels["target_length"], attention]
+            pngs = tf.py_func(render, [tensor[:count] for tensor in inputs], tf.string,
+                              stateful=False, name="render")
+            return (pngs,)
+        update_op = _append_first(count, rendered, [stored])
+        value = tf.py_func(summary, [stored], tf.string, stateful=False, name="summary")
+    return value, update_op
+
+
+def _references(labels, tokenizer):
+    """BLEU's references [batch]: the corpus text where given, else the ids detokenised."""
+    detokenised = ids_to_text(labels["target_output"], labels["target_length"],
+                              tokenizer.decode_target)
+    if "target_text" not in labels:
+        return detokenised
+    text = labels["target_text"]
+    return tf.where(tf.equal(text, ""), detokenised, text)
+
+
+def beam_search(model, encoder_output, source_length, decode_params):
+    """The while_loop search at decode.beam_width, as the Translator builds it.
+
+    Returns:
+      (ids [batch, K, time] int32, scores [batch, K] best first, lengths [batch, K]).
+    """
+    return search_encoded(model, encoder_output, source_length, decode_params,
+                          "while_loop", decode_params["beam_width"])
 
 
 def _eval_spec(model, tokenizer, features, labels, params):
-    """Loss, perplexity, token accuracy and the BLEU of beam-search translations."""
     source_length = features["source_length"]
     encoder_output = model.encode(features["source_ids"], source_length, training=False)
-    logits = model.teacher_forced_logits(encoder_output, labels["target_input"], training=False)
+    images = params["train"]["eval_attention_images"]
+    logits, attention = model.teacher_forced_logits(
+        encoder_output, labels["target_input"], training=False, with_attention=True)
     target_output, target_length = labels["target_output"], labels["target_length"]
     with tf.name_scope("loss"):
-        # One log-softmax for both: the smoothed loss is what training
-        # minimises, the plain NLL gives a perplexity comparable across configs.
         cross_entropy = losses.sequence_cross_entropy(
             logits, target_output, target_length, params["train"]["label_smoothing"])
         num_tokens = cross_entropy.num_tokens
@@ -101,34 +467,25 @@ def _eval_spec(model, tokenizer, features, labels, params):
 
     def translations():
         ids, _, lengths = beam_search(model, encoder_output, source_length, params["decode"])
-        return metrics.ids_to_text(ids[:, 0], lengths[:, 0], tokenizer.decode_target)
+        return ids_to_text(ids[:, 0], lengths[:, 0], tokenizer.decode_target)
 
     with tf.name_scope("metrics"):
-        references = _references(labels, tokenizer)
+        mean_nll, nll_update = tf.metrics.mean(nll, weights=num_tokens, name="perplexity")
         metric_ops = {
-            "perplexity": metrics.perplexity(nll, num_tokens),
-            "token_accuracy": metrics.streaming_token_accuracy(accuracy, num_tokens),
-            "bleu": metrics.corpus_bleu(translations, references,
-                                        params["train"]["eval_bleu_sentences"]),
+            "perplexity": (tf.exp(mean_nll), nll_update),
+            "token_accuracy": tf.metrics.mean(accuracy, weights=num_tokens,
+                                              name="token_accuracy"),
+            "bleu": corpus_bleu(translations, _references(labels, tokenizer),
+                                params["train"]["eval_bleu_sentences"]),
         }
+        if images > 0:
+            metric_ops["attention"] = attention_images(
+                features, labels, attention, tokenizer, images)
     return tf.estimator.EstimatorSpec(
         tf.estimator.ModeKeys.EVAL, loss=loss, eval_metric_ops=metric_ops)
 
 
-def _references(labels, tokenizer):
-    """BLEU's references, [batch] string: the corpus's own text where the input
-    carries it, else the reference ids detokenised (round-tripped through
-    SentencePiece, which normalises text and turns unknown pieces into ⁇)."""
-    detokenised = metrics.ids_to_text(labels["target_output"], labels["target_length"],
-                                      tokenizer.decode_target)
-    if "target_text" not in labels:
-        return detokenised
-    text = labels["target_text"]
-    return tf.where(tf.equal(text, ""), detokenised, text)
-
-
 def _predict_spec(model, features, params):
-    """The beam's n-best: ids, scores and lengths, also the serving signature."""
     source_length = features["source_length"]
     encoder_output = model.encode(features["source_ids"], source_length, training=False)
     ids, scores, lengths = beam_search(model, encoder_output, source_length, params["decode"])
@@ -139,24 +496,18 @@ def _predict_spec(model, features, params):
 
 
 def model_fn(features, labels, mode, params, config):
-    """The Estimator model_fn.
+    """The Estimator model_fn; the vocabulary comes from the model directory.
 
     Args:
-      features: {"source_ids": [batch, src_time] int32, "source_length":
-        [batch] int32}.
-      labels: {"target_input": [batch, tgt_time] int32 (begin token + target),
-        "target_output": [batch, tgt_time] int32 (target + end token),
-        "target_length": [batch] int32, and in EVAL "target_text": [batch]
-        string, the references BLEU scores against}, or None in PREDICT mode.
+      features: {"source_ids": [batch, src_time] int32, "source_length": [batch] int32}.
+      labels: {"target_input", "target_output": [batch, tgt_time] int32,
+        "target_length": [batch] int32, in EVAL "target_text": [batch] string}; None in PREDICT.
       mode: a `tf.estimator.ModeKeys`.
-      params: the resolved config, plus "num_towers" (int, default 1): the
-        training batch is split over that many devices.
-      config: the Estimator's `RunConfig` (model directory, chief or not).
+      params: the resolved config plus "num_towers" (default 1).
+      config: the Estimator's RunConfig.
     Returns:
-      An `EstimatorSpec`. TRAIN: the label-smoothed loss and an Adam update.
-      EVAL: loss, perplexity, token_accuracy and bleu. PREDICT:
-      {"ids": [batch, K, time], "scores": [batch, K], "lengths": [batch, K]},
-      the K = decode.beam_width best translations, best first.
+      An EstimatorSpec. PREDICT: {"ids": [batch, K, time], "scores": [batch, K],
+      "lengths": [batch, K]}, K = decode.beam_width, best first.
     """
     tokenizer = Tokenizer.load(config.model_dir)
     model = Seq2SeqModel(params["model"], tokenizer.source_vocab_size,
@@ -169,13 +520,8 @@ def model_fn(features, labels, mode, params, config):
 
 
 def serving_input_receiver_fn():
-    """The SavedModel's inputs: a batch of source token ids and their lengths.
-
-    Returns:
-      A `ServingInputReceiver` with inputs "source_ids" [batch, src_time]
-      int32 (0-padded SentencePiece ids, no begin or end token) and
-      "source_length" [batch] int32.
-    """
+    """The SavedModel's inputs: "source_ids" [batch, src_time] int32 (0-padded, no BOS/EOS)
+    and "source_length" [batch] int32."""
     inputs = {
         "source_ids": tf.placeholder(tf.int32, [None, None], name="source_ids"),
         "source_length": tf.placeholder(tf.int32, [None], name="source_length"),

@@ -1,13 +1,17 @@
 """Two towers on virtual CPU devices against one device, same batch, same start."""
 
+import os
+
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+from conftest import TINY_CONFIG
+
 from data_pipeline.input import make_dataset
 from data_pipeline.tokenizer import Tokenizer
-from seq2seq import towers
-from seq2seq.model_fn import model_fn
+from seq2seq.config import ConfigError
+from seq2seq.model_fn import model_fn, parallel_gradients, session_config, split_batch
 
 TRAIN = tf.estimator.ModeKeys.TRAIN
 
@@ -44,7 +48,7 @@ def _train_step(config, batch, model_dir, num_towers, initial_values=None):
         spec = model_fn(features, labels, TRAIN, dict(config, num_towers=num_towers),
                         tf.estimator.RunConfig(model_dir=model_dir))
         variables = tf.global_variables()
-        with tf.Session(config=towers.session_config(2)) as session:
+        with tf.Session(config=session_config(2)) as session:
             session.run(tf.global_variables_initializer())
             if initial_values is not None:
                 for variable in variables:
@@ -88,7 +92,7 @@ def test_two_towers_update_equals_one_device(tiny_config, batch, model_dir):
 def test_split_batch_keeps_the_structure():
     with tf.Graph().as_default(), tf.Session() as session:
         inputs = ({"a": tf.reshape(tf.range(8), [4, 2])}, {"b": tf.range(4)})
-        halves = session.run(towers.split_batch(inputs, 2))
+        halves = session.run(split_batch(inputs, 2))
     np.testing.assert_array_equal(halves[0][0]["a"], [[0, 1], [2, 3]])
     np.testing.assert_array_equal(halves[1][1]["b"], [2, 3])
 
@@ -100,7 +104,7 @@ def test_a_tower_creating_variables_is_an_error():
 
     with tf.Graph().as_default():
         with pytest.raises(ValueError, match="tower 1 created new variables"):
-            towers.parallel_gradients(unshared_loss, tf.ones([4]), 2)
+            parallel_gradients(unshared_loss, tf.ones([4]), 2)
 
 
 @pytest.mark.parametrize("num_towers", [1, 2])
@@ -110,16 +114,34 @@ def test_gradients_are_the_token_weighted_mean(num_towers):
     would weigh them equally)."""
     x = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
     tokens = np.array([1.0, 0.0, 2.0, 3.0], np.float32)
-    with tf.Graph().as_default(), tf.Session(config=towers.session_config(2)) as session:
+    with tf.Graph().as_default(), tf.Session(config=session_config(2)) as session:
         weight = tf.Variable(0.5)
 
         def loss_fn(inputs):
             tower_x, tower_tokens = inputs
             return tf.reduce_sum(weight * tower_x), tf.reduce_sum(tower_tokens)
 
-        loss, grads_and_vars = towers.parallel_gradients(
+        loss, grads_and_vars = parallel_gradients(
             loss_fn, (tf.constant(x), tf.constant(tokens)), num_towers)
         session.run(tf.global_variables_initializer())
         loss, ((gradient, _),) = session.run([loss, grads_and_vars])
     np.testing.assert_allclose(loss, 0.5 * x.sum() / tokens.sum(), rtol=1e-6)
     np.testing.assert_allclose(gradient, x.sum() / tokens.sum(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("visible_gpus", [0, 1])
+def test_more_towers_than_visible_gpus_is_an_error_on_a_gpu_build(
+        visible_gpus, tiny_config, tmp_path, monkeypatch, caplog):
+    """Not towers silently collapsed onto fewer devices by soft placement."""
+    import train
+    monkeypatch.setattr(tf.test, "is_built_with_cuda", lambda: True)
+    monkeypatch.setattr(tf.config, "list_physical_devices",
+                        lambda kind=None: ["GPU"] * visible_gpus if kind == "GPU" else [])
+    with pytest.raises(ConfigError, match="--num_gpus 2, but TensorFlow sees %d GPU"
+                       % visible_gpus):
+        train.run(tiny_config, str(tmp_path), num_gpus=2)
+    assert train.main(["--config", TINY_CONFIG, "--model_dir", str(tmp_path),
+                       "--num_gpus", "2"]) == 1
+    assert "--num_gpus 2, but TensorFlow sees" in caplog.text
+    assert not os.listdir(tmp_path), "nothing prepared or written"
+    assert session_config(1) is None  # one tower: the default device, as before

@@ -1,5 +1,6 @@
 """Training end to end on the tiny config, and the pieces train.py is built from."""
 
+import glob
 import json
 import logging
 import math
@@ -17,11 +18,11 @@ import tensorflow.compat.v1 as tf
 import train
 from data_pipeline.input import make_input_fn
 from data_pipeline.tokenizer import Tokenizer
-from seq2seq import metrics, optimization, progress, towers
 from seq2seq import best_checkpoint
+from seq2seq import model_fn
 from seq2seq.best_checkpoint import read_best
 from seq2seq.config import ConfigError, load_config
-from seq2seq.loss_guard import NonFiniteLossError
+from seq2seq.model_fn import NonFiniteLossError
 
 EVAL = tf.estimator.ModeKeys.EVAL
 
@@ -45,6 +46,41 @@ def test_train_and_evaluate_reports_finite_metrics(trained):
     assert result["perplexity"] >= 1.0
     assert 0.0 <= result["token_accuracy"] <= 1.0
     assert 0.0 <= result["bleu"] <= 100.0
+
+
+def _summaries(directory):
+    """{tag: [summary value]} over the event files directly in `directory`."""
+    found = {}
+    for path in sorted(glob.glob(os.path.join(directory, "events.out.tfevents.*"))):
+        for event in tf.train.summary_iterator(path):
+            for value in event.summary.value:
+                found.setdefault(value.tag, []).append(value)
+    return found
+
+
+def test_tensorboard_holds_histograms_and_attention_heatmaps(trained, tiny_config):
+    """Training writes weight and gradient histograms every train.histogram_steps
+    (10 in tiny.yaml: steps 10 and 20 of 20); evaluation writes one PNG heatmap
+    per train.eval_attention_images first dev sentence (3, the default)."""
+    model_dir, _ = trained
+    training = _summaries(model_dir)
+    variables = [name for name in tf.train.list_variables(model_dir)
+                 if name[0].startswith("seq2seq/") and "Adam" not in name[0]]
+    assert variables
+    for name, _ in variables:
+        for kind in ("weights", "gradients"):
+            values = training["histograms/%s/%s" % (kind, name)]
+            assert len(values) == 2, (kind, name)
+            assert all(value.histo.num > 0 for value in values)
+    assert "loss" in training and "tokens_per_sec" in training
+
+    images = {tag: values for tag, values in _summaries(os.path.join(model_dir, "eval")).items()
+              if tag.startswith("attention/")}
+    assert sorted(images) == ["attention/0", "attention/1", "attention/2"]
+    for values in images.values():
+        image = values[-1].image
+        assert image.encoded_image_string.startswith(b"\x89PNG")
+        assert (image.width, image.height) == (model_fn.IMAGE_SIZE, model_fn.IMAGE_SIZE)
 
 
 def test_model_dir_is_self_contained(trained, tiny_config):
@@ -185,7 +221,7 @@ def test_a_cluster_task_keeps_its_device_filters_with_towers(tiny_config, tmp_pa
          "task": {"type": "worker", "index": 1}}))
     session_config = train.build_estimator(tiny_config, str(tmp_path), num_towers).config.session_config
     assert list(session_config.device_filters) == ["/job:ps", "/job:worker/task:1"]
-    if num_towers > 1 and not towers.has_gpus():
+    if num_towers > 1 and not model_fn.has_gpus():
         assert session_config.device_count["CPU"] == num_towers
 
 
@@ -273,7 +309,7 @@ def test_learning_rate_schedule(decay):
     steps = [0, 4, 9, 10, 30, 99]
     with tf.Graph().as_default(), tf.Session() as session:
         step = tf.placeholder(tf.int64, [])
-        rate = optimization.learning_rate_schedule(step, peak, warmup, decay, max_steps)
+        rate = model_fn.learning_rate_schedule(step, peak, warmup, decay, max_steps)
         rates = [session.run(rate, {step: s}) for s in steps]
     for s, value in zip(steps, rates):
         n = s + 1  # the rate of the (s + 1)-th update
@@ -289,8 +325,8 @@ def test_learning_rate_schedule(decay):
 def test_clip_gradients_scales_to_the_norm_and_reports_it():
     with tf.Graph().as_default(), tf.Session() as session:
         gradients = [tf.constant([3.0, 0.0]), tf.constant([[4.0]])]
-        clipped, norm = optimization.clip_gradients(gradients, 1.0)
-        unclipped, _ = optimization.clip_gradients(gradients, 0.0)
+        clipped, norm = model_fn.clip_gradients(gradients, 1.0)
+        unclipped, _ = model_fn.clip_gradients(gradients, 0.0)
         clipped, norm, unclipped = session.run([clipped, norm, unclipped])
     assert norm == pytest.approx(5.0)
     np.testing.assert_allclose(clipped[0], [0.6, 0.0], rtol=1e-6)
@@ -306,7 +342,7 @@ def test_clip_gradients_norms_a_sparse_gradient_as_its_dense_equivalent():
         loss = tf.reduce_sum(tf.nn.embedding_lookup(table, [1, 1, 1, 2]) * weights)
         gradient, = tf.gradients(loss, [table])
         assert isinstance(gradient, tf.IndexedSlices)
-        (clipped,), norm = optimization.clip_gradients([gradient], 1.0)
+        (clipped,), norm = model_fn.clip_gradients([gradient], 1.0)
         dense_gradient = tf.convert_to_tensor(gradient)
         norm, clipped, dense_gradient = session.run(
             [norm, tf.convert_to_tensor(clipped), dense_gradient])
@@ -326,7 +362,7 @@ def test_progress_lines_give_each_interval_s_rates_and_eta(monkeypatch, caplog):
                                                tf.GraphKeys.GLOBAL_STEP])
         loss = tf.placeholder(tf.float32, [])
         step = tf.assign_add(global_step, 1)
-        hook = progress.ProgressHook(loss, tf.constant(300), tf.constant(1e-3),
+        hook = model_fn.ProgressHook(loss, tf.constant(300), tf.constant(1e-3),
                                      max_steps=200, every_n_steps=10)
         with tf.train.SingularMonitoredSession(hooks=[hook]) as session:
             for seconds_per_step, losses in ((0.5, [1, 2, 3, 4, 5]), (0.2, [1] * 10)):
@@ -358,7 +394,7 @@ def test_streaming_bleu_equals_corpus_bleu_and_stops_decoding():
                 return texts
             return tf.py_func(record, [hypotheses], tf.string)
 
-        bleu, update = metrics.corpus_bleu(translate, references, max_sentences=3)
+        bleu, update = model_fn.corpus_bleu(translate, references, max_sentences=3)
         session.run(tf.local_variables_initializer())
         for hyp, ref in batches:
             session.run(update, {hypotheses: hyp, references: ref})
