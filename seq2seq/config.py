@@ -1,17 +1,8 @@
 """The one config schema: every key, its default and its type.
 
-A config is a two-level mapping ``section -> key -> value``. YAML files and
-``--hparams`` overrides are merged over :data:`DEFAULTS` and type-checked
-against them, so an unknown or mistyped key is an error that names the key
-(the google/seq2seq way). The resolved config is a plain nested ``dict``.
-
-Override syntax (``--hparams``): ``section.key=value`` pairs separated by
-commas, e.g. ``model.num_units=128,train.max_steps=200``. A bare ``key=value``
-is accepted when the key exists in exactly one section. A comma starts a new
-pair only where ``key=`` follows it, so a value may hold commas
-(``data.train_data=a.en,a.pt``). Values are taken as written and converted
-to the key's type: ``data.target_locale=no`` is the string "no", and
-``data.data_dir=0123`` the string "0123" (YAML would read False and 83).
+YAML files and ``--hparams`` (``section.key=value,...``; a bare key if it is in
+one section; values as typed, commas allowed inside a value) are merged over
+DEFAULTS and type-checked, so an unknown or mistyped key is an error naming it.
 """
 
 import copy
@@ -112,18 +103,9 @@ DEFAULTS = {
 }
 
 # Keys whose change makes existing checkpoints unusable.
-SHAPE_KEYS = (
-    "data.joint_vocab",
-    "data.vocab_size",
-    "model.embedding_size",
-    "model.num_units",
-    "model.encoder_units",
-    "model.encoder_layers",
-    "model.attention",
-    "model.attention_size",
-    "model.share_embeddings",
-    "model.tie_output_projection",
-)
+SHAPE_KEYS = ("data.joint_vocab", "data.vocab_size", "model.embedding_size", "model.num_units",
+              "model.encoder_units", "model.encoder_layers", "model.attention",
+              "model.attention_size", "model.share_embeddings", "model.tie_output_projection")
 
 _CHOICES = {
     "data.corpus": ("embedded", "files"),
@@ -157,12 +139,21 @@ _TRUE = ("true", "yes", "on", "1")
 _FALSE = ("false", "no", "off", "0")
 
 
-def _coerce(path, value, default):
-    """Returns `value` converted to the type of `default`, or raises ConfigError.
+def _number(value):
+    """A non-bool int or float, or a str parsed as one ("1e3" is 1000.0), else None."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        for parse in (int, float):
+            try:
+                return parse(value)
+            except ValueError:
+                pass
+    return None
 
-    Strings (as --hparams gives every value) are parsed: "0123" is 123 for an
-    integer key and stays "0123" for a string key.
-    """
+
+def _coerce(path, value, default):
+    """`value` as the type of `default` ("0123": 123 for an int key, "0123" for a str key)."""
     if isinstance(default, bool):
         if isinstance(value, bool):
             return value
@@ -170,33 +161,17 @@ def _coerce(path, value, default):
             return value.lower() in _TRUE
         raise ConfigError("%s must be a boolean, got %r" % (path, value))
     if isinstance(default, int):
-        if isinstance(value, bool):
+        number = _number(value)
+        if isinstance(number, float) and number.is_integer():
+            number = int(number)
+        if not isinstance(number, int):
             raise ConfigError("%s must be an integer, got %r" % (path, value))
-        if isinstance(value, int):
-            return value
-        if isinstance(value, str):
-            try:
-                return int(value)
-            except ValueError:
-                try:
-                    value = float(value)  # "1e3"
-                except ValueError:
-                    pass
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        raise ConfigError("%s must be an integer, got %r" % (path, value))
+        return number
     if isinstance(default, float):
-        number = None
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            number = float(value)
-        elif isinstance(value, str):
-            try:
-                number = float(value)
-            except ValueError:
-                pass
+        number = _number(value)
         if number is None or not math.isfinite(number):
             raise ConfigError("%s must be a finite number, got %r" % (path, value))
-        return number
+        return float(number)
     if isinstance(default, str):
         if value is None:
             return ""
@@ -208,7 +183,6 @@ def _coerce(path, value, default):
             return value
         hint = " (quote it in YAML: 'no')" if isinstance(value, bool) else ""
         raise ConfigError("%s must be a string, got %r%s" % (path, value, hint))
-    raise ConfigError("%s has an unsupported default type" % path)
 
 
 def _merge(config, overrides, origin):
@@ -233,12 +207,7 @@ def _merge(config, overrides, origin):
 
 
 def parse_hparams(hparams):
-    """Parses ``"a.b=1,c=x"`` into a nested override mapping.
-
-    Bare keys are resolved to the one section that has them. Values stay the
-    text given (whitespace around it trimmed); merging converts them to each
-    key's type, so a string key gets exactly what was typed.
-    """
+    """``"a.b=1,c=x"`` -> {"a": {"b": "1"}, <c's only section>: {"c": "x"}}, values as typed."""
     overrides = {}
     if not hparams:
         return overrides
@@ -264,16 +233,7 @@ def parse_hparams(hparams):
 
 
 def corpus_overrides(train_data="", dev_data="", test_data=""):
-    """The overrides for a user's corpus given on the command line.
-
-    `--train_data` switches data.corpus to "files". The data_dir is left to
-    `load_config`, which sees the YAML file too: see `corpus_data_dir`.
-
-    Args:
-      train_data, dev_data, test_data: the command line's corpus files.
-    Returns:
-      A nested override mapping for `load_config` (empty without train_data).
-    """
+    """The overrides of --train_data/--dev_data/--test_data (corpus "files"), or {}."""
     files = {key: value for key, value in (("train_data", train_data), ("dev_data", dev_data),
                                            ("test_data", test_data)) if value}
     if not files:
@@ -284,42 +244,21 @@ def corpus_overrides(train_data="", dev_data="", test_data=""):
 
 
 def corpus_data_dir(data):
-    """The data_dir of a "files" corpus whose config sets none.
-
-    ``data/corpus-<hash>``, the hash over FILES_CORPUS_KEYS (the file names and
-    the settings that change the prepared files), so that the corpus never
-    overwrites the prepared embedded corpus, another corpus, or the same files
-    prepared with another vocab_size, which other runs may train on.
-
-    Args:
-      data: the resolved "data" section.
-    """
+    """data/corpus-<hash of FILES_CORPUS_KEYS>, a "files" corpus's own data_dir, from the
+    resolved "data" section: never another corpus's or another vocab_size's."""
     return os.path.join("data", "corpus-" + fingerprint(
         {key: data[key] for key in FILES_CORPUS_KEYS})[:8])
 
 
-# The first line `save_config` writes: it marks a file as a resolved config
-# (a model directory's config.yaml), whose data_dir load_config keeps as
-# written (see `_sets_data_dir`).
+# The first line of save_config's files: load_config keeps their data_dir as written.
 RESOLVED_HEADER = ("# A resolved config, written by seq2seq.config.save_config: its data_dir is"
                    " used as written. Delete this line to use it as a config of your own.\n")
 
 
 def _sets_data_dir(kind, layer):
-    """Whether an override layer ("yaml", "resolved", "hparams" or
-    "overrides") chooses the data_dir of a "files" corpus.
-
-    --hparams and the command line always do. A YAML file does when it says
-    ``corpus: files`` too, and names a directory other than the default
-    data/default: a YAML file's data_dir for the embedded corpus (tiny.yaml's
-    data/tiny), or a copy of default.yaml's data/default, holds the embedded
-    corpus that other runs train on, not these files. A resolved config
-    (`save_config`'s, "resolved") that says ``corpus: files`` does, whatever
-    its data_dir: that is where its corpus was prepared, data/default
-    included when --hparams asked for it. A resolved config of the embedded
-    corpus does not, so the command line's --train_data still gets a
-    data_dir of its own.
-    """
+    """Whether a layer ("yaml", "resolved", "hparams", "overrides") sets a "files" corpus's
+    data_dir: --hparams and the command line do; a resolved config with corpus: files
+    does; a YAML file does with corpus: files and a data_dir other than data/default."""
     data = layer.get("data") or {}
     if "data_dir" not in data:
         return False
@@ -330,12 +269,7 @@ def _sets_data_dir(kind, layer):
 
 
 def load_config(path=None, hparams="", overrides=None):
-    """Returns the resolved config: defaults, then the YAML file, then overrides.
-
-    A "files" corpus keeps the data_dir its user chose (--hparams, `overrides`,
-    or a YAML file that says ``corpus: files``, see `_sets_data_dir`); otherwise
-    it gets `corpus_data_dir`. A file written by `save_config` (it starts with
-    RESOLVED_HEADER) loads exactly as saved, overrides aside.
+    """The resolved config: DEFAULTS, then the YAML file, --hparams, then overrides.
 
     Args:
       path: a YAML file, or None for the defaults alone.
@@ -371,7 +305,6 @@ def load_config(path=None, hparams="", overrides=None):
 
 
 def _check_at_least(config, keys, minimum, strict=False):
-    """Raises ConfigError naming the first key below `minimum` (or equal, if strict)."""
     for key in keys:
         value = get(config, key)
         if value < minimum or (strict and value == minimum):
@@ -419,7 +352,7 @@ def _validate(config):
 
 
 def get(config, dotted):
-    """Returns ``config[section][key]`` for ``"section.key"``."""
+    """config["section"]["key"] for "section.key"."""
     node = config
     for part in dotted.split("."):
         node = node[part]
@@ -427,7 +360,7 @@ def get(config, dotted):
 
 
 def shape_mismatches(old, new):
-    """Returns the SHAPE_KEYS on which two configs disagree, as ``key: old -> new``."""
+    """The SHAPE_KEYS two configs disagree on, as "key: old -> new"."""
     return ["%s: %r -> %r" % (key, get(old, key), get(new, key))
             for key in SHAPE_KEYS if get(old, key) != get(new, key)]
 
@@ -439,12 +372,7 @@ def fingerprint(mapping):
 
 
 def save_config(config, path):
-    """Writes the resolved config as YAML, headed by RESOLVED_HEADER.
-
-    `load_config` gives the file back as saved: the header makes it keep the
-    data_dir of a "files" corpus even when that is data/default, which it
-    ignores in a config of the user's own.
-    """
+    """Writes the resolved config as YAML under RESOLVED_HEADER (load_config reads it back as is)."""
     with open(path, "w", encoding="utf-8") as f:
         f.write(RESOLVED_HEADER)
         yaml.safe_dump(config, f, sort_keys=False, allow_unicode=True)
