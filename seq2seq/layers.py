@@ -87,7 +87,7 @@ def _orthogonal_blocks(num_blocks):
 class GRU:
     """A "reset after" GRU: `input_projection/{kernel,bias}`, `recurrent/{kernel,bias}`.
 
-        [x_r, x_z, x_n] = x W_x + b_x       project_inputs, all time steps at once
+        [x_r, x_z, x_n] = x W_x + b_x       project_inputs
         [h_r, h_z, h_n] = h W_h + b_h       step, one matmul for the three gates
         r = sigmoid(x_r + h_r); z = sigmoid(x_z + h_z); n = tanh(x_n + r * h_n)
         h' = (1 - z) * n + z * h
@@ -96,17 +96,11 @@ class GRU:
     def __init__(self, num_units, name="gru"):
         self.num_units = num_units
         with tf.variable_scope(None, default_name=name):
-            self._project_inputs = tf.make_template(
+            # [..., input_size] -> [..., 3 * num_units], all time steps at once.
+            self.project_inputs = tf.make_template(
                 "input_projection", dense, create_scope_now_=True, units=3 * num_units)
-            self._step = tf.make_template("recurrent", self._recurrent_step, create_scope_now_=True)
-
-    def project_inputs(self, inputs):
-        """[..., input_size] -> [..., 3 * num_units], x W_x + b_x."""
-        return self._project_inputs(inputs)
-
-    def step(self, projected_input, state):
-        """projected_input [batch, 3 * num_units], state [batch, num_units] -> new state."""
-        return self._step(projected_input, state)
+            # (projected_input [batch, 3 * num_units], state [batch, num_units]) -> state.
+            self.step = tf.make_template("recurrent", self._recurrent_step, create_scope_now_=True)
 
     def _recurrent_step(self, projected_input, state):
         units = self.num_units

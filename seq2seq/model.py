@@ -1,6 +1,7 @@
 """The model: a bidirectional GRU encoder and an attention GRU decoder, one set of templates.
 
-    h_t      = GRU(embed(y_{t-1}), h_{t-1})          h_0 = tanh(encoder final states W_b + b_b)
+    h_0      = tanh([forward final; backward final] W_b + b_b)     the bridge
+    h_t      = GRU(embed(y_{t-1}), h_{t-1})
     c_t      = attention(query=h_t, keys, memory, mask)
     logits_t = OutputLayer(h_t, c_t)
 
@@ -45,7 +46,7 @@ def _state_at_length(states, lengths):
 
 
 class BidirectionalEncoder:
-    """Stacked bidirectional GRU layers `layer_<i>/{forward,backward}/...`.
+    """Stacked bidirectional GRU layers `layer_<i>/{forward,backward}/...`, num_units // 2 each.
 
     The backward GRU reads each sentence reversed within its length, so padding
     never reaches a valid position in either direction.
@@ -61,16 +62,8 @@ class BidirectionalEncoder:
                                          GRU(num_units // 2, name="backward")))
 
     def __call__(self, inputs, lengths, training):
-        """Encodes a padded batch.
-
-        Args:
-          inputs: [batch, time, input_size].
-          lengths: [batch] int32.
-          training: a Python bool (dropout on or off).
-        Returns:
-          outputs [batch, time, num_units], zero at padding, and final_state
-          [batch, num_units], [forward at the length; backward at step 0].
-        """
+        """inputs [batch, time, in], lengths [batch] -> outputs [batch, time, num_units]
+        (zero at padding), final_state [batch, num_units] ([forward at the length; backward])."""
         with tf.name_scope("encoder"):
             mask = sequence_mask(lengths, get_shape(inputs)[1])[:, :, None]
             outputs = inputs
@@ -97,46 +90,6 @@ def _bridge(encoder_final_state, units):
     return tf.tanh(dense(encoder_final_state, units))
 
 
-class Decoder:
-    """The decoder `bridge/...`, `gru/...`, `attention/...`, `output_projection/...`.
-
-    Its state is {"h": [batch, num_units]}; the source comes in as an `EncoderOutput`.
-    """
-
-    def __init__(self, embeddings, vocab_size, num_units, attention, attention_size,
-                 pre_output_size, tie_output_projection, dropout_rate, name="decoder"):
-        self._embeddings = embeddings
-        with tf.variable_scope(None, default_name=name):
-            self.bridge = tf.make_template(
-                "bridge", _bridge, create_scope_now_=True, units=num_units)
-            self._cell = GRU(num_units)
-            self.attention = Attention(attention, attention_size, query_size=num_units)
-            self._output = OutputLayer(
-                vocab_size, pre_output_size, dropout_rate,
-                tied_table=embeddings.target_table if tie_output_projection else None)
-
-    def step(self, source, state, prev_ids, training, with_attention=False):
-        """One decoding step; see `Seq2SeqModel.step`."""
-        with tf.name_scope("decoder_step"):
-            projected_input = self._cell.project_inputs(
-                self._embeddings.embed_target(prev_ids, training))
-            h = self._cell.step(projected_input, state["h"])
-            context, weights = self.attention(
-                h[:, None, :], source.keys, source.memory, source.mask)
-            new_state = {"h": h, "attention": weights[:, 0, :]} if with_attention else {"h": h}
-            return new_state, self._output(h, context[:, 0, :], training)
-
-    def teacher_forced_logits(self, source, target_input, training, with_attention=False):
-        """All steps at once; see `Seq2SeqModel.teacher_forced_logits`."""
-        with tf.name_scope("decoder"):
-            projected_inputs = self._cell.project_inputs(
-                self._embeddings.embed_target(target_input, training))
-            states = unroll(self._cell.step, projected_inputs, source.initial_state["h"])
-            context, weights = self.attention(states, source.keys, source.memory, source.mask)
-            logits = self._output(states, context, training)
-            return (logits, weights) if with_attention else logits
-
-
 class Seq2SeqModel:
     """The model of the config's "model" section; all variables under `scope_name`.
 
@@ -150,9 +103,8 @@ class Seq2SeqModel:
     """
 
     def __init__(self, model_params, source_vocab_size, target_vocab_size, name="seq2seq"):
-        embedding_size = model_params["embedding_size"]
-        tied = model_params["tie_output_projection"]
-        dropout_rate = model_params["dropout"]
+        num_units, embedding_size = model_params["num_units"], model_params["embedding_size"]
+        tied, dropout_rate = model_params["tie_output_projection"], model_params["dropout"]
         with tf.variable_scope(None, default_name=name) as scope:
             self.scope_name = scope.name
             self._embeddings = Embeddings(
@@ -160,11 +112,15 @@ class Seq2SeqModel:
                 share=model_params["share_embeddings"], dropout_rate=dropout_rate)
             self._encoder = BidirectionalEncoder(
                 2 * encoder_units(model_params), model_params["encoder_layers"], dropout_rate)
-            self._decoder = Decoder(
-                self._embeddings, target_vocab_size, model_params["num_units"],
-                model_params["attention"], model_params["attention_size"],
-                pre_output_size=embedding_size if tied else model_params["num_units"],
-                tie_output_projection=tied, dropout_rate=dropout_rate)
+            with tf.variable_scope(None, default_name="decoder"):
+                self._bridge = tf.make_template(
+                    "bridge", _bridge, create_scope_now_=True, units=num_units)
+                self._cell = GRU(num_units)
+                self._attention = Attention(model_params["attention"],
+                                            model_params["attention_size"], num_units)
+                self._output = OutputLayer(
+                    target_vocab_size, embedding_size if tied else num_units, dropout_rate,
+                    tied_table=self._embeddings.target_table if tied else None)
 
     @property
     def variables(self):
@@ -178,10 +134,8 @@ class Seq2SeqModel:
             memory, final_state = self._encoder(embedded, source_length, training)
             with tf.name_scope("source_mask"):
                 mask = sequence_mask(source_length, tf.shape(source_ids)[1])
-            return EncoderOutput(memory=memory,
-                                 keys=self._decoder.attention.project_keys(memory),
-                                 mask=mask,
-                                 initial_state={"h": self._decoder.bridge(final_state)})
+            return EncoderOutput(memory=memory, keys=self._attention.project_keys(memory),
+                                 mask=mask, initial_state={"h": self._bridge(final_state)})
 
     def teacher_forced_logits(self, encoder_output, target_input, training,
                               with_attention=False):
@@ -196,8 +150,14 @@ class Seq2SeqModel:
           [batch, tgt_time, V_t] float32 (mask steps past a length in the
           loss); with_attention, also weights [batch, tgt_time, src_time].
         """
-        return self._decoder.teacher_forced_logits(
-            encoder_output, target_input, training, with_attention)
+        with tf.name_scope("decoder"):
+            projected_inputs = self._cell.project_inputs(
+                self._embeddings.embed_target(target_input, training))
+            states = unroll(self._cell.step, projected_inputs, encoder_output.initial_state["h"])
+            context, weights = self._attention(
+                states, encoder_output.keys, encoder_output.memory, encoder_output.mask)
+            logits = self._output(states, context, training)
+            return (logits, weights) if with_attention else logits
 
     def step(self, encoder_output, state, prev_ids, training=False, with_attention=False):
         """One decoder step, from the templates teacher forcing uses.
@@ -212,7 +172,14 @@ class Seq2SeqModel:
           new_state {"h": [n, num_units]} (with_attention: and "attention"
           [n, src_time], zero at padding, summing to 1), logits [n, V_t].
         """
-        return self._decoder.step(encoder_output, state, prev_ids, training, with_attention)
+        with tf.name_scope("decoder_step"):
+            projected_input = self._cell.project_inputs(
+                self._embeddings.embed_target(prev_ids, training))
+            h = self._cell.step(projected_input, state["h"])
+            context, weights = self._attention(
+                h[:, None, :], encoder_output.keys, encoder_output.memory, encoder_output.mask)
+            new_state = {"h": h, "attention": weights[:, 0, :]} if with_attention else {"h": h}
+            return new_state, self._output(h, context[:, 0, :], training)
 
     def beam_update_fn(self, encoder_output, beam_width, with_attention=False):
         """`step` for the beam-search contract of DESIGN.md (memory tiled once, here).
