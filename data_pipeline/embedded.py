@@ -159,7 +159,7 @@ def vary(rng, sentence):
     """
     if rng.random() < 0.3:
         sentence = _BRITISH_AND.sub(r"\1 and ", sentence)
-    if rng.random() < 0.2:
+    if rng.random() < 0.3:
         sentence = re.sub(r"(?<=[a-z])-(?=[a-z])", " ", sentence)
     if rng.random() < 0.15 and sentence[-1:] in ".?":
         sentence = sentence[:-1]
@@ -308,9 +308,11 @@ def dates(rng, locale):
         english, target = (_plain_spaces(format_date(day, "full", locale=loc)) for loc in (ENGLISH, locale))
     elif form == 2:
         return "%d/%d/%d" % (day.month, day.day, day.year), format_date(day, "dd/MM/yyyy", locale=locale)
-    elif form < 2:  # "March 3", "March 3, 2021" or "March 2021"
-        skeleton = rng.choice(("MMMMd", "yMMMMd")) if form == 0 else "yMMMM"
-        english, target = (_plain_spaces(format_skeleton(skeleton, day, locale=loc)) for loc in (ENGLISH, locale))
+    elif form == 0 and rng.random() < 0.5:  # "March 3, 2021" (Babel's yMMMMd is "Mar 3, 2021")
+        english, target = (_plain_spaces(format_date(day, "long", locale=loc)) for loc in (ENGLISH, locale))
+    elif form < 2:  # "March 3" or "March 2021"
+        english, target = (_plain_spaces(format_skeleton(("MMMMd", "yMMMM")[form], day, locale=loc))
+                           for loc in (ENGLISH, locale))
     else:
         english = _DATE_FORMS[form - 4]
         target = _plain_spaces(format_skeleton("yMMMMd" if "{y}" in english else "MMMMd", day, locale=locale))

@@ -1,0 +1,256 @@
+"""Probes the demo model with what people type (issue 12): names, numbers, dates, times and
+amounts written their way, held-out sentences with one small change, and sentences from
+outside the domain, which should be flagged unfamiliar.
+
+    .venv/bin/python bench/demo_probe.py --model_dir runs/default [--json bench/out/demo_probe.json]
+
+Expected translations are built here, independently of data_pipeline/embedded.py: numbers
+with num2words on both sides, names from the hand-written tables below, dates, times and
+amounts by hand rules. A variant of a held-out sentence is right when its translation equals
+the original's. Every comparison ignores case and final punctuation.
+"""
+
+import argparse
+import collections
+import datetime
+import json
+import os
+import random
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from num2words import num2words  # noqa: E402
+
+WEEKDAYS = {"Monday": "segunda-feira", "Tuesday": "terça-feira", "Wednesday": "quarta-feira",
+            "Thursday": "quinta-feira", "Friday": "sexta-feira", "Saturday": "sábado",
+            "Sunday": "domingo"}
+MONTHS = {"January": "janeiro", "February": "fevereiro", "March": "março", "April": "abril",
+          "May": "maio", "June": "junho", "July": "julho", "August": "agosto",
+          "September": "setembro", "October": "outubro", "November": "novembro",
+          "December": "dezembro"}
+# English singular, plural -> Portuguese singular, plural (masculine currencies only).
+CURRENCIES = {("US dollar", "US dollars"): ("dólar americano", "dólares americanos"),
+              ("euro", "euros"): ("euro", "euros"),
+              ("Brazilian real", "Brazilian reals"): ("real brasileiro", "reais brasileiros")}
+SYMBOLS = {"$": "US$ ", "€": "€ ", "R$": "R$ "}
+OUT_OF_DOMAIN = [
+    # greetings and everyday sentences
+    "Hello", "Hi there!", "Good morning", "Good night", "How are you?", "Thank you very much.",
+    "Thanks", "Yes", "No", "Please", "Sorry", "Nice to meet you.", "What is your name?",
+    "My name is Anna.", "I love you.", "See you tomorrow!", "Can you help me?", "I am hungry.",
+    "I like coffee.", "The weather is nice today.", "It is raining.", "Let's go to the beach.",
+    "Do you speak English?", "Where is the train station?", "The dog is sleeping.",
+    "My mother is a teacher.", "I don't understand.", "How much is it?", "Happy birthday!",
+    "What time is it?", "I live in London.", "She reads a lot of books.",
+    "We are going to the cinema tonight.", "Could you repeat that, please?", "I have two brothers.",
+    "The children are playing in the garden.", "He works at the hospital.", "Welcome!",
+    # technical messages
+    "File not found", "The file could not be opened.", "Error: connection refused",
+    "Please restart the server.", "Segmentation fault (core dumped)", "Press any key to continue",
+    "Invalid username or password.", "404 Not Found", "Click here to continue.",
+    "Are you sure you want to delete this file?", "Saving changes...", "Permission denied",
+    "Update available", "Your session has expired.", "Enter your email address",
+    "Unable to connect to the database.", "Download complete", "Show hidden files",
+    "The operation was cancelled.", "Check your internet connection.", "Out of memory",
+    "Undo", "Settings", "Open in new window",
+]
+
+
+def norm(text):
+    """Compared text: lower case, without final punctuation, single spaces."""
+    return " ".join(text.lower().rstrip(" .?!").split())
+
+
+def pt_number(number):
+    return num2words(number, lang="pt_BR").replace(",", "")
+
+
+def english_words(number, rng):
+    """A number in words the way people write it: "and" or not, hyphen or space, capitals."""
+    words = num2words(number, lang="en").replace(",", "")
+    if rng.random() < 0.5:
+        words = words.replace(" and ", " ")
+    if rng.random() < 0.3:
+        words = words.replace("-", " ")
+    if rng.random() < 0.3:
+        words = words[:1].upper() + words[1:]
+    return words
+
+
+def digits_pt(number):
+    return "{:,}".format(number).replace(",", ".")
+
+
+def names_cases():
+    cases = []
+    for table in (WEEKDAYS, MONTHS):
+        for english, portuguese in table.items():
+            cases += [(english, portuguese), (english.lower(), portuguese)]
+    return cases
+
+
+def number_cases(rng, count):
+    cases = []
+    for index in range(count):
+        number = rng.randint(0, 100) if index % 2 else rng.randint(101, 999999)
+        if index % 4 == 3:
+            english = "{:,}".format(number) if rng.random() < 0.5 else str(number)
+            cases.append((english, digits_pt(number)))
+        else:
+            cases.append((english_words(number, rng), pt_number(number)))
+    return cases
+
+
+def ordinal_suffix(day):
+    return "%d%s" % (day, "th" if 10 <= day % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th"))
+
+
+def date_cases(rng, count):
+    cases, months, days = [], list(MONTHS), list(WEEKDAYS)
+    for index in range(count):
+        date = datetime.date(rng.randint(1950, 2049), rng.randint(1, 12), rng.randint(1, 28))
+        month, day, year = months[date.month - 1], date.day, date.year
+        day_pt = "1º" if day == 1 else str(day)
+        short, full = "%s de %s" % (day_pt, MONTHS[month]), "%s de %s de %d" % (day_pt, MONTHS[month], year)
+        form = index % 9
+        cases.append([
+            ("%s %d" % (month, day), short),
+            ("%s %d, %d" % (month, day, year), full),
+            ("%s %s" % (month, ordinal_suffix(day)), short),
+            ("the %s of %s" % (ordinal_suffix(day), month), short),
+            ("the %s of %s" % (num2words(day, lang="en", to="ordinal"), month), short),
+            ("%d %s %d" % (day, month, year), full),
+            ("%d/%d/%d" % (date.month, day, year), "%02d/%02d/%d" % (day, date.month, year)),
+            ("%s, %s %d, %d" % (days[date.weekday()], month, day, year),
+             "%s, %s" % (WEEKDAYS[days[date.weekday()]], full)),
+            ("%s %d" % (month, year), "%s de %d" % (MONTHS[month], year)),
+        ][form])
+    return cases
+
+
+def time_cases(rng, count):
+    cases = []
+    for index in range(count):
+        hour, minute = rng.randrange(24), rng.choice([0, rng.randrange(60)])
+        half = "AM" if hour < 12 else "PM"
+        clock = hour % 12 or 12
+        expected = "%02d:%02d" % (hour, minute)
+        form = index % 4
+        if form == 0:
+            english = "%d:%02d %s" % (clock, minute, half)
+        elif form == 1:
+            english = "%d:%02d%s" % (clock, minute, half.lower())
+        elif form == 2:
+            english = "%d %s" % (clock, half.lower()) if minute == 0 else "%d:%02d %s" % (clock, minute, half.lower())
+        else:
+            english = "%d:%02d" % (hour, minute)
+        cases.append((english, expected))
+    return cases
+
+
+def amount_cases(rng, count):
+    cases = []
+    for index in range(count):
+        units, cents = rng.randint(2, 9999), rng.randint(1, 99)
+        (english_one, english_many), (pt_one, pt_many) = rng.choice(list(CURRENCIES.items()))
+        symbol = rng.choice(list(SYMBOLS))
+        form = index % 5
+        if form == 0:
+            cases.append(("%s%s" % (symbol, "{:,}".format(units)), SYMBOLS[symbol] + digits_pt(units)))
+        elif form == 1:
+            cases.append(("%s%s.%02d" % (symbol, "{:,}".format(units), cents),
+                          "%s%s,%02d" % (SYMBOLS[symbol], digits_pt(units), cents)))
+        elif form == 2:
+            cases.append(("%d %s" % (units, english_many), "%d %s" % (units, pt_many)))
+        elif form == 3:
+            cases.append(("%s %s" % (english_words(units, rng), english_many), "%s %s" % (pt_number(units), pt_many)))
+        else:
+            cases.append(("It costs %s%s." % (symbol, "{:,}".format(units)),
+                          "Custa %s%s." % (SYMBOLS[symbol], digits_pt(units))))
+    return cases
+
+
+def variants(sentence, rng):
+    """One natural change of a held-out sentence, or None if none applies."""
+    changes = []
+    if sentence[:1].isupper():
+        changes.append(sentence[:1].lower() + sentence[1:])
+    if sentence[-1:] in ".?":
+        changes.append(sentence[:-1])
+    if re.search(r"[a-z]-[a-z]", sentence):
+        changes.append(re.sub(r"(?<=[a-z])-(?=[a-z])", " ", sentence))
+    with_and = re.sub(r"\bhundred (?=(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+                      r"\w+teen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)\b)", "hundred and ", sentence)
+    if with_and != sentence:
+        changes.append(with_and)
+    return rng.choice(changes) if changes else None
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model_dir", default="runs/default")
+    parser.add_argument("--data_dir", default="data/default", help="its test.src/test.tgt are the held-out sentences")
+    parser.add_argument("--decoder", default="while_loop")
+    parser.add_argument("--beam_width", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=12)
+    parser.add_argument("--json", default="", help="write the figures and every miss here")
+    parser.add_argument("--show", type=int, default=5, help="misses printed per kind")
+    args = parser.parse_args(argv)
+    from decode.translator import Translator
+    rng = random.Random(args.seed)
+    with open(os.path.join(args.data_dir, "test.src"), encoding="utf-8") as f:
+        test_sources = f.read().splitlines()
+    with open(os.path.join(args.data_dir, "test.tgt"), encoding="utf-8") as f:
+        test_targets = f.read().splitlines()
+    kinds = collections.OrderedDict([
+        ("names", names_cases()), ("numbers", number_cases(rng, 200)), ("dates", date_cases(rng, 180)),
+        ("times", time_cases(rng, 80)), ("amounts", amount_cases(rng, 100)),
+    ])
+    originals = rng.sample(range(len(test_sources)), 300)
+    pairs = [(test_sources[i], variants(test_sources[i], rng)) for i in originals]
+    pairs = [(original, variant) for original, variant in pairs if variant]
+    translator = Translator(args.model_dir)
+
+    def translate(texts):
+        return translator.translate(texts, args.decoder, args.beam_width, 1)
+
+    report, misses = collections.OrderedDict(), {}
+    for kind, cases in kinds.items():
+        results = translate([english for english, _ in cases])
+        wrong = [(english, expected, result.text) for (english, expected), result in zip(cases, results)
+                 if norm(result.text) != norm(expected)]
+        report[kind] = (len(cases) - len(wrong), len(cases))
+        misses[kind] = wrong
+    results = translate([text for pair in pairs for text in pair])
+    wrong = [(variant, original_result.text, variant_result.text)
+             for (original, variant), original_result, variant_result in zip(pairs, results[::2], results[1::2])
+             if norm(original_result.text) != norm(variant_result.text)]
+    report["variants"], misses["variants"] = (len(pairs) - len(wrong), len(pairs)), wrong
+    test_results = translate(test_sources)
+    exact = sum(result.text == target for result, target in zip(test_results, test_targets))
+    ood = translate(OUT_OF_DOMAIN)
+    flagged = {"out_of_domain": (sum(r.unfamiliar for r in ood), len(ood)),
+               "test_split": (sum(r.unfamiliar for r in test_results), len(test_results)),
+               "variants": (sum(r.unfamiliar for r in results[1::2]), len(pairs))}
+    misses["out_of_domain_not_flagged"] = [text for text, r in zip(OUT_OF_DOMAIN, ood) if not r.unfamiliar]
+    print("model %s (step %s), %s beam %d" % (args.model_dir, translator.step, args.decoder, args.beam_width))
+    for kind, (right, total) in report.items():
+        print("%-10s %4d / %4d right  %5.1f%%" % (kind, right, total, 100.0 * right / total))
+        for miss in misses[kind][:args.show]:
+            print("    miss: %s" % " | ".join(miss))
+    print("test split exact match %d / %d  %5.1f%%" % (exact, len(test_targets), 100.0 * exact / len(test_targets)))
+    for name, (count, total) in flagged.items():
+        print("flagged unfamiliar: %-14s %4d / %4d  %5.1f%%" % (name, count, total, 100.0 * count / total))
+    print("    not flagged: %s" % "; ".join(misses["out_of_domain_not_flagged"]))
+    if args.json:
+        os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"right": report, "test_exact": [exact, len(test_targets)], "flagged": flagged,
+                       "misses": misses}, f, ensure_ascii=False, indent=1)
+    translator.close()
+
+
+if __name__ == "__main__":
+    main()
