@@ -2,6 +2,8 @@
 
     python -m decode.compare --model_dir runs/default --beam_widths 1,4,8 \
         --json bench/out/compare.json --plot bench/out/compare.png
+    python -m decode.compare --model_dir runs/default --graphs runs/graphs \
+        && tensorboard --logdir runs/graphs
 
 Every variant (greedy once; while_loop and unrolled at every beam width)
 decodes the same sentences, each with a fresh `Translator`, and is measured for:
@@ -14,17 +16,18 @@ decodes the same sentences, each with a fresh `Translator`, and is measured for:
   of the best hypotheses;
 - agreement: unrolled against while_loop at each beam width, and greedy
   against while_loop at beam width 1 when 1 is among --beam_widths:
-  identical best texts, identical n-best
-  ids, and the largest score difference (the two searches should agree to
-  1e-5);
+  identical best texts, identical n-best ids, and the largest score difference
+  (the two searches should agree to 1e-5);
 - per-sentence latency against output length (one sentence per call), for
   greedy and both beam searches at the largest beam width.
 
-Input and reference lines end at LF or CR LF, as `wc -l` counts them (at CR
-in a file without LF; see `data_pipeline.corpus.read_text_lines`). A line of
-progress per variant goes to standard error; the tables to standard output.
+--graphs LOGDIR measures nothing: it writes the graphs of the unrolled search
+at two lengths and of the while_loop search, for TensorBoard's graph tab.
 
-The figures hold only for this machine, model, inputs and batch size.
+Input and reference lines end at LF or CR LF, as `wc -l` counts them (at CR
+in a file without LF). A line of progress per variant goes to standard error;
+the tables to standard output. The figures hold only for this machine, model,
+inputs and batch size.
 """
 
 import argparse
@@ -35,9 +38,7 @@ import statistics
 import sys
 import time
 
-# Before TensorFlow is imported (in main, after the arguments are parsed, so
-# that --help and a usage error are quick): its C++ start-up messages.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported, in main
 
 import numpy as np  # noqa: E402
 import sacrebleu  # noqa: E402
@@ -57,6 +58,7 @@ AGREEMENT_COLUMNS = (
     ("same ids %", "identical_ids_percent", "%.1f"),
     ("max |score diff|", "max_score_difference", "%.2g"),
 )
+GRAPH_LENGTHS = (8, 32)  # --graphs: the unrolled search's steps in its two graphs
 
 
 def parse_args(argv):
@@ -79,6 +81,9 @@ def parse_args(argv):
                              "(default: %(default)s)")
     parser.add_argument("--json", help="write the full report to this JSON file")
     parser.add_argument("--plot", help="write latency charts to this PNG file")
+    parser.add_argument("--graphs", metavar="LOGDIR", help="only write the searches' graphs "
+                        "to LOGDIR for TensorBoard (unrolled at %d and %d steps, while_loop)"
+                        % GRAPH_LENGTHS)
     args = parser.parse_args(argv)
     try:
         args.beam_widths = sorted({int(width) for width in args.beam_widths.split(",")})
@@ -86,13 +91,9 @@ def parse_args(argv):
         parser.error("--beam_widths must be comma-separated integers, got %r" % args.beam_widths)
     if args.reference and not args.input:
         parser.error("--reference needs --input (the default input brings its own references)")
-    for name in ("max_sentences", "latency_sentences"):
-        if getattr(args, name) < 0:
-            parser.error("--%s must be >= 0" % name)
-    if args.runs < 1:
-        parser.error("--runs must be >= 1")
-    # Checked now: the files are written only after minutes of measuring.
-    for name in ("json", "plot"):
+    if min(args.max_sentences, args.latency_sentences) < 0 or args.runs < 1:
+        parser.error("--max_sentences and --latency_sentences must be >= 0, --runs >= 1")
+    for name in ("json", "plot"):  # checked now: they are written after minutes of measuring
         path = getattr(args, name)
         if path and not os.path.isdir(os.path.dirname(path) or "."):
             parser.error("--%s %s: no such directory" % (name, path))
@@ -100,49 +101,33 @@ def parse_args(argv):
 
 
 def default_input_files(config):
-    """The model's prepared test set, else its dev set: (source path, target path).
-
-    Raises:
-      ValueError: if the config's data directory holds neither.
-    """
-    data_dir = config["data"]["data_dir"]
+    """The model's prepared test set, else its dev set: (source path, target path or None)."""
     for split in ("test", "dev"):
-        source, target = (os.path.join(data_dir, "%s.%s" % (split, side))
+        source, target = (os.path.join(config["data"]["data_dir"], "%s.%s" % (split, side))
                           for side in ("src", "tgt"))
         if os.path.isfile(source):
             return source, target if os.path.isfile(target) else None
     raise ValueError("no --input given and no prepared test or dev set in %s (the model's "
-                     "data.data_dir): pass --input FILE [--reference FILE]" % data_dir)
-
-
-def read_lines(path):
-    """The lines of a UTF-8 text file, stripped, as the corpus reader splits them.
-
-    Raises:
-      OSError: if the file cannot be read.
-      ValueError: if it is not UTF-8 text (a `CorpusError` naming file:line).
-    """
-    return [line.strip() for line in read_text_lines(path)]
+                     "data.data_dir): pass --input FILE [--reference FILE]"
+                     % config["data"]["data_dir"])
 
 
 def load_inputs(translator, source_path, reference_path, max_sentences):
-    """Reads the sentences (and references), dropping blank sources.
+    """The first `max_sentences` (0: all) non-blank sources, tokenized, and their references.
 
     Returns:
       (token_ids: list of source id lists, references: list of str or None).
     Raises:
-      ValueError: if the reference file's line count differs from the input's,
-        or no sentence is left.
+      ValueError: for misaligned references, no sentence, or a file that is not UTF-8.
     """
-    sources = read_lines(source_path)
-    references = read_lines(reference_path) if reference_path else None
+    sources = [line.strip() for line in read_text_lines(source_path)]
+    references = ([line.strip() for line in read_text_lines(reference_path)]
+                  if reference_path else None)
     if references is not None and len(references) != len(sources):
         raise ValueError("%s has %d lines but %s has %d: they must be aligned"
                          % (source_path, len(sources), reference_path, len(references)))
     token_ids = [translator.tokenize(sentence) for sentence in sources]
-    kept = [index for index, ids in enumerate(token_ids) if ids]
-    if max_sentences:
-        kept = kept[:max_sentences]
+    kept = [index for index, ids in enumerate(token_ids) if ids][:max_sentences or None]
     if not kept:
         raise ValueError("%s holds no sentence to translate" % source_path)
     return ([token_ids[index] for index in kept],
@@ -155,53 +140,53 @@ def variants_to_compare(beam_widths):
                               for decoder in ("while_loop", "unrolled")]
 
 
-def measure(translator, token_ids, references, decoder, beam_width, runs):
-    """Decodes the inputs with one variant, timing the first and the steady calls.
+def agreement_pairs(beam_widths):
+    """(variant, reference variant) pairs whose results should be identical."""
+    pairs = [(("unrolled", width), ("while_loop", width)) for width in beam_widths]
+    return ([(("greedy", 1), ("while_loop", 1))] if 1 in beam_widths else []) + pairs
 
-    Returns:
-      (row: dict of the STEADY_COLUMNS fields, results: list of SearchResult).
-    """
-    with translator.recording_builds() as built:
-        start = time.perf_counter()
-        results = translator.search(token_ids, decoder, beam_width)
-        first_call_seconds = time.perf_counter() - start
+
+def timed(function, runs):
+    """(the first call's result, its seconds, the seconds of `runs` more calls)."""
+    start = time.perf_counter()
+    result = function()
+    first = time.perf_counter() - start
     timings = []
     for _ in range(runs):
         start = time.perf_counter()
-        translator.search(token_ids, decoder, beam_width)
+        function()
         timings.append(time.perf_counter() - start)
-    steady_seconds = statistics.median(timings)
+    return result, first, timings
+
+
+def measure(translator, token_ids, references, decoder, beam_width, runs):
+    """(row: a dict of the STEADY_COLUMNS fields, results: a list of SearchResult)."""
+    with translator.recording_builds() as built:
+        results, first, timings = timed(
+            lambda: translator.search(token_ids, decoder, beam_width), runs)
+    steady = statistics.median(timings)
     output_tokens = [len(result.ids[0]) for result in results]
     texts = [translator.detokenize(result.ids[0]) for result in results]
-    row = {
-        "decoder": decoder,
-        "beam_width": beam_width,
-        "graphs": len(built),
+    return {
+        "decoder": decoder, "beam_width": beam_width, "graphs": len(built),
         "build_seconds": sum(variant.build_seconds for variant in built),
         "num_ops": sum(variant.num_ops for variant in built),
-        "first_call_ms": 1000 * first_call_seconds,
-        "steady_ms": 1000 * steady_seconds,
+        "first_call_ms": 1000 * first, "steady_ms": 1000 * steady,
         "steady_runs_ms": [1000 * seconds for seconds in timings],
-        "sentences_per_second": len(token_ids) / steady_seconds,
-        "tokens_per_second": sum(output_tokens) / steady_seconds,
+        "sentences_per_second": len(token_ids) / steady,
+        "tokens_per_second": sum(output_tokens) / steady,
         "mean_output_tokens": float(np.mean(output_tokens)),
         "bleu": (sacrebleu.corpus_bleu(texts, [references]).score
                  if references is not None else None),
-    }
-    return row, results
+    }, results
 
 
 def agreement(detokenizer, results, reference_results):
-    """How far two variants' results on the same inputs agree.
+    """How far two variants' lists of SearchResult agree, over the narrower beam.
 
-    Args:
-      detokenizer: has `detokenize(ids) -> text` (a `Translator`).
-      results, reference_results: lists of SearchResult for the same sentences.
-        Only the first min(beam widths) hypotheses of each are compared.
     Returns:
-      {"identical_texts_percent": best texts equal, "identical_ids_percent":
-       compared n-best ids all equal, "max_score_difference": the largest
-       |score difference| of the compared hypotheses}.
+      {"identical_texts_percent" (best texts), "identical_ids_percent" (compared
+       n-best ids), "max_score_difference" (of the compared hypotheses)}.
     """
     same_texts = same_ids = 0
     max_difference = 0.0
@@ -217,32 +202,12 @@ def agreement(detokenizer, results, reference_results):
             "max_score_difference": max_difference}
 
 
-def agreement_pairs(beam_widths):
-    """(variant, reference variant) pairs whose results should be identical."""
-    pairs = [(("unrolled", width), ("while_loop", width)) for width in beam_widths]
-    if 1 in beam_widths:
-        pairs.insert(0, (("greedy", 1), ("while_loop", 1)))
-    return pairs
-
-
 def sentence_latencies(translator, token_ids, decoder, beam_width, count, runs):
-    """Latency of translating sentences one at a time, against their output length.
-
-    Each sentence is decoded once untimed (building any graph it needs), then
-    timed `runs` times.
-
-    Returns:
-      A list of {"decoder", "beam_width", "source_tokens", "output_tokens",
-      "ms" (the median)}.
-    """
+    """Per sentence, alone: {"decoder", "beam_width", "source_tokens", "output_tokens",
+    "ms" (the median of `runs` calls after an untimed first one)}."""
     points = []
     for ids in token_ids[:count]:
-        result = translator.search([ids], decoder, beam_width)[0]
-        timings = []
-        for _ in range(runs):
-            start = time.perf_counter()
-            translator.search([ids], decoder, beam_width)
-            timings.append(time.perf_counter() - start)
+        result, _, timings = timed(lambda: translator.search([ids], decoder, beam_width)[0], runs)
         points.append({"decoder": decoder, "beam_width": beam_width,
                        "source_tokens": len(ids), "output_tokens": len(result.ids[0]),
                        "ms": 1000 * statistics.median(timings)})
@@ -251,9 +216,9 @@ def sentence_latencies(translator, token_ids, decoder, beam_width, count, runs):
 
 def format_table(rows, columns):
     """A plain-text table of `rows` (dicts); None values print as "-"."""
-    cells = [[header for header, _, _ in columns]]
-    for row in rows:
-        cells.append([("-" if row[key] is None else fmt % row[key]) for _, key, fmt in columns])
+    cells = [[header for header, _, _ in columns]] + [
+        [("-" if row[key] is None else fmt % row[key]) for _, key, fmt in columns]
+        for row in rows]
     widths = [max(len(line[column]) for line in cells) for column in range(len(columns))]
     return "\n".join("  ".join(cell.rjust(width) if column else cell.ljust(width)
                                for column, (cell, width) in enumerate(zip(line, widths)))
@@ -261,8 +226,8 @@ def format_table(rows, columns):
 
 
 def plot(report, path):
-    """Writes two charts to a PNG: steady latency against beam width, and
-    per-sentence latency against output length."""
+    """Writes steady latency against beam width, and per-sentence latency against
+    output length, to a PNG."""
     import matplotlib  # only --plot needs it
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -302,20 +267,9 @@ def progress_line(row, number, count):
 
 def compare(model_dir, detokenizer, token_ids, references, beam_widths, runs,
             latency_sentences):
-    """Runs every measurement.
+    """Measures every variant, each with a fresh `Translator` (TensorFlow's first run of
+    new ops costs in proportion to the whole graph, which earlier variants would grow).
 
-    Each variant is measured with a fresh `Translator`: TensorFlow's first run
-    of new ops takes time in proportion to the whole graph, so graphs built
-    for the variants measured before would slow this one's first call (on the
-    tiny model, four unrolled graphs tripled a later while_loop's first call).
-
-    Args:
-      model_dir: the model directory.
-      detokenizer: a `Translator` of the model, for `agreement`.
-      token_ids, references: from `load_inputs`.
-      beam_widths: sorted beam widths.
-      runs: timed calls per measurement.
-      latency_sentences: sentences timed one by one per latency variant.
     Returns:
       The report's "results", "agreement" and "sentence_latency" entries.
     """
@@ -343,6 +297,30 @@ def compare(model_dir, detokenizer, token_ids, references, beam_widths, runs,
     return {"results": rows, "agreement": agreements, "sentence_latency": latencies}
 
 
+def write_graphs(translator, logdir):
+    """Writes the unrolled search's graph at each of GRAPH_LENGTHS steps and the while_loop
+    search's to LOGDIR/<name> as TensorBoard event files; returns {name: op count}."""
+    import tensorflow.compat.v1 as tf
+
+    from decode.translator import search_encoded
+    from seq2seq.model import Seq2SeqModel
+
+    op_counts = {}
+    for decoder, length in [("unrolled", n) for n in GRAPH_LENGTHS] + [("while_loop", None)]:
+        name = "%s_%d_steps" % (decoder, length) if length else decoder
+        with tf.Graph().as_default() as graph:
+            source_ids = tf.placeholder(tf.int32, [None, None], name="source_ids")
+            source_length = tf.placeholder(tf.int32, [None], name="source_length")
+            model = Seq2SeqModel(translator.config["model"], translator.source_vocab_size,
+                                 translator.target_vocab_size)
+            search_encoded(model, model.encode(source_ids, source_length, training=False),
+                           source_length, translator.config["decode"], decoder,
+                           translator.config["decode"]["beam_width"], unrolled_length=length)
+            tf.summary.FileWriter(os.path.join(logdir, name), graph).close()
+            op_counts[name] = len(graph.get_operations())
+    return op_counts
+
+
 def main(argv=None):
     args = parse_args(argv)
     import tensorflow.compat.v1 as tf  # after parse_args: --help needs none of it
@@ -353,6 +331,11 @@ def main(argv=None):
     tf.disable_v2_behavior()
     try:
         translator = Translator(args.model_dir)
+        if args.graphs:
+            for name, count in write_graphs(translator, args.graphs).items():
+                print("%s: %d ops" % (name, count))
+            print("tensorboard --logdir %s  (then the Graphs tab)" % args.graphs)
+            return 0
         for width in args.beam_widths:
             translator.check_options("while_loop", width)
         source_path, reference_path = args.input, args.reference

@@ -2,22 +2,20 @@
 
     python -m decode.translate --model_dir runs/default < input.txt > output.txt
     python -m decode.translate --model_dir runs/default --decoder unrolled --beam_width 8 \
-        --n_best 3 --input input.txt --output nbest.txt
+        --n_best 3 --input input.txt --output nbest.txt --trace trace.jsonl
 
-The model directory is loaded once; lines are read in chunks, and each chunk
-is translated in length-sorted batches (see `decode.translator`), so a long
-input streams through without being held in memory.
+The model is loaded once; lines are read in chunks of many batches (sorted by
+length within a chunk), so a long input streams through in bounded memory.
 """
 
 import argparse
 import contextlib
 import itertools
+import json
 import os
 import sys
 
-# Before TensorFlow is imported (in main, after the arguments are parsed, so
-# that --help and a usage error are quick): its C++ start-up messages.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported, in main
 
 from data_pipeline.corpus import CorpusError, iter_text_lines  # noqa: E402
 from decode import DECODERS  # noqa: E402
@@ -31,11 +29,16 @@ order; an empty input line gives an empty output line. With --n_best N > 1,
 each input line gives up to N lines "text<TAB>score" (fewer when fewer
 hypotheses are possible), best first, followed by one blank line; an empty
 input line gives just the blank line. Scores are length-penalised
-log-probabilities (higher is better)."""
+log-probabilities (higher is better). --show_unfamiliar appends to every
+output line a TAB and "unfamiliar" when the source is unlike the sentences
+the model learned from (its translation should not be trusted), else nothing.
 
-# Lines read per chunk: many batches, so that length sorting finds
-# sentences of similar length, yet a bounded amount of memory.
-BATCHES_PER_CHUNK = 16
+--trace FILE: one JSON line per input line, the search trace of
+docs/DESIGN.md ("Search trace": source_pieces, steps, n_best with pieces and
+attention; a score null where a slot holds no possible hypothesis), or null
+for an empty input line."""
+
+BATCHES_PER_CHUNK = 16  # lines read at a time: many batches for length sorting, bounded memory
 
 
 def parse_args(argv):
@@ -53,55 +56,45 @@ def parse_args(argv):
                         help="hypotheses per sentence, at most the beam width (default: 1)")
     parser.add_argument("--input", help="input text file (default: standard input)")
     parser.add_argument("--output", help="output file (default: standard output)")
+    parser.add_argument("--trace", metavar="FILE",
+                        help="write each sentence's search trace to FILE, one JSON line each")
+    parser.add_argument("--show_unfamiliar", action="store_true",
+                        help='append a TAB and "unfamiliar" (or nothing) to every output line')
     args = parser.parse_args(argv)
-    # Opening the output truncates it before a line of the input is read.
-    if (args.input and args.output and os.path.exists(args.input)
-            and os.path.exists(args.output) and os.path.samefile(args.input, args.output)):
-        parser.error("--output %s is the --input file: it would be emptied before "
-                     "being read" % args.output)
+    for name in ("output", "trace"):  # opening it empties it before the input is read
+        path = getattr(args, name)
+        if args.input and path and os.path.exists(path) and os.path.exists(args.input) and (
+                os.path.samefile(args.input, path)):
+            parser.error("--%s %s is the --input file: it would be emptied before being read"
+                         % (name, path))
     return args
 
 
-def format_translation(translation, n_best):
-    """The output text of one input line (see OUTPUT_FORMAT).
-
-    Args:
-      translation: its `Translation`, or None for a blank input line.
-      n_best: the --n_best option.
-    """
+def format_translation(translation, n_best, show_unfamiliar=False):
+    """The output text of one input line (see OUTPUT_FORMAT); translation None: a blank line."""
+    flag = "\tunfamiliar" if translation and translation.unfamiliar else "\t"
+    flag = flag if show_unfamiliar else ""
     if n_best == 1:
-        return (translation.text if translation else "") + "\n"
+        return (translation.text if translation else "") + flag + "\n"
     hypotheses = translation.n_best if translation else []
-    return "".join("%s\t%.6f\n" % hypothesis for hypothesis in hypotheses) + "\n"
+    return "".join("%s\t%.6f%s\n" % (text, score, flag) for text, score in hypotheses) + "\n"
 
 
-def translate_lines(translator, lines, decoder, beam_width, n_best):
-    """Translates a list of input lines; returns their output text, in order.
+def translate_lines(translator, lines, args):
+    """Translates a list of input lines (blank ones are not translated).
 
-    Blank lines are not translated: they give blank output (see OUTPUT_FORMAT).
+    Returns:
+      (output text, trace text: one JSON line per input line, "" without --trace).
     """
     token_ids = [translator.tokenize(line.strip()) for line in lines]
     to_translate = [index for index, ids in enumerate(token_ids) if ids]
     translations = dict(zip(to_translate, translator.translate_tokens(
-        [token_ids[index] for index in to_translate], decoder, beam_width, n_best)))
-    return "".join(format_translation(translations.get(index), n_best)
-                   for index in range(len(lines)))
-
-
-def chunks(lines, size):
-    """Yields lists of up to `size` consecutive items of the iterable `lines`."""
-    lines = iter(lines)
-    while True:
-        chunk = list(itertools.islice(lines, size))
-        if not chunk:
-            return
-        yield chunk
-
-
-def utf8(stream):
-    """Standard output as UTF-8 text whatever the locale, left open on exit."""
-    stream.reconfigure(encoding="utf-8")
-    return contextlib.nullcontext(stream)
+        [token_ids[index] for index in to_translate], args.decoder, args.beam_width,
+        args.n_best, trace=bool(args.trace))))
+    found = [translations.get(index) for index in range(len(lines))]
+    return ("".join(format_translation(t, args.n_best, args.show_unfamiliar) for t in found),
+            "".join(json.dumps(t and t.trace, ensure_ascii=False) + "\n" for t in found)
+            if args.trace else "")
 
 
 def main(argv=None):
@@ -116,25 +109,27 @@ def main(argv=None):
         try:
             translator = Translator(args.model_dir)
             translator.check_options(args.decoder, args.beam_width, args.n_best)
-            # Bytes, split into lines as the corpus reader splits them.
-            source = files.enter_context(
-                open(args.input, "rb") if args.input
-                else contextlib.nullcontext(sys.stdin.buffer))
-            sink = files.enter_context(
-                open(args.output, "w", encoding="utf-8") if args.output else utf8(sys.stdout))
+            source = files.enter_context(  # bytes, split into lines as the corpus reader does
+                open(args.input, "rb") if args.input else contextlib.nullcontext(sys.stdin.buffer))
+            if not args.output:
+                sys.stdout.reconfigure(encoding="utf-8")
+            sink = files.enter_context(open(args.output, "w", encoding="utf-8") if args.output
+                                       else contextlib.nullcontext(sys.stdout))
+            traces = args.trace and files.enter_context(open(args.trace, "w", encoding="utf-8"))
         except (ValueError, OSError) as error:
             print("error: %s" % error, file=sys.stderr)
             return 2
-        # Typed at a terminal, each line is answered at once rather than after
-        # a chunk's worth of lines.
-        chunk_size = (1 if source.isatty()
-                      else BATCHES_PER_CHUNK * translator.config["decode"]["batch_size"])
+        # At a terminal each line is answered at once.
+        chunk_size = 1 if source.isatty() else (
+            BATCHES_PER_CHUNK * translator.config["decode"]["batch_size"])
+        lines = iter_text_lines(source, args.input or "standard input")
         try:
-            lines = iter_text_lines(source, args.input or "standard input")
-            for chunk in chunks(lines, chunk_size):
-                sink.write(translate_lines(translator, chunk, args.decoder, args.beam_width,
-                                           args.n_best))
+            for chunk in iter(lambda: list(itertools.islice(lines, chunk_size)), []):
+                output, trace = translate_lines(translator, chunk, args)
+                sink.write(output)
                 sink.flush()
+                if traces:
+                    traces.write(trace)
         except CorpusError as error:  # not UTF-8: the lines before it are translated
             print("error: %s" % error, file=sys.stderr)
             return 2
