@@ -10,7 +10,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import numpy_beam_search as reference
-from decode import rnn_beam_search, scoring, while_loop_beam_search
+from decode import beam_search, greedy_search, rnn_beam_search, while_loop_beam_search
 from toy_decoder import ToyDecoder, row_state
 
 SEARCHES = {"unrolled": rnn_beam_search, "while_loop": while_loop_beam_search}
@@ -249,13 +249,13 @@ def test_template_update_fn_shares_its_variables_across_steps():
 def test_select_best_carries_a_finished_hypothesis_once_with_its_score():
     # Beam of 3: slot 0 finished with the best score, slots 1 and 2 alive.
     with tf.Graph().as_default():
-        beam = scoring.Beam(log_probs=tf.constant([[-0.1, -1.0, -2.0]]),
+        beam = beam_search.Beam(log_probs=tf.constant([[-0.1, -1.0, -2.0]]),
                             lengths=tf.constant([[2, 3, 3]]),
                             finished=tf.constant([[True, False, False]]))
         logits = tf.constant([[[9.0, 0.0, 0.0, 0.0],      # finished: ignored
                                [0.0, 0.0, 2.0, 1.0],
                                [0.0, 0.0, 5.0, 0.0]]])
-        choice = scoring.select_best(logits, beam, step=3, end_token_id=END, alpha=0.0)
+        choice = beam_search.select_best(logits, beam, step=3, end_token_id=END, alpha=0.0)
         with tf.Session() as session:
             beam, token_ids, parent_ids = session.run(choice)
     log_softmax_1 = reference.log_softmax([0.0, 0.0, 2.0, 1.0])
@@ -394,13 +394,13 @@ def test_select_best_ends_alive_hypotheses_at_their_limit_with_the_true_log_prob
     # Two sentences, same beam of 3 (slot 0 finished, slots 1 and 2 alive),
     # same logits; only the first is at its limit (step 3 chooses token 4).
     with tf.Graph().as_default():
-        beam = scoring.Beam(log_probs=tf.constant([[-0.1, -1.0, -2.0]] * 2),
+        beam = beam_search.Beam(log_probs=tf.constant([[-0.1, -1.0, -2.0]] * 2),
                             lengths=tf.constant([[2, 3, 3]] * 2),
                             finished=tf.constant([[True, False, False]] * 2))
         logits = tf.constant([[[9.0, 0.0, 0.0, 0.0],
                                [0.0, 0.0, 2.0, 1.0],
                                [0.0, 0.0, 5.0, 0.0]]] * 2)
-        choice = scoring.select_best(logits, beam, step=3, end_token_id=END, alpha=0.0,
+        choice = beam_search.select_best(logits, beam, step=3, end_token_id=END, alpha=0.0,
                                      max_lengths=tf.constant([4, 9]))
         with tf.Session() as session:
             beam, token_ids, parent_ids = session.run(choice)
@@ -429,29 +429,23 @@ def _toy_graph_inputs():
 @pytest.mark.parametrize("bad_arguments, message", [
     pytest.param(lambda toy: dict(beam_width=0), "beam_width", id="beam_width=0"),
     pytest.param(lambda toy: dict(beam_width=2.0), "beam_width", id="beam_width=2.0"),
-    pytest.param(lambda toy: dict(beam_width=True), "beam_width", id="beam_width=True"),
     pytest.param(lambda toy: dict(sequence_length=0), "sequence_length", id="length=0"),
     pytest.param(lambda toy: dict(sequence_length=2.5), "sequence_length", id="length=2.5"),
     pytest.param(lambda toy: dict(end_token_id=-1), "end_token_id", id="end=-1"),
     pytest.param(lambda toy: dict(end_token_id=toy.vocab_size), "end_token_id", id="end=vocab"),
-    pytest.param(lambda toy: dict(initial_state={"rnn": tf.zeros([])}), "initial_state",
-                 id="scalar_state"),
-    pytest.param(lambda toy: dict(initial_state=()), "initial_state", id="empty_state"),
-    pytest.param(lambda toy: dict(initial_state={"rnn": tf.placeholder(tf.float32, None)}),
-                 "initial_state", id="state_of_unknown_rank"),
     pytest.param(lambda toy: dict(update_fn=lambda state, ids: (state, tf.zeros([2, 7]))),
                  "logits", id="rank2_logits"),
-    pytest.param(lambda toy: dict(update_fn=lambda state, ids: ((state,), tf.zeros([2, 3, 7]))),
-                 "structure", id="state_structure_changes"),
-    pytest.param(lambda toy: dict(update_fn="not callable"), "update_fn", id="update_fn"),
     pytest.param(lambda toy: dict(max_lengths=[2.0, 3.0]), "max_lengths", id="float_limits"),
     pytest.param(lambda toy: dict(max_lengths=[[2, 3]]), "max_lengths", id="rank2_limits"),
     pytest.param(lambda toy: dict(max_lengths=[2, 3, 4]), "max_lengths", id="limits_for_3_of_2"),
-    pytest.param(lambda toy: dict(max_lengths=tf.placeholder(tf.int32, None)), "max_lengths",
-                 id="limits_of_unknown_rank"),
 ])
 def test_bad_arguments_raise_value_error_when_building(search, bad_arguments, message):
-    """`bad_arguments(toy)` returns the arguments to spoil, built in the test's graph."""
+    """`bad_arguments(toy)` returns the arguments to spoil, built in the test's graph.
+
+    The arguments that would otherwise give a silent wrong answer (a limit
+    broadcast over the batch, an end token never matched, logits broadcast
+    into the beam); other bad arguments fail in TensorFlow itself.
+    """
     with tf.Graph().as_default():
         toy, state = _toy_graph_inputs()
         arguments = dict(update_fn=toy.update_fn, initial_state=state, sequence_length=4,
@@ -459,22 +453,6 @@ def test_bad_arguments_raise_value_error_when_building(search, bad_arguments, me
         arguments.update(bad_arguments(toy))
         with pytest.raises(ValueError, match=message):
             SEARCHES[search](**arguments)
-
-
-def test_unrolled_search_rejects_a_tensor_sequence_length():
-    with tf.Graph().as_default():
-        toy, state = _toy_graph_inputs()
-        with pytest.raises(ValueError, match="while_loop_beam_search"):
-            rnn_beam_search(toy.update_fn, state, tf.constant(4), 3, BEGIN, END)
-
-
-@pytest.mark.parametrize("sequence_length", [
-    lambda: tf.constant([4]), lambda: tf.constant(4.0)])
-def test_while_loop_rejects_a_tensor_length_that_is_not_an_int_scalar(sequence_length):
-    with tf.Graph().as_default():
-        toy, state = _toy_graph_inputs()
-        with pytest.raises(ValueError, match="sequence_length"):
-            while_loop_beam_search(toy.update_fn, state, sequence_length(), 3, BEGIN, END)
 
 
 @pytest.mark.parametrize("search", sorted(SEARCHES))
@@ -490,3 +468,159 @@ def test_limits_for_another_batch_size_fail_when_run(search):
             session.run(outputs, {rnn: np.zeros([1, toy.hidden_size])})
             with pytest.raises(tf.errors.InvalidArgumentError, match="max_lengths"):
                 session.run(outputs, {rnn: np.zeros([2, toy.hidden_size])})
+
+
+# The trace (trace=True): what every step kept, recorded in the graph.
+SOURCE_TIME = 3
+DECODERS = {"unrolled": lambda *a, **k: rnn_beam_search(*a, **k),
+            "while_loop": lambda *a, **k: while_loop_beam_search(*a, **k),
+            "greedy": lambda f, s, n, k, *a, **kw: greedy_search(f, s, n, *a, **kw)}
+
+
+def attention_update_fn(toy):
+    """The toy step, plus an "attention" [batch, beam, src] of 1000 * step + 10 * slot + src:
+    the step (1-based) and the slot whose state the step ran on, readable from the values."""
+    def update_fn(state, ids):
+        new_state, logits = toy.update_fn({"rnn": state["rnn"], "clock": state["clock"]}, ids)
+        slots = tf.cast(tf.range(tf.shape(ids)[1]), tf.float32)[None, :, None]   # [1, k, 1]
+        source = tf.range(SOURCE_TIME, dtype=tf.float32)                          # [src]
+        steps = new_state["clock"]["steps"][..., None]                            # [b, k, 1]
+        new_state["attention"] = 1000.0 * steps + 10.0 * slots + source
+        return new_state, logits
+    return update_fn
+
+
+def run_traced(decoder, toy, batch_state, sequence_length, beam_width, alpha=0.6,
+               max_lengths=None, trace=True, attention=False):
+    """Builds `decoder` with trace=`trace` in a fresh graph and runs it."""
+    with tf.Graph().as_default():
+        state = tf.nest.map_structure(tf.constant, batch_state)
+        update_fn = toy.update_fn
+        if attention:
+            batch_size = len(batch_state["rnn"])
+            state["attention"] = tf.zeros([batch_size, SOURCE_TIME])
+            update_fn = attention_update_fn(toy)
+        outputs = DECODERS[decoder](update_fn, state, sequence_length, beam_width, BEGIN, END,
+                                    alpha, max_lengths=max_lengths, trace=trace)
+        with tf.Session() as session:
+            return session.run(outputs)
+
+
+def path_back(parent_ids, slot):
+    """The slot of every step along the path that ends in `slot` after the last step."""
+    slots = [slot]
+    for step in range(parent_ids.shape[0] - 1, 0, -1):
+        slots.append(parent_ids[step, slots[-1]])
+    return slots[::-1]
+
+
+TRACE_CASES = [pytest.param(decoder, limits, id="%s-%s" % (decoder, "limits" if limits else "free"))
+               for decoder in sorted(DECODERS) for limits in (None, MIXED_LIMITS)]
+
+
+@pytest.mark.parametrize("decoder, max_lengths", TRACE_CASES)
+def test_trace_parents_rebuild_every_hypothesis_and_its_score(decoder, max_lengths):
+    toy = ToyDecoder(vocab_size=7, seed=3)
+    batch_state = toy.initial_state(MIXED_ROWS)
+    ids, scores, lengths, trace = run_traced(decoder, toy, batch_state, 6, 3,
+                                             max_lengths=max_lengths)
+    beam_width = 1 if decoder == "greedy" else 3
+    steps = ids.shape[-1]
+    for key in ("token_ids", "parent_ids", "scores", "finished"):
+        assert trace[key].shape == (len(MIXED_ROWS), steps, beam_width), key
+    # The last step's scores are the returned scores, exactly.
+    np.testing.assert_array_equal(trace["scores"][:, -1], scores)
+    for row in range(len(MIXED_ROWS)):
+        for slot in range(beam_width):
+            if scores[row, slot] == -np.inf:
+                continue
+            path = path_back(trace["parent_ids"][row], slot)
+            tokens = trace["token_ids"][row][np.arange(steps), path]
+            np.testing.assert_array_equal(tokens, ids[row, slot])
+            # Finished from its end token on, and only then.
+            length = lengths[row, slot]
+            ended = ids[row, slot, length - 1] == END
+            np.testing.assert_array_equal(trace["finished"][row][np.arange(steps), path],
+                                          (np.arange(steps) >= length - 1) & ended)
+
+
+@pytest.mark.parametrize("decoder, max_lengths", TRACE_CASES)
+def test_trace_changes_no_result(decoder, max_lengths):
+    toy = ToyDecoder(vocab_size=11, hidden_size=8, seed=7)
+    batch_state = toy.initial_state(MIXED_ROWS)
+    traced = run_traced(decoder, toy, batch_state, 7, 4, max_lengths=max_lengths)
+    plain = run_traced(decoder, toy, batch_state, 7, 4, max_lengths=max_lengths, trace=False)
+    assert len(plain) == 3
+    for got, expected in zip(traced[:3], plain):
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_unrolled_and_while_loop_traces_agree_on_the_steps_both_ran():
+    toy = ToyDecoder(vocab_size=11, hidden_size=8, seed=7)
+    batch_state = toy.initial_state([1.0, 2.0, 0.5])
+    unrolled = run_traced("unrolled", toy, batch_state, 12, 4, max_lengths=[9, 6, 12])[3]
+    while_loop = run_traced("while_loop", toy, batch_state, 12, 4, max_lengths=[9, 6, 12])[3]
+    steps = while_loop["token_ids"].shape[1]
+    assert steps < 12, "the while_loop should have stopped early"
+    for key, values in while_loop.items():  # scores: equal to float rounding, as the results
+        np.testing.assert_allclose(values, unrolled[key][:, :steps], rtol=1e-6, err_msg=key)
+
+
+def test_greedy_traces_one_slot_per_step():
+    toy = ToyDecoder(seed=3)
+    ids, _, _, trace = run_traced("greedy", toy, toy.initial_state(MIXED_ROWS), 6, 1)
+    assert trace["token_ids"].shape == (len(MIXED_ROWS), ids.shape[-1], 1)
+    np.testing.assert_array_equal(trace["token_ids"][..., 0], ids[:, 0])
+    assert (trace["parent_ids"] == 0).all()
+
+
+@pytest.mark.parametrize("decoder", sorted(DECODERS))
+def test_trace_attention_follows_each_hypothesis_back(decoder):
+    toy = ToyDecoder(vocab_size=7, seed=3)
+    batch_state = toy.initial_state(MIXED_ROWS)
+    ids, scores, _, trace = run_traced(decoder, toy, batch_state, 6, 3, attention=True)
+    beam_width, steps = ids.shape[1], ids.shape[2]
+    assert trace["attention"].shape == (len(MIXED_ROWS), beam_width, steps, SOURCE_TIME)
+    for row in range(len(MIXED_ROWS)):
+        for slot in range(beam_width):
+            path = path_back(trace["parent_ids"][row], slot)
+            # Step t ran on the slot that the path's step t extends.
+            ran_on = trace["parent_ids"][row][np.arange(steps), path]
+            expected = (1000.0 * (np.arange(steps) + 1) + 10.0 * ran_on)[:, None] + np.arange(
+                SOURCE_TIME)
+            np.testing.assert_array_equal(trace["attention"][row, slot], expected)
+    # The attention key changes no result.
+    plain = run_traced(decoder, toy, batch_state, 6, 3, trace=False)
+    for got, expected in zip((ids, scores), plain):
+        np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("decoder", sorted(DECODERS))
+def test_a_sentences_trace_does_not_depend_on_its_batch_mates(decoder):
+    toy = ToyDecoder(seed=11)
+    batch_state = toy.initial_state(MIXED_ROWS)
+    together = run_traced(decoder, toy, batch_state, 6, 3, max_lengths=MIXED_LIMITS,
+                          attention=True)[3]
+    for row, limit in enumerate(MIXED_LIMITS):
+        alone_state = tf.nest.map_structure(lambda x: x[row:row + 1], batch_state)
+        alone = run_traced(decoder, toy, alone_state, 6, 3, max_lengths=[limit],
+                           attention=True)[3]
+        steps = alone["token_ids"].shape[1]
+        for key, values in alone.items():
+            mine = together[key][row:row + 1]
+            mine = mine[:, :, :steps] if key == "attention" else mine[:, :steps]
+            np.testing.assert_allclose(values, mine, rtol=1e-5, atol=1e-6, err_msg=key)
+
+
+@pytest.mark.parametrize("trace, arrays", [(False, 2), (True, 5)])
+def test_trace_off_records_only_what_backtracking_needs(trace, arrays):
+    # trace=False: the two TensorArrays of the tokens and their parents, and no more.
+    toy = ToyDecoder()
+    with tf.Graph().as_default() as graph:
+        state = dict(tf.nest.map_structure(tf.constant, toy.initial_state([0.0])),
+                     attention=tf.zeros([1, SOURCE_TIME]))
+        outputs = while_loop_beam_search(attention_update_fn(toy), state, 5, 3, BEGIN, END,
+                                         trace=trace)
+        assert len(outputs) == 3 + trace
+        assert sum(op.type == "TensorArrayV3" and "backtrack" not in op.name
+                   for op in graph.get_operations()) == arrays

@@ -135,7 +135,6 @@ def test_rejects_a_tensor_length_below_one_when_run(length):
 @pytest.mark.parametrize("bad_arguments, message", [
     pytest.param(dict(sequence_length=0), "sequence_length", id="length=0"),
     pytest.param(dict(sequence_length=3.0), "sequence_length", id="length=3.0"),
-    pytest.param(dict(begin_token_id=None), "begin_token_id", id="begin=None"),
     pytest.param(dict(end_token_id=7), "end_token_id", id="end=vocab"),
     pytest.param(dict(update_fn=lambda state, ids: (state, tf.zeros([2, 7]))), "logits",
                  id="rank2_logits"),

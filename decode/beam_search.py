@@ -1,0 +1,303 @@
+"""Beam search and greedy decoding: one scoring step, a Python loop and a tf.while_loop.
+
+A beam holds `beam_width` hypotheses per sentence, alive and finished side by
+side. Each step extends every alive hypothesis by every token, carries every
+finished one over unchanged as its only candidate, and keeps the best
+`beam_width` candidates; the tokens are rebuilt at the end by following the
+parent slots back. docs/WALKTHROUGH.md reads it step by step.
+"""
+
+import collections
+import numbers
+
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+from seq2seq.common import batch_free_shape_invariants, batch_gather, get_shape, tile_beams
+
+Beam = collections.namedtuple("Beam", ["log_probs", "lengths", "finished"])  # each [batch, beam]
+
+
+def _check(ok, message, *args):
+    if not ok:
+        raise ValueError(message % args)
+
+
+def length_penalty(lengths, alpha):
+    """GNMT's ((5 + length) / 6) ** alpha, float32 shaped like `lengths`."""
+    return tf.pow((5.0 + tf.cast(lengths, tf.float32)) / 6.0, alpha)
+
+
+def beam_scores(beam, alpha):
+    """The contract's scores of a Beam: log_probs / length_penalty, [batch, beam]."""
+    return beam.log_probs / length_penalty(beam.lengths, alpha)
+
+
+def top_k(values, k):
+    """tf.nn.top_k(values, k) over chunks of the last axis: same values, indices and ties.
+
+    Args:
+      values: [..., n] float; n static for chunking, else this is tf.nn.top_k.
+      k: Python int <= n (or a scalar int32 tensor: tf.nn.top_k).
+    Returns:
+      (top_values [..., k], top_indices [..., k] int32), best first.
+    """
+    n = values.shape.as_list()[-1]
+    sizes = [size for size in range(2, n or 0) if n % size == 0 and isinstance(k, int)]
+    size = min(sizes, key=lambda size: n // size + k * size, default=None)
+    if size is None or 4 * (n // size + k * size) > n:
+        return tf.nn.top_k(values, k)
+    shape = get_shape(values)
+    batch_dims = len(shape) - 1
+    chunks = tf.reshape(values, shape[:-1] + [n // size, size])                # [..., chunks, size]
+    _, best_chunks = tf.nn.top_k(tf.reduce_max(chunks, axis=-1), k)           # [..., k]
+    best_chunks = tf.sort(best_chunks, axis=-1)  # index order keeps tf.nn.top_k's tie order
+    candidates = tf.gather(chunks, best_chunks, batch_dims=batch_dims)         # [..., k, size]
+    top_values, positions = tf.nn.top_k(tf.reshape(candidates, shape[:-1] + [k * size]), k)
+    chunk_ids = tf.gather(best_chunks, positions // size, batch_dims=batch_dims)  # [..., k]
+    return top_values, chunk_ids * size + positions % size
+
+
+def select_best(logits, beam, step, end_token_id, alpha, max_lengths=None):
+    """Scores every one-token continuation and keeps the best `beam_width`.
+
+    Args:
+      logits: [batch, beam, vocab] float32, unnormalised.
+      beam: the Beam before this step.
+      step: int or scalar int32 tensor, tokens generated before this step.
+      end_token_id: int.
+      alpha: length penalty weight.
+      max_lengths: None or [batch] int32: at a sentence's last allowed step its
+        alive hypotheses can only end, the end token at its true log-prob.
+    Returns:
+      (beam, token_ids [batch, beam] int32, parent_ids [batch, beam] int32),
+      the new Beam best first.
+    """
+    with tf.name_scope("select_best"):
+        batch_size, beam_width = get_shape(beam.log_probs)
+        vocab_size = get_shape(logits)[2]
+        row_width = (tf.minimum(beam_width, vocab_size) if isinstance(vocab_size, tf.Tensor)
+                     else min(beam_width, vocab_size))                         # r
+        log_normaliser = tf.reduce_logsumexp(logits, axis=-1, keepdims=True)  # [b, k, 1]
+        row_logits, row_tokens = top_k(logits, row_width)  # [b, k, r]: each row's best tokens
+        first_slot = tf.equal(tf.range(row_width), 0)                          # [r]
+        if max_lengths is not None:
+            at_limit = tf.greater_equal(step + 1, max_lengths)[:, None, None]  # [b, 1, 1]
+            only_end = tf.where_v2(first_slot, logits[:, :, end_token_id:end_token_id + 1],
+                                   -np.inf)                                    # [b, k, r]
+            row_logits = tf.where_v2(at_limit, only_end, row_logits)          # [b, k, r]
+            row_tokens = tf.where_v2(at_limit, end_token_id, row_tokens)      # [b, k, r]
+        alive_log_probs = beam.log_probs[..., None] + (row_logits - log_normaliser)  # [b, k, r]
+        alive_scores = alive_log_probs / length_penalty(step + 1, alpha)      # [b, k, r]
+
+        finished = beam.finished[..., None]                                    # [b, k, 1]
+        carried_log_probs = tf.where_v2(first_slot, beam.log_probs[..., None], -np.inf)  # [b, k, r]
+        carried_scores = tf.where_v2(first_slot, beam_scores(beam, alpha)[..., None], -np.inf)
+        log_probs = tf.where_v2(finished, carried_log_probs, alive_log_probs)  # [b, k, r]
+        scores = tf.where_v2(finished, carried_scores, alive_scores)          # [b, k, r]
+        tokens = tf.where_v2(finished, end_token_id, row_tokens)              # [b, k, r]
+
+        def flat(candidates):
+            return tf.reshape(candidates, [batch_size, -1])                    # [b, k * r]
+
+        best_scores, best = tf.nn.top_k(flat(scores), k=beam_width)            # [b, k]
+        parent_ids = best // row_width                                          # [b, k]
+        token_ids = batch_gather(flat(tokens), best)                            # [b, k]
+        parent_finished = batch_gather(beam.finished, parent_ids)              # [b, k]
+        new_beam = Beam(
+            log_probs=batch_gather(flat(log_probs), best),                      # [b, k]
+            lengths=tf.where_v2(parent_finished, batch_gather(beam.lengths, parent_ids), step + 1),
+            finished=tf.logical_or(tf.equal(token_ids, end_token_id),
+                                   tf.equal(best_scores, -np.inf)))            # [b, k]
+        return new_beam, token_ids, parent_ids
+
+
+def _start(initial_state, beam_width, begin_token_id, max_lengths):
+    """The tiled state [batch, beam, ...], first ids [batch, beam], Beam and checked limits."""
+    _check(isinstance(beam_width, numbers.Integral) and beam_width >= 1,
+           "beam_width must be an int >= 1, got %r", beam_width)
+    with tf.name_scope("start"):
+        state = tf.nest.map_structure(lambda s: tile_beams(tf.convert_to_tensor(s), beam_width),
+                                      initial_state)                           # [b, k, ...]
+        batch_size = get_shape(tf.nest.flatten(state)[0])[0]
+        ids = tf.fill([batch_size, beam_width], begin_token_id)               # [b, k]
+        first = tf.equal(tf.range(beam_width), 0)  # only slot 0 alive: no duplicate first tokens
+        beam = Beam(log_probs=tf.tile(tf.where_v2(first, 0.0, -np.inf)[None], [batch_size, 1]),
+                    lengths=tf.zeros([batch_size, beam_width], tf.int32),
+                    finished=tf.tile(tf.logical_not(first)[None], [batch_size, 1]))
+    if max_lengths is not None:
+        max_lengths = tf.convert_to_tensor(max_lengths)
+        _check(max_lengths.dtype.is_integer, "max_lengths must be integers, got %s",
+               max_lengths.dtype.name)
+        size = max_lengths.shape.num_elements()  # one per sentence: one must not broadcast
+        _check(max_lengths.shape.ndims in (None, 1) and (
+            None in (size, tf.get_static_value(batch_size)) or size == batch_size),
+            "max_lengths must be [batch], got shape %s for %s", max_lengths.shape, batch_size)
+        with tf.name_scope("max_lengths"):
+            one_each = tf.debugging.assert_equal(tf.size(max_lengths), batch_size,
+                                                 message="max_lengths: one per sentence")
+            with tf.control_dependencies([one_each]):
+                max_lengths = tf.cast(tf.identity(max_lengths), tf.int32)      # [b]
+    return state, ids, beam, max_lengths
+
+
+def _checked_length(sequence_length):
+    """sequence_length as a Python int or scalar int32 tensor, >= 1 (a tensor: when run)."""
+    if not isinstance(sequence_length, tf.Tensor):
+        _check(isinstance(sequence_length, numbers.Integral) and sequence_length >= 1,
+               "sequence_length must be an int >= 1 or a tensor, got %r", sequence_length)
+        return sequence_length
+    sequence_length = tf.cast(sequence_length, tf.int32)
+    positive = tf.debugging.assert_positive(sequence_length, message="sequence_length must be >= 1")
+    with tf.control_dependencies([positive]):
+        return tf.identity(sequence_length)
+
+
+def _advance(update_fn, state, ids, beam, step, end_token_id, alpha, max_lengths, trace):
+    """One step: the model, select_best, the state reordered; returns (state, beam, record)."""
+    new_state, logits = update_fn(state, ids)                                 # [b, k, vocab]
+    _check(logits.shape.ndims in (None, 3),
+           "update_fn must return logits [batch, beam, vocab], got %s", logits.shape)
+    vocab_size = logits.shape.as_list()[-1] if logits.shape.ndims else None
+    _check(0 <= end_token_id < (vocab_size or np.inf),
+           "end_token_id %r is outside the vocabulary of %s logits", end_token_id, vocab_size)
+    beam, token_ids, parent_ids = select_best(logits, beam, step, end_token_id, alpha,
+                                              max_lengths)
+    if ids.shape[1] != 1:  # a beam of one has only its own parent
+        new_state = tf.nest.map_structure(lambda s: batch_gather(s, parent_ids), new_state)
+    record = {"token_ids": token_ids, "parent_ids": parent_ids}               # [b, k] each
+    if trace:
+        record.update(scores=beam_scores(beam, alpha), finished=beam.finished)
+        if isinstance(new_state, dict) and "attention" in new_state:
+            record["attention"] = new_state["attention"]                       # [b, k, src]
+    return new_state, beam, record
+
+
+def backtrack(parent_ids, *histories):
+    """Follows the parent slots back from every last slot.
+
+    Args:
+      parent_ids: [time, batch, beam] int32, the slot each slot extends.
+      *histories: [time, batch, beam, ...] tensors recorded per step and slot.
+    Returns:
+      A list: each history along the final hypotheses, [batch, beam, time, ...].
+    """
+    with tf.name_scope("backtrack"):
+        _, batch_size, beam_width = get_shape(parent_ids)
+        last_slots = tf.tile(tf.range(beam_width)[None], [batch_size, 1])     # [b, k]
+
+        def step_back(carry, step):
+            slots = carry[0]                                                    # [b, k]
+            return tuple(batch_gather(values, slots) for values in step)
+
+        paths = tf.scan(step_back, (parent_ids,) + histories,
+                        initializer=(last_slots,) + tuple(h[0] for h in histories),
+                        reverse=True, back_prop=False)[1:]                     # [t, b, k, ...]
+        return [tf.transpose(p, [1, 2, 0] + list(range(3, p.shape.ndims))) for p in paths]
+
+
+def _results(history, beam, end_token_id, alpha, trace):
+    """(ids [b, k, t], scores [b, k], lengths [b, k]) and the trace dict if `trace`."""
+    with tf.name_scope("results"):
+        keys = ["token_ids"] + (["attention"] if "attention" in history else [])
+        if beam.lengths.shape[1] == 1:  # greedy: no branches to follow
+            paths = [tf.transpose(history[key], [1, 2, 0] + list(range(3, history[key].shape.ndims)))
+                     for key in keys]                                           # [b, 1, t, ...]
+        else:
+            paths = backtrack(history["parent_ids"], *[history[key] for key in keys])
+        scores = beam_scores(beam, alpha)                                      # [b, k]
+        possible = tf.greater(scores, -np.inf)  # -inf: beam filler, ids all end, length 0
+        ids = tf.where_v2(possible[..., None], paths[0], end_token_id)        # [b, k, t]
+        lengths = tf.where_v2(possible, beam.lengths, 0)                       # [b, k]
+        if not trace:
+            return ids, scores, lengths
+        steps = {key: tf.transpose(history[key], [1, 0, 2])                    # [b, t, k]
+                 for key in ("token_ids", "parent_ids", "scores", "finished")}
+        if len(paths) > 1:
+            steps["attention"] = paths[1]                                       # [b, k, t, src]
+        return ids, scores, lengths, steps
+
+
+def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width, begin_token_id,
+                    end_token_id, length_penalty=0.0, name="rnn", max_lengths=None, trace=False):
+    """Beam search unrolled in Python: one graph step per token (DESIGN.md's contract).
+
+    Args:
+      update_fn: (state nested [batch, beam, ...], ids [batch, beam] int32) ->
+        (new_state, logits [batch, beam, vocab]); a tf.make_template shares its variables.
+      initial_state: nested [batch, ...] tensors, tiled over the beam.
+      sequence_length: Python int >= 1, the most tokens; every step is built.
+      beam_width: Python int >= 1.
+      begin_token_id, end_token_id: ints.
+      length_penalty: alpha in ((5 + length) / 6) ** alpha.
+      name: name scope.
+      max_lengths: None or [batch] ints, each sentence's most tokens, end included.
+      trace: also return the trace dict of PLAN/DESIGN ("Search trace").
+    Returns:
+      (ids [batch, beam, time] int32, end token repeated after it; scores
+      [batch, beam] float32, best first; lengths [batch, beam] int32 counting
+      the end token), and the trace if `trace`.
+    """
+    with tf.name_scope(name):
+        sequence_length = _checked_length(sequence_length)
+        state, ids, beam, max_lengths = _start(initial_state, beam_width, begin_token_id,
+                                               max_lengths)
+        records = []
+        for step in range(sequence_length):
+            with tf.name_scope("step_%d" % step):
+                state, beam, record = _advance(update_fn, state, ids, beam, step, end_token_id,
+                                               length_penalty, max_lengths, trace)
+            ids = record["token_ids"]                                          # [b, k]
+            records.append(record)
+        history = {key: tf.stack([record[key] for record in records]) for key in records[0]}
+        return _results(history, beam, end_token_id, length_penalty, trace)  # history [t, b, k, ...]
+
+
+def while_loop_beam_search(update_fn, initial_state, sequence_length, beam_width,
+                           begin_token_id, end_token_id, length_penalty=0.0, name="while_loop",
+                           max_lengths=None, trace=False):
+    """Beam search in a tf.while_loop that stops once every hypothesis has finished.
+
+    Args and Returns as `rnn_beam_search`, but `sequence_length` may also be a
+    scalar int32 tensor, and time is the number of steps run (results equal
+    running all `sequence_length` steps).
+    """
+    with tf.name_scope(name):
+        sequence_length = _checked_length(sequence_length)
+        state, ids, beam, max_lengths = _start(initial_state, beam_width, begin_token_id,
+                                               max_lengths)
+        keys = {"token_ids": tf.int32, "parent_ids": tf.int32}
+        if trace:
+            keys.update(scores=tf.float32, finished=tf.bool)
+            if isinstance(initial_state, dict) and "attention" in initial_state:
+                keys["attention"] = tf.float32
+        history = {key: tf.TensorArray(dtype, size=0, dynamic_size=True, name=key)
+                   for key, dtype in keys.items()}
+
+        def not_done(step, state, ids, beam, history):
+            return tf.logical_and(step < sequence_length,
+                                  tf.logical_not(tf.reduce_all(beam.finished)))
+
+        def body(step, state, ids, beam, history):
+            state, beam, record = _advance(update_fn, state, ids, beam, step, end_token_id,
+                                           length_penalty, max_lengths, trace)
+            history = {key: history[key].write(step, record[key]) for key in history}
+            return step + 1, state, record["token_ids"], beam, history
+
+        loop_vars = (tf.constant(0), state, ids, beam, history)
+        _, _, _, beam, history = tf.while_loop(
+            not_done, body, loop_vars, shape_invariants=batch_free_shape_invariants(loop_vars),
+            back_prop=False, name="search")
+        history = {key: array.stack() for key, array in history.items()}        # [t, b, k, ...]
+        return _results(history, beam, end_token_id, length_penalty, trace)
+
+
+def greedy_search(update_fn, initial_state, sequence_length, begin_token_id, end_token_id,
+                  length_penalty=0.0, name="greedy", max_lengths=None, trace=False):
+    """Greedy decoding: `while_loop_beam_search` with a beam of one.
+
+    Args and Returns as `while_loop_beam_search` without `beam_width`; the beam
+    dimension of every output is 1.
+    """
+    return while_loop_beam_search(update_fn, initial_state, sequence_length, 1, begin_token_id,
+                                  end_token_id, length_penalty, name, max_lengths, trace)
