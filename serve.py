@@ -3,19 +3,11 @@
     python serve.py --model_dir runs/default [--host 127.0.0.1] [--port 8080]
                     [--export_dir E] [--no_batching] [--warm_up_source_tokens N]
 
-The HTTP server (waitress, never Flask's development server) starts at once
-and answers GET /healthz with 503 while a background thread loads the model;
-the URL is printed again when the model is ready. SIGTERM or SIGINT stops the
-server after the requests in flight have been answered. One graph, one
-session: the model is loaded once and shared by every request.
-
-The unrolled decoder has one graph per beam width and output length bucket,
-each seconds to build: it serves sources of up to --warm_up_source_tokens
-tokens (default 16), whose graphs at the default beam width are built before
-the server says it is ready; longer sources are a 400 (use while_loop). With
---warm_up_source_tokens 0 no graph is built at the start (the quickest
-start, for development and tests) and the unrolled decoder serves up to the
-default 16 tokens, building each graph on first use.
+Waitress starts at once and answers /healthz with 503 while a thread loads the
+model; "ready: URL" is printed when it is loaded. SIGTERM or SIGINT stops the
+server once the requests in flight are answered. The unrolled decoder serves
+sources of up to --warm_up_source_tokens tokens (its graphs for them are built
+before "ready"; 0: none built, up to 16 served).
 """
 
 import argparse
@@ -23,25 +15,18 @@ import logging
 import os
 import signal
 import sys
+import threading
+import time
 
 from seq2seq.config import ConfigError, load_config
-from server.app import DEFAULT_MAX_UNROLLED_TOKENS, create_app
+from server.app import DEFAULT_MAX_UNROLLED_TOKENS, ModelSlot, create_app
 from server.graceful_server import GracefulServer
-from server.loader import BackgroundLoader
-from server.model_slot import ModelSlot
 
-# Waitress threads beyond one per sentence of a full micro-batch: single-sentence
-# requests each hold a thread while they wait for their batch, so that a full
-# batch can gather, and a few more let /healthz and the page be answered beside
-# it. Only beside it: waitress queues requests first in, first out, so with more
-# requests in flight than threads (max_batch_sentences + SPARE_THREADS) a
-# /healthz waits behind those that came before it.
+LOG = logging.getLogger("seq2seq.serve")
+# Waitress threads beyond one per sentence of a full batch, so that /healthz
+# and the page are answered beside it.
 SPARE_THREADS = 4
-# Waitress reads and answers every request on one I/O thread, which needs the
-# GIL like the request threads do: handing the GIL over every 1 ms rather than
-# Python's 5 ms gets it there sooner. Six load runs at 32 clients, alternating
-# with 5 ms in both orders (docs/BENCHMARKS.md): 8-41% more requests/s with
-# batching on and 7-39% with it off, in every pair.
+# Waitress's one I/O thread gets the GIL sooner (docs/BENCHMARKS.md).
 GIL_SWITCH_INTERVAL_S = 0.001
 
 
@@ -71,7 +56,7 @@ def parse_args(argv):
                         help="serve this exported SavedModel instead of the best-BLEU checkpoint "
                              "(MODEL_DIR/best/, else the latest)")
     parser.add_argument("--no_batching", action="store_true",
-                        help="translate every request alone (same as serve.batch_window_ms: 0)")
+                        help="translate every request alone, concurrently (serve.batching: false)")
     parser.add_argument("--warm_up_source_tokens", type=token_count,
                         default=DEFAULT_MAX_UNROLLED_TOKENS,
                         help="the unrolled decoder serves sources of up to this many tokens, "
@@ -82,21 +67,45 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
+def load_model(slot, args, config):
+    """Loads and warms up the Translator, then fills `slot`; returns whether it loaded."""
+    started = time.monotonic()
+    try:
+        import tensorflow.compat.v1 as tf  # seconds: /healthz already answers 503 meanwhile
+        from decode.translator import Translator
+
+        tf.disable_v2_behavior()
+        translator = Translator(args.model_dir, export_dir=args.export_dir,
+                                hparams="decode.inter_op_threads=-1,decode.intra_op_threads=%d"
+                                % config["serve"]["intra_op_threads"])
+        LOG.info("model %s (step %d) restored; building its decoder graphs",
+                 translator.model_name, translator.step)
+        widths = [config["decode"]["beam_width"]]
+        translator.warm_up([d for d in translator.decoders if d != "unrolled"], widths)
+        if args.warm_up_source_tokens and "unrolled" in translator.decoders:
+            translator.warm_up(["unrolled"], widths, max_source_length=args.warm_up_source_tokens)
+    except Exception:  # whatever it is, the server cannot serve without a model
+        LOG.exception("loading the model from %s failed", args.model_dir)
+        return False
+    slot.fill(translator)
+    LOG.info("model %s (step %d) loaded in %.1fs", translator.model_name, translator.step,
+             time.monotonic() - started)
+    return True
+
+
 def main(argv=None):
     args = parse_args(argv)
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        # The model directory's own config: the limits the model was set up with.
         config = load_config(os.path.join(args.model_dir, "config.yaml"))
     except ConfigError as error:
         print("serve.py: %s (is %s a model directory written by train.py?)"
               % (error, args.model_dir), file=sys.stderr)
         return 2
     if args.no_batching:
-        config["serve"]["batch_window_ms"] = 0.0
-
+        config["serve"]["batching"] = False
     model = ModelSlot()
     app = create_app(model, config, max_unrolled_tokens=(args.warm_up_source_tokens
                                                          or DEFAULT_MAX_UNROLLED_TOKENS))
@@ -111,19 +120,24 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, server.request_stop)
     signal.signal(signal.SIGINT, server.request_stop)
     print("listening on %s (loading the model)" % server.url, flush=True)
+    outcome = []
 
-    loader = BackgroundLoader(model, args.model_dir, args.export_dir,
-                              warm_up_beam_widths=[config["decode"]["beam_width"]],
-                              warm_up_source_tokens=args.warm_up_source_tokens)
-    loading = loader.start(on_ready=lambda: print("ready: %s" % server.url, flush=True),
-                           on_failure=server.request_stop)
+    def load():
+        outcome.append(load_model(model, args, config))
+        if outcome[0]:
+            print("ready: %s" % server.url, flush=True)
+        else:
+            server.request_stop()
+
+    # A daemon thread: a stop during loading does not wait for the load.
+    loading = threading.Thread(target=load, name="model-loader", daemon=True)
+    loading.start()
     server.serve()
-    logging.getLogger("seq2seq.serve").info("stopped")
-    exit_code = 1 if loader.failed else 0
+    LOG.info("stopped")
+    exit_code = 1 if outcome == [False] else 0
     if loading.is_alive():
-        # Interpreter shutdown would end the loader thread wherever it is, and
-        # inside TensorFlow's C++ code that aborts the process ("FATAL:
-        # exception not rethrown", exit 134): leave without the shutdown.
+        # Interpreter shutdown would end the loader inside TensorFlow's C++ code
+        # and abort the process (exit 134): leave without it.
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(exit_code)

@@ -97,8 +97,13 @@ DEFAULTS = {
         "max_texts": 32,  # most texts in one request, >= 1
         "max_chars": 500,  # most characters in one text (after trimming), >= 1
         "max_tokens": 128,  # most source subword tokens in one text, >= 1
-        "batch_window_ms": 5.0,  # gather concurrent requests this long, >= 0; 0: no batching
-        "max_batch_sentences": 64,  # most sentences in one micro-batch (a larger request runs alone), >= 1
+        "batch_window_ms": 5.0,  # unused: batches form with no window (kept so older model dirs load)
+        "max_batch_sentences": 64,  # most sentences in one batch (a larger request runs alone), >= 1
+        # Continuous batching; the figures behind these three: docs/BENCHMARKS.md ("Serving").
+        "batching": True,  # batch concurrent requests (serve.py --no_batching: false)
+        "concurrent_batches": 0,  # batches running at once, >= 0 (0: one per CPU core)
+        "intra_op_threads": 1,  # threads within one op of a batch's model call, >= 0 (0: TF picks)
+        "batch_step_overhead": 3.0,  # a step's fixed cost in sentence-steps (length grouping), >= 0
     },
 }
 
@@ -347,7 +352,8 @@ def _validate(config):
         "train.eval_bleu_sentences", "train.throttle_secs", "train.histogram_steps",
         "train.eval_attention_images", "train.label_smoothing",
         "decode.max_length_ratio", "decode.length_penalty", "decode.intra_op_threads",
-        "serve.batch_window_ms"), 0)
+        "serve.batch_window_ms", "serve.concurrent_batches", "serve.intra_op_threads",
+        "serve.batch_step_overhead"), 0)
     _check_at_least(config, ["train.learning_rate"], 0, strict=True)
 
 

@@ -1,66 +1,156 @@
-"""The Flask application: routes, JSON errors and the access log.
+"""The Flask application: routes, request checks, JSON errors and the access log.
 
 The HTTP API is DESIGN.md's: POST /translate, GET /healthz, GET /v1/info and
-GET / (the page). The app holds no global state: everything it needs is made
-in :func:`create_app` and captured by the route functions.
+GET / (the page). Everything the routes need is made in `create_app`.
 """
 
 import collections
+import json
 import logging
 import os
 import time
+import unicodedata
 
 from flask import Flask, Response, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from decode.checks import shown
-from server.batcher import MicroBatcher, Unbatched
-from server.errors import ApiError, body_over_limit_message, error_response
-from server.model_slot import ModelNotReady
-from server.validation import DEFAULT_DECODER, TranslateRequestParser, limits_from_config
+from server.batcher import Batcher, Unbatched
 
+LOG = logging.getLogger("seq2seq.serve")
 ACCESS_LOG = logging.getLogger("seq2seq.serve.access")
-ERROR_LOG = logging.getLogger("seq2seq.serve")
 PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static", "index.html")
 ROUTES = "GET /, GET /healthz, GET /v1/info, POST /translate"
-MAX_LOGGED_CHARS = 200
-# An HTTP method as a 405 message names it; a longer one is cut short.
-MAX_METHOD_CHARS = 20
 # The page is self-contained: it may talk to this server and load nothing else.
 PAGE_POLICY = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
                "connect-src 'self'; img-src data:")
-# The longest source the unrolled decoder serves unless told otherwise (serve.py's
-# --warm_up_source_tokens default): its graphs for up to 16 tokens are 5 length
-# buckets per beam width, each seconds to build.
-DEFAULT_MAX_UNROLLED_TOKENS = 16
+CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed",
+         413: "payload_too_large", 415: "unsupported_media_type",
+         431: "request_header_fields_too_large", 500: "internal_error", 501: "not_implemented",
+         503: "unavailable"}
+DEFAULT_DECODER = "while_loop"
+FIELDS = ("text", "texts", "decoder", "beam_width", "n_best", "trace")
+DEFAULT_MAX_UNROLLED_TOKENS = 16  # serve.py's --warm_up_source_tokens default
+MAX_EXAMPLES = 8
+MAX_LOGGED_CHARS = 200
+MAX_METHOD_CHARS = 20
+MAX_SHOWN_CHARS = 40
+MAX_INTEGER_DIGITS = 100  # longer integers read as +-10**100: out of every range alike
+ALLOWED_CONTROLS = frozenset("\t\n\r")  # whitespace a pasted paragraph may carry
+
+Limits = collections.namedtuple(
+    "Limits", "max_body_bytes max_texts max_chars max_tokens max_unrolled_tokens")
+# What requests must share to share a batch (n_best too when traced: see _batch_key).
+BatchKey = collections.namedtuple("BatchKey", "decoder beam_width trace n_best")
+ItemResult = collections.namedtuple("ItemResult", "translation graphs_built")
+
+
+class ApiError(Exception):
+    """A request the server refuses, with the status and message to send back."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+class ModelNotReady(Exception):
+    """The translator is still loading."""
+
+
+def error_document(status, message):
+    """DESIGN.md's JSON error body for an HTTP status."""
+    return {"error": {"code": CODES.get(status, "error"), "message": message}}
+
+
+def body_over_limit_message(max_body_bytes):
+    """The 413 message, the same whether the app or waitress refuses the body."""
+    return "the body is over the limit of %d bytes" % max_body_bytes
+
+
+def shown(value, limit=MAX_SHOWN_CHARS):
+    """A client's value as a message shows it: its JSON text, cut short."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10 ** 15:
+        return "an integer of more than 15 digits"
+    text = json.dumps(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+class ModelSlot:
+    """Holds the translator (and its page examples) once loaded; empty until `fill`."""
+
+    def __init__(self, translator=None):
+        self._loaded = None
+        if translator is not None:
+            self.fill(translator)
+
+    @property
+    def ready(self):
+        return self._loaded is not None
+
+    def fill(self, translator):
+        self._loaded = (translator, read_examples(translator.config))
+
+    def loaded(self):
+        """Returns (translator, examples), or raises ModelNotReady."""
+        if self._loaded is None:
+            raise ModelNotReady("the model is still loading; retry shortly")
+        return self._loaded
+
+    def get(self):
+        return self.loaded()[0]
+
+
+def read_examples(config, limit=MAX_EXAMPLES):
+    """Up to `limit` held-out source sentences for the page, evenly spread.
+
+    Args:
+      config: a resolved config; reads data.data_dir/test.src, else dev.src
+        (a relative data_dir is the working directory's).
+    Returns:
+      A list of strings, empty (and the reason logged) when there are none.
+    """
+    configured = (config.get("data") or {}).get("data_dir")
+    if not configured:
+        LOG.info("no example sentences for the page: the config names no data.data_dir")
+        return []
+    data_dir = os.path.abspath(configured)
+    for name in ("test.src", "dev.src"):
+        path = os.path.join(data_dir, name)
+        if not os.path.isfile(path):
+            continue
+        try:
+            with open(path, encoding="utf-8") as split_file:
+                sentences = list(dict.fromkeys(line.strip() for line in split_file if line.strip()))
+        except (OSError, ValueError) as error:  # ValueError: not UTF-8
+            LOG.warning("no example sentences: cannot read %s (%s)", path, error)
+            return []
+        if not sentences:
+            LOG.info("no example sentences for the page: %s holds none", path)
+        count = min(limit, len(sentences))
+        return [sentences[index * len(sentences) // count] for index in range(count)]
+    LOG.info("no example sentences for the page: %s holds no test.src or dev.src%s", data_dir,
+             "" if os.path.isabs(configured) else
+             " (data.data_dir %s is relative to the working directory)" % json.dumps(configured))
+    return []
 
 
 def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS):
     """Builds the application.
 
     Args:
-      model: a server.model_slot.ModelSlot; requests that need the model answer
-        503 while it is empty.
-      config: the resolved config; the "serve" section sets the limits and the
-        batching ("serve.batch_window_ms: 0" turns batching off). The beam
-        widths are the translator's (`Translator.beam_widths`).
-      max_unrolled_tokens: the longest source, in tokens, the unrolled decoder
-        serves (longer ones are a 400). Its graph grows with the length, one
-        per length bucket and beam width, each seconds to build under one
-        lock and kept for good: unbounded, one client could stall the others
-        and grow the graph without end. serve.py passes the length it builds
-        the graphs for before it says it is ready.
+      model: a ModelSlot; requests that need the model answer 503 while it is empty.
+      config: the resolved config; its "serve" section sets the limits and the batching.
+      max_unrolled_tokens: the longest source, in tokens, the unrolled decoder serves.
     Returns:
       A Flask app (a WSGI application).
     """
     app = Flask(__name__, static_folder=None)
-    # Waitress (server.graceful_server) refuses larger bodies at the headers
-    # already; this is the limit under any other WSGI server too.
-    app.config["MAX_CONTENT_LENGTH"] = config["serve"]["max_body_bytes"]
+    serve = config["serve"]
+    app.config["MAX_CONTENT_LENGTH"] = serve["max_body_bytes"]
     app.json.sort_keys = False
     app.json.ensure_ascii = False
-    limits = limits_from_config(config, max_unrolled_tokens)
-    batcher = _make_batcher(model, config["serve"])
+    limits = Limits(serve["max_body_bytes"], serve["max_texts"], serve["max_chars"],
+                    serve["max_tokens"], max_unrolled_tokens)
+    batcher = _make_batcher(model, serve)
     with open(PAGE, encoding="utf-8") as page_file:
         page = page_file.read()
 
@@ -72,13 +162,13 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS):
 
     @app.get("/healthz")
     def healthz():
-        if not model.ready:
-            return jsonify(status="loading"), 503
-        return jsonify(status="ok")
+        return (jsonify(status="ok"), 200) if model.ready else (jsonify(status="loading"), 503)
 
     @app.get("/v1/info")
     def info():
         translator, examples = model.loaded()
+        widths = translator.beam_widths
+        totals = batcher.counts.totals()
         return jsonify(
             model={"name": translator.model_name, "step": translator.step,
                    "source_vocab_size": translator.source_vocab_size,
@@ -87,28 +177,31 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS):
             defaults={"decoder": DEFAULT_DECODER,
                       "beam_width": translator.check_options(DEFAULT_DECODER), "n_best": 1},
             decoding={"length_penalty": translator.config["decode"]["length_penalty"]},
-            limits=_limits_info(limits, translator),
-            batching=_batching_info(batcher, config["serve"]),
+            limits=dict(limits._asdict(), min_beam_width=widths[0], max_beam_width=widths[-1],
+                        max_n_best=widths[-1]),
+            tracing=True,  # POST /translate takes "trace": true with one text
+            batching={"enabled": isinstance(batcher, Batcher),
+                      "concurrent_batches": getattr(batcher, "concurrency", None),
+                      "max_batch_sentences": serve["max_batch_sentences"],
+                      "model_calls": totals["calls"], "sentences": totals["items"],
+                      "model_call_seconds": round(totals["seconds"], 6)},
             examples=examples)
 
     @app.post("/translate")
     def translate():
         translator = model.get()
-        parsed = TranslateRequestParser(limits, translator).parse(
-            request.mimetype, request.mimetype_params.get("charset"), request.get_data(cache=False))
-        g.sentences = len(parsed.token_ids)
-        settings = parsed.settings
-        answer = batcher.submit(BatchKey(settings.decoder, settings.beam_width),
-                                [(ids, settings.n_best) for ids in parsed.token_ids])
-        # Every item of a batch carries the batch's count (see _make_batcher).
-        graphs_built = answer.results[0].graphs_built
+        _check_content_type(request.mimetype, request.mimetype_params.get("charset"))
+        fields = _parse_json_object(request.get_data(cache=False))
+        token_ids, n_best, key = _parse_request(fields, limits, translator)
+        g.sentences = len(token_ids)
+        answer = batcher.submit(key, [(ids, n_best) for ids in token_ids],
+                                max(map(len, token_ids)))
         return jsonify(
             translations=[_translation_json(result.translation) for result in answer.results],
-            decoder=settings.decoder,
-            beam_width=settings.beam_width,
+            decoder=key.decoder, beam_width=key.beam_width,
             elapsed_ms=round(_elapsed_ms(), 2),
             decode_ms=round(answer.call_seconds * 1000.0, 2),
-            graphs_built=graphs_built,
+            graphs_built=answer.results[0].graphs_built,
             model={"name": translator.model_name, "step": translator.step})
 
     _install_error_handlers(app)
@@ -116,88 +209,196 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS):
     return app
 
 
-# What requests must share to share a batch: n_best is not part of it, as it only
-# picks from the same beam (each request's own is applied after the call).
-BatchKey = collections.namedtuple("BatchKey", "decoder beam_width")
-
-# What the batcher hands back per item: its translation, and how many decoder
-# graphs its batch's model call built (the same for every item of the batch).
-ItemResult = collections.namedtuple("ItemResult", "translation graphs_built")
-
-
-def _make_batcher(model, serve_config):
-    """A MicroBatcher over the model, or Unbatched when the window is 0.
-
-    Its items are (source token ids, n_best) pairs, its keys BatchKeys, its
-    results ItemResults.
-    """
+def _make_batcher(model, serve):
+    """A Batcher over the model's translator, or Unbatched when serve.batching is off."""
 
     def run_batch(key, items):
         translator = model.get()
-        largest_n_best = max(n_best for _, n_best in items)
-        # A graph built on first use (a new beam width, a new unrolled length
-        # bucket) takes seconds of this call's time: the answer says so. Per
-        # thread, so the builds of batches running meanwhile are not counted.
+        # Graphs built on first use take seconds of this call: the answer says so.
         with translator.recording_builds() as built:
             translations = translator.translate_tokens(
-                [token_ids for token_ids, _ in items], decoder=key.decoder,
-                beam_width=key.beam_width, n_best=largest_n_best)
+                [ids for ids, _ in items], decoder=key.decoder, beam_width=key.beam_width,
+                n_best=max(n_best for _, n_best in items), trace=key.trace)
         return [ItemResult(translation._replace(n_best=translation.n_best[:n_best]), len(built))
                 for translation, (_, n_best) in zip(translations, items)]
 
-    window_ms = serve_config["batch_window_ms"]
-    if window_ms <= 0:
+    if not serve["batching"]:
         return Unbatched(run_batch)
-    return MicroBatcher(run_batch, window_ms / 1000.0, serve_config["max_batch_sentences"])
-
-
-def _batching_info(batcher, serve_config):
-    """The batching settings, and what the model calls have done since the start."""
-    totals = batcher.counts.totals()
-    return {"enabled": isinstance(batcher, MicroBatcher),
-            "window_ms": serve_config["batch_window_ms"],
-            "max_batch_sentences": serve_config["max_batch_sentences"],
-            "model_calls": totals["calls"], "sentences": totals["items"],
-            "model_call_seconds": round(totals["seconds"], 6)}
-
-
-def _limits_info(limits, translator):
-    """/v1/info's limits: the request limits, and the beam widths the translator accepts."""
-    info = limits._asdict()
-    info.update(min_beam_width=translator.beam_widths[0],
-                max_beam_width=translator.beam_widths[-1],
-                max_n_best=translator.beam_widths[-1])
-    return info
+    concurrency = serve["concurrent_batches"] or os.cpu_count() or 1
+    batcher = Batcher(run_batch, concurrency, serve["max_batch_sentences"],
+                      serve["batch_step_overhead"])
+    batcher.concurrency = concurrency
+    return batcher
 
 
 def _translation_json(translation):
-    return {"text": translation.text, "score": float(translation.score),
-            "n_best": [{"text": hypothesis.text, "score": float(hypothesis.score)}
-                       for hypothesis in translation.n_best]}
+    answer = {"text": translation.text, "score": float(translation.score),
+              "n_best": [{"text": hypothesis.text, "score": float(hypothesis.score)}
+                         for hypothesis in translation.n_best],
+              "unfamiliar": bool(translation.unfamiliar)}
+    if translation.trace is not None:
+        answer["trace"] = translation.trace
+    return answer
 
 
-def _elapsed_ms():
-    return (time.perf_counter() - g.started) * 1000.0
+# --- Request checks: every message names the field and the limit -----------------------------
+
+def _check_content_type(mimetype, charset):
+    if mimetype != "application/json":
+        raise ApiError(415, "send the body as JSON with Content-Type: application/json, "
+                       "got %s" % (json.dumps(mimetype) if mimetype else "no Content-Type"))
+    if charset is not None and charset.lower() not in ("utf-8", "utf8"):
+        raise ApiError(415, "the body must be UTF-8, got charset=%s" % charset)
+
+
+def _reject_constant(name):
+    raise ValueError("%s is not a JSON value" % name)  # NaN, Infinity: Python's, not JSON
+
+
+def _parse_int(text):
+    if len(text.lstrip("-")) <= MAX_INTEGER_DIGITS:
+        return int(text)
+    return (-1 if text.startswith("-") else 1) * 10 ** MAX_INTEGER_DIGITS
+
+
+def _object_without_repeated_names(pairs):
+    """A JSON object as a dict; a repeated name has no one meaning across parsers: 400."""
+    value = {}
+    for name, member in pairs:
+        if name in value:
+            raise ApiError(400, "the field %s appears twice; give each field once" % shown(name))
+        value[name] = member
+    return value
+
+
+def json_type_name(value):
+    """The JSON name of a parsed value's type, for error messages."""
+    for kind, name in ((type(None), "null"), (bool, "a boolean"), ((int, float), "a number"),
+                       (str, "a string"), (list, "an array")):
+        if isinstance(value, kind):
+            return name
+    return "an object"
+
+
+def _parse_json_object(body):
+    """Decodes a UTF-8 JSON object, or raises ApiError naming what is wrong."""
+    if not body.strip():
+        raise ApiError(400, 'the body is empty; send a JSON object such as {"text": "Hello"}')
+    try:
+        document = body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ApiError(400, "the body is not valid UTF-8 (byte 0x%02x at offset %d)"
+                       % (body[error.start], error.start)) from None
+    try:
+        value = json.loads(document, parse_constant=_reject_constant, parse_int=_parse_int,
+                           object_pairs_hook=_object_without_repeated_names)
+    except ValueError as error:
+        raise ApiError(400, "the body is not valid JSON: %s" % error) from None
+    except RecursionError:
+        raise ApiError(400, "the body is not valid JSON: nested too deeply") from None
+    if not isinstance(value, dict):
+        raise ApiError(400, "the body must be a JSON object, got %s" % json_type_name(value))
+    return value
+
+
+def _parse_request(fields, limits, translator):
+    """Returns (each text's source token ids, n_best, BatchKey), or raises ApiError (400)."""
+    unknown = sorted(set(fields) - set(FIELDS))
+    if unknown:
+        raise ApiError(400, "unknown field %s; the fields are %s"
+                       % (shown(unknown[0]), ", ".join(FIELDS)))
+    if ("text" in fields) == ("texts" in fields):
+        raise ApiError(400, 'give exactly one of "text" (a string) or "texts" (a list of strings)')
+    if "text" in fields:
+        named = [("text", fields["text"])]
+    else:
+        texts = fields["texts"]
+        if not isinstance(texts, list):
+            raise ApiError(400, "texts must be a list of strings, got %s" % json_type_name(texts))
+        if not texts:
+            raise ApiError(400, "texts is empty")
+        if len(texts) > limits.max_texts:
+            raise ApiError(400, "texts has %d entries; the limit is %d"
+                           % (len(texts), limits.max_texts))
+        named = [("texts[%d]" % index, text) for index, text in enumerate(texts)]
+    token_ids = [_token_ids(name, text, limits, translator) for name, text in named]
+    trace = fields.get("trace")
+    if trace not in (None, True, False):
+        raise ApiError(400, "trace must be true or false, got %s" % shown(trace))
+    if trace and len(token_ids) != 1:
+        raise ApiError(400, "trace needs exactly one text, got texts with %d" % len(token_ids))
+    decoder = fields.get("decoder")
+    decoder = DEFAULT_DECODER if decoder is None else decoder
+    beam_width, n_best = _optional_integer(fields, "beam_width"), _optional_integer(fields, "n_best")
+    n_best = 1 if n_best is None else n_best
+    try:
+        beam_width = translator.check_options(decoder, beam_width, n_best)
+    except ValueError as error:
+        raise ApiError(400, str(error)) from None
+    if decoder == "unrolled":
+        for (name, _), ids in zip(named, token_ids):
+            if len(ids) > limits.max_unrolled_tokens:
+                raise ApiError(400, "%s has %d tokens; the unrolled decoder's graph grows with "
+                               "the length, so it serves up to %d source tokens here; use "
+                               "while_loop" % (name, len(ids), limits.max_unrolled_tokens))
+    # Traced requests share a batch with those of the same n_best only: nothing to cut.
+    return token_ids, n_best, BatchKey(decoder, beam_width, bool(trace), n_best if trace else None)
+
+
+def _token_ids(name, text, limits, translator):
+    """Returns the source token ids of one text, or raises ApiError."""
+    if not isinstance(text, str):
+        raise ApiError(400, "%s must be a string, got %s" % (name, json_type_name(text)))
+    text = text.strip()
+    if not text:
+        raise ApiError(400, "%s is empty" % name)
+    if len(text) > limits.max_chars:
+        raise ApiError(400, "%s has %d characters; the limit is %d"
+                       % (name, len(text), limits.max_chars))
+    for position, char in enumerate(text):
+        category = unicodedata.category(char)
+        if category == "Cc" and char not in ALLOWED_CONTROLS:
+            raise ApiError(400, "%s contains the control character U+%04X at position %d"
+                           % (name, ord(char), position))
+        if category == "Cs":  # a lone "\ud800" parses as JSON but cannot be encoded
+            raise ApiError(400, "%s contains an unpaired surrogate U+%04X at position %d"
+                           % (name, ord(char), position))
+    token_ids = translator.tokenize(text)
+    if not token_ids:  # normalisation drops some characters (a zero-width space)
+        raise ApiError(400, "%s is empty once tokenized: the tokenizer drops every "
+                       "character it has" % name)
+    if len(token_ids) > limits.max_tokens:
+        raise ApiError(400, "%s has %d tokens; the limit is %d (long words split into "
+                       "many tokens)" % (name, len(token_ids), limits.max_tokens))
+    return token_ids
+
+
+def _optional_integer(fields, name):
+    """fields[name] if a JSON integer, None if absent or null, else ApiError."""
+    value = fields.get(name)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ApiError(400, "%s must be an integer, got %s" % (name, shown(value)))
+    return value
+
+
+# --- Errors and the access log ------------------------------------------------------------------
+
+def error_response(status, message):
+    response = jsonify(error_document(status, message))
+    response.status_code = status
+    return response
 
 
 def _install_error_handlers(app):
     """Every failure becomes DESIGN.md's JSON error; internals stay in the log."""
-
-    @app.errorhandler(ApiError)
-    def api_error(error):
-        return error_response(error.status, error.message)
-
-    @app.errorhandler(ModelNotReady)
-    def model_not_ready(error):
-        return error_response(503, str(error))
+    app.register_error_handler(ApiError, lambda error: error_response(error.status, error.message))
+    app.register_error_handler(ModelNotReady, lambda error: error_response(503, str(error)))
 
     @app.errorhandler(HTTPException)
     def http_error(error):
         if error.code == 404:
-            # Cut short and JSON-quoted: a 5,000-character path gets no 5 KB reply.
             message = "no such path: %s; the paths are %s" % (shown(request.path), ROUTES)
         elif error.code == 405:
-            # HEAD and OPTIONS come with every route; name the methods that do something.
             useful = sorted(set(error.valid_methods) - {"HEAD", "OPTIONS"})
             message = "%s is not allowed on %s; use %s" % (
                 _method_shown(request.method), request.path, ", ".join(useful))
@@ -212,7 +413,7 @@ def _install_error_handlers(app):
 
     @app.errorhandler(Exception)
     def internal_error(error):
-        ERROR_LOG.exception("%s %s failed", _loggable(request.method), _loggable(request.path))
+        LOG.exception("%s %s failed", _loggable(request.method), _loggable(request.path))
         return error_response(500, "internal error; the server has logged the details")
 
 
@@ -232,12 +433,12 @@ def _install_access_log(app):
         return response
 
 
-def _method_shown(method):
-    """A request's method as a message names it: as it is if a short word, else cut short.
+def _elapsed_ms():
+    return (time.perf_counter() - g.started) * 1000.0
 
-    The path of a 405 is one of the routes, but the method is the client's
-    own: a 3,000-character method must not come back whole.
-    """
+
+def _method_shown(method):
+    """A short alphanumeric method as it is; any other cut short and quoted."""
     if len(method) <= MAX_METHOD_CHARS and method.replace("-", "").replace("_", "").isalnum() \
             and method.isascii():
         return method
@@ -245,12 +446,6 @@ def _method_shown(method):
 
 
 def _loggable(text):
-    r"""Client text as a log line may hold it: no line breaks or other controls.
-
-    A path's %0A decodes to a line break, which would start a forged log
-    line: controls, backslashes and non-ASCII characters are written as
-    Python escapes (\n, \\, \xe9), spaces too (as \x20, so that a field
-    never splits in two), and the whole is cut to MAX_LOGGED_CHARS.
-    """
+    r"""Client text as one log field: escaped (\n, \\, \xe9, spaces as \x20), cut short."""
     text = text.encode("unicode_escape").decode("ascii").replace(" ", "\\x20")
     return text if len(text) <= MAX_LOGGED_CHARS else text[:MAX_LOGGED_CHARS] + "..."

@@ -1,32 +1,18 @@
-"""Waitress with a graceful stop: finish what is in flight, then return.
+"""Waitress with a graceful stop, JSON errors of its own, and a lingering close after a 413.
 
-Waitress's own ``run()`` stops on KeyboardInterrupt by waiting for its worker
-threads, but the answers those threads produce are written to the sockets by
-the main loop, which has already stopped: in-flight requests lose their
-responses. So this class runs waitress's loop itself, one poll at a time, and
-on a stop request:
-
-1. closes the listening socket (new connections are refused at once),
-2. keeps polling until no connection has a request queued, being computed
-   or not yet fully sent (at most ``drain_timeout_s``; a keep-alive client
-   that goes on sending requests meanwhile is served until then),
-3. stops the worker threads and closes the remaining idle connections.
-
-``request_stop`` only sets a flag and wakes the loop, so it is safe as a
-signal handler and from any thread.
-
-Requests that waitress refuses itself, before the app sees them (a malformed
-request line or header, headers over its 256 KB limit, an unknown transfer
-encoding, a body over the limit), get DESIGN.md's JSON error too, rather than
-waitress's text/plain.
-
-The body limit is enforced by waitress, at the headers: a Content-Length over
-it is answered 413 at once, before a byte of the body is read (the app's own
-limit, Flask's MAX_CONTENT_LENGTH, applies only once the server has read the
-whole body into memory, and waitress's default limit is 1 GiB).
+On `request_stop` the server closes its listening socket, keeps serving until
+no connection has a request queued, running or unsent (at most
+`drain_timeout_s`), then stops. Waitress's own `run()` would lose the answers
+of requests in flight. Requests waitress refuses before the app sees them
+(malformed, headers over its limit, a body over the limit) get DESIGN.md's
+JSON error. A body over the limit is refused at its headers; the rest of it
+is then read and discarded (up to LINGER_BYTES / LINGER_S, like nginx's
+lingering close), so that a client still sending it reads the 413 rather
+than a connection reset.
 """
 
 import json
+import socket
 import threading
 import time
 
@@ -35,11 +21,12 @@ from waitress import wasyncore
 from waitress.channel import HTTPChannel
 from waitress.task import ErrorTask
 
-from server.errors import body_over_limit_message, error_document
+from server.app import body_over_limit_message, error_document
 
-# How long one poll may sleep when nothing happens; a stop request wakes it anyway.
 POLL_TIMEOUT_S = 1.0
 DRAIN_POLL_TIMEOUT_S = 0.05
+LINGER_BYTES = 64 * 1024 * 1024
+LINGER_S = 30.0
 
 
 class JsonErrorTask(ErrorTask):
@@ -48,12 +35,11 @@ class JsonErrorTask(ErrorTask):
     def execute(self):
         error = self.request.error  # a waitress.utilities.Error: code, reason, body
         if error.code == 413:
-            # The app's own 413 message: the limit, not waitress's off-by-one threshold.
             message = body_over_limit_message(self.channel.adj.max_request_body_size - 1)
+            self.channel.linger = True
         else:
             message = "%s: %s" % (error.reason, error.body)
-        body = json.dumps(error_document(error.code, message))
-        body = body.encode("utf-8")
+        body = json.dumps(error_document(error.code, message)).encode("utf-8")
         self.status = "%d %s" % (error.code, error.reason)
         self.response_headers.append(("Content-Type", "application/json"))
         self.set_close_on_finish()
@@ -62,9 +48,42 @@ class JsonErrorTask(ErrorTask):
 
 
 class JsonErrorChannel(HTTPChannel):
-    """A waitress connection whose own errors are JSON."""
+    """A waitress connection whose own errors are JSON, lingering after a 413."""
 
     error_task_class = JsonErrorTask
+    linger = False  # set by a 413: half-close and drain the body instead of closing
+    linger_until = None  # while draining: the monotonic time to stop at
+    drained = 0
+
+    def handle_close(self):
+        if self.linger and self.linger_until is None and self.connected:
+            try:
+                self.socket.shutdown(socket.SHUT_WR)  # the client reads the 413, then EOF
+                self.linger_until = time.monotonic() + LINGER_S
+                self.will_close = False
+                return
+            except OSError:
+                pass
+        self.linger = False
+        super().handle_close()
+
+    def readable(self):
+        return True if self.linger_until is not None else super().readable()
+
+    def writable(self):
+        return self.will_close if self.linger_until is not None else super().writable()
+
+    def handle_read(self):
+        if self.linger_until is None:
+            return super().handle_read()
+        try:
+            data = self.socket.recv(65536)
+        except OSError:
+            data = b""
+        self.drained += len(data)
+        if not data or self.drained > LINGER_BYTES or time.monotonic() > self.linger_until:
+            self.linger = False
+            super().handle_close()
 
 
 class GracefulServer:
@@ -74,9 +93,7 @@ class GracefulServer:
       app: the WSGI application.
       host, port: where to listen (port 0: any free port).
       threads: waitress worker threads, i.e. requests handled at once.
-      max_body_bytes: the largest request body; a larger one is answered 413
-        as soon as its headers are read (the config's serve.max_body_bytes,
-        the app's own limit).
+      max_body_bytes: the largest request body (larger: 413 at the headers).
       drain_timeout_s: the longest a stop waits for in-flight requests.
     """
 
@@ -84,8 +101,7 @@ class GracefulServer:
         self._stopping = threading.Event()
         self._socket_map = {}
         self._drain_timeout_s = drain_timeout_s
-        # Waitress refuses a body of max_request_body_size bytes or more; the
-        # app, one over max_body_bytes: the + 1 makes both mean "over the limit".
+        # Waitress refuses a body of max_request_body_size bytes or more: + 1 means "over".
         self._server = waitress.create_server(app, map=self._socket_map, host=host, port=port,
                                               threads=threads,
                                               max_request_body_size=max_body_bytes + 1)
@@ -94,12 +110,11 @@ class GracefulServer:
     @property
     def url(self):
         host = self._server.effective_host
-        if ":" in host:
-            host = "[%s]" % host
-        return "http://%s:%s/" % (host, self._server.effective_port)
+        return "http://%s:%s/" % ("[%s]" % host if ":" in host else host,
+                                  self._server.effective_port)
 
     def request_stop(self, *_signal_args):
-        """Asks serve() to finish in-flight requests and return."""
+        """Asks serve() to finish in-flight requests and return (safe in a signal handler)."""
         self._stopping.set()
         self._server.pull_trigger()
 
@@ -107,9 +122,7 @@ class GracefulServer:
         """Serves until request_stop() is called and the drain is over."""
         while not self._stopping.is_set():
             wasyncore.loop(timeout=POLL_TIMEOUT_S, map=self._socket_map, use_poll=True, count=1)
-        # The base class's close() closes the listening socket only; the
-        # server's own close() would also close the trigger that worker
-        # threads still pull to hand their answers to this loop.
+        # The listening socket only: worker threads still pull the server's trigger.
         wasyncore.dispatcher.close(self._server)
         deadline = time.monotonic() + self._drain_timeout_s
         while True:
@@ -121,8 +134,5 @@ class GracefulServer:
         wasyncore.close_all(self._socket_map)
 
     def _has_unfinished_requests(self):
-        # A channel keeps a request in `requests` from the moment it is parsed
-        # until its answer is in the output buffer, which the loop then sends.
         return any(channel.requests or channel.total_outbufs_len
                    for channel in list(self._server.active_channels.values()))
-

@@ -16,9 +16,7 @@ import sys
 
 import pytest
 
-from server.app import create_app
-from server.examples import read_examples
-from server.model_slot import ModelSlot
+from server.app import ModelSlot, create_app, read_examples
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -98,6 +96,35 @@ def test_translate_texts_with_an_n_best_list(client, decoder):
         assert translation["n_best"][0] == {"text": translation["text"], "score": translation["score"]}
 
 
+@pytest.mark.parametrize("decoder, body", [
+    ("while_loop", {"text": "three hundred and twelve", "beam_width": 3, "n_best": 2}),
+    ("unrolled", {"texts": ["forty two"]}),
+    ("greedy", {"text": "nine thousand"}),
+])
+def test_a_traced_request_carries_the_translators_trace_and_the_same_translation(
+        client, translator, decoder, body):
+    body = dict(body, decoder=decoder)
+    plain = client.post("/translate", json=body).get_json()["translations"][0]
+    response = client.post("/translate", json=dict(body, trace=True))
+    assert response.status_code == 200, response.get_json()
+    [traced] = response.get_json()["translations"]
+    options = {"decoder": decoder, "beam_width": body.get("beam_width"), "n_best": body.get("n_best", 1)}
+    [expected] = translator.translate(body.get("texts") or [body["text"]], trace=True, **options)
+    assert traced["trace"] == json.loads(json.dumps(expected.trace)), "the Translator's trace"
+    assert {key: value for key, value in traced.items() if key != "trace"} == plain, \
+        "tracing never changes the translation"
+    assert "trace" not in plain
+
+
+def test_every_translation_says_whether_its_source_is_unfamiliar(client, translator):
+    texts = ["one", "forty two", "Hello, how are you today?", "zzzz qqqq xxxx"]
+    response = client.post("/translate", json={"texts": texts})
+    assert response.status_code == 200
+    flags = [translation["unfamiliar"] for translation in response.get_json()["translations"]]
+    assert flags == [translation.unfamiliar for translation in translator.translate(texts)]
+    assert all(flag is True or flag is False for flag in flags)
+
+
 def test_greedy_reports_beam_width_one(client):
     response = client.post("/translate", json={"text": "seven", "decoder": "greedy", "beam_width": 5})
     assert response.status_code == 200
@@ -142,8 +169,9 @@ def test_info_reports_the_model_and_the_limits(client, translator, config):
     batching = dict(info["batching"])
     counts = {name: batching.pop(name)
               for name in ("model_calls", "sentences", "model_call_seconds")}
-    assert batching == {"enabled": True, "window_ms": serve["batch_window_ms"],
+    assert batching == {"enabled": True, "concurrent_batches": os.cpu_count(),
                         "max_batch_sentences": serve["max_batch_sentences"]}
+    assert info["tracing"] is True
     assert counts["model_calls"] <= counts["sentences"]
     assert counts["model_call_seconds"] >= 0.0
 
@@ -235,7 +263,8 @@ def test_the_page_is_self_contained(client):
     assert response.status_code == 200 and response.mimetype == "text/html"
     page = response.get_data(as_text=True)
     assert "<script" in page and "<style" in page
-    assert "http://" not in page and "https://" not in page, "no CDN: nothing loaded from elsewhere"
+    loaded = page.replace('"http://www.w3.org/2000/svg"', "")  # a namespace name, never fetched
+    assert "http://" not in loaded and "https://" not in loaded, "no CDN: nothing loaded from elsewhere"
     assert "default-src 'none'" in response.headers["Content-Security-Policy"]
 
 
@@ -294,6 +323,10 @@ BAD_REQUESTS = [
     ("unknown field", json_body({"text": "one", "beam": 4}), 400, "bad_request",
      'unknown field "beam"'),
     ("empty text", json_body({"text": ""}), 400, "bad_request", "text is empty"),
+    ("trace with two texts", json_body({"texts": ["one", "two"], "trace": True}), 400,
+     "bad_request", "trace needs exactly one text, got texts with 2"),
+    ("trace not a boolean", json_body({"text": "one", "trace": "yes"}), 400, "bad_request",
+     'trace must be true or false, got "yes"'),
     ("blank text", json_body({"text": " \t "}), 400, "bad_request", "text is empty"),
     ("text not a string", json_body({"text": 12}), 400, "bad_request",
      "text must be a string, got a number"),
