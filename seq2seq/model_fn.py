@@ -1,10 +1,4 @@
-"""The Estimator model_fn: towers, optimisation, evaluation metrics, TensorBoard, progress.
-
-TRAIN splits each batch over towers (`make_parallel`-style), clips the summed
-gradients and takes one Adam step; EVAL reports loss, perplexity, token
-accuracy, BLEU of the beam search, and attention heatmaps; PREDICT (and the
-SavedModel) returns the beam's n-best.
-"""
+"""The Estimator model_fn: TRAIN (towers, Adam), EVAL (metrics, BLEU, heatmaps), PREDICT (n-best)."""
 
 import io
 import logging
@@ -30,16 +24,11 @@ logger = logging.getLogger("seq2seq")
 # Towers: one batch split over several devices.
 
 def has_gpus():
-    """Whether TensorFlow sees at least one GPU."""
     return bool(tf.config.list_physical_devices("GPU"))
 
 
 def tower_devices(num_towers):
-    """["/gpu:i"] with GPUs, else ["/cpu:i"] (virtual CPU devices, see `session_config`).
-
-    Raises:
-      ConfigError: on a GPU build that sees fewer than `num_towers` > 1 GPUs.
-    """
+    """["/gpu:i"] with GPUs, else ["/cpu:i"]; a ConfigError on a GPU build with too few GPUs."""
     gpus = len(tf.config.list_physical_devices("GPU"))
     if num_towers > 1 and tf.test.is_built_with_cuda() and gpus < num_towers:
         raise ConfigError("--num_gpus %d, but TensorFlow sees %d GPU(s) (CUDA_VISIBLE_DEVICES=%s)"
@@ -48,8 +37,8 @@ def tower_devices(num_towers):
 
 
 def session_config(num_towers):
-    """A ConfigProto with one virtual CPU device per tower when there are no GPUs, else None."""
-    tower_devices(num_towers)  # checks the GPUs
+    """A ConfigProto with a virtual CPU device per tower when there are no GPUs, else None."""
+    tower_devices(num_towers)
     if num_towers <= 1 or has_gpus():
         return None
     return tf.ConfigProto(device_count={"CPU": num_towers}, allow_soft_placement=True)
@@ -76,17 +65,12 @@ def _sum_and_scale(gradients, scale):
 
 
 def parallel_gradients(loss_fn, inputs, num_towers):
-    """The gradients of a token-averaged loss, its batch split over towers.
+    """(sum(loss_sum) / sum(weight), [(gradient, variable)]), each tower on its own device.
 
     Args:
       loss_fn: inputs -> (loss_sum, weight), scalar float32; its variables in templates.
       inputs: nested [batch, ...] tensors, batch divisible by num_towers.
       num_towers: int >= 1; with 1 no device is set (a distributed Estimator places).
-    Returns:
-      (loss = sum(loss_sum) / sum(weight), [(gradient, variable)]): N towers
-      compute the gradient of one device.
-    Raises:
-      ValueError: if a tower after the first creates new trainable variables.
     """
     if num_towers == 1:
         with tf.name_scope("tower_loss"):  # "loss" is the Estimator's summary tag
@@ -121,17 +105,8 @@ def parallel_gradients(loss_fn, inputs, num_towers):
 # Optimisation.
 
 def learning_rate_schedule(step, peak_rate, warmup_steps, decay, max_steps):
-    """The rate of the next update: linear warm-up to `peak_rate`, then decay.
-
-    Args:
-      step: scalar int tensor, the global step.
-      peak_rate: float, the rate at the end of warm-up.
-      warmup_steps: int (0 acts as 1).
-      decay: "rsqrt", "constant" or "cosine" (to 0 at max_steps).
-      max_steps: int.
-    Returns:
-      A scalar float32 tensor.
-    """
+    """The next update's rate, scalar float32: linear warm-up over `warmup_steps` to
+    `peak_rate`, then decay "rsqrt", "constant" or "cosine" (to 0 at `max_steps`)."""
     with tf.name_scope("learning_rate"):
         step = tf.cast(step, tf.float32) + 1.0
         warmup_steps = float(max(warmup_steps, 1))
@@ -204,14 +179,8 @@ def format_duration(seconds):
 
 
 class ProgressHook(tf.train.SessionRunHook):
-    """Every `every_n_steps`: a log line (step, loss, lr, steps/s, tokens/s, ETA) and a summary.
-
-    Args:
-      loss, num_tokens, learning_rate: scalar tensors of a step.
-      max_steps: int, the global step at which training stops.
-      every_n_steps: int.
-      summary_dir: where "tokens_per_sec" goes, or None.
-    """
+    """Every `every_n_steps`: a line (step, loss, lr, steps/s, tokens/s, ETA) and a
+    "tokens_per_sec" summary in `summary_dir` (None: no summary)."""
 
     def __init__(self, loss, num_tokens, learning_rate, max_steps, every_n_steps,
                  summary_dir=None):
@@ -317,8 +286,6 @@ def _train_spec(model, features, labels, params, run_config):
         tf.estimator.ModeKeys.TRAIN, loss=loss, train_op=train_op, training_hooks=hooks)
 
 
-# Evaluation metrics: each a (value, update_op) pair, update_op run once per dev batch.
-
 def ids_to_text(ids, lengths, decode_fn):
     """ids [batch, time] int32, lengths [batch] -> [batch] UTF-8 strings via `decode_fn(list)`."""
     def decode_batch(batch_ids, batch_lengths):
@@ -336,7 +303,7 @@ def _local_variable(initial_value, name):
 
 
 def _append_first(limit, tensors_fn, variables):
-    """An op appending `tensors_fn()` ([n, ...] each) to `variables` while they hold < limit rows."""
+    """An op appending tensors_fn()'s [n, ...] to `variables` while they hold < limit rows."""
     def append():
         return tf.group(*[
             tf.assign(variable, tf.concat([variable.value(), tensor], 0)[:limit or None],
@@ -356,14 +323,8 @@ def _sacrebleu(hypotheses, references):
 
 
 def corpus_bleu(hypotheses_fn, references, max_sentences=0):
-    """(bleu, update_op): sacrebleu's corpus BLEU (0-100) of the first `max_sentences` (0: all).
-
-    Args:
-      hypotheses_fn: () -> [batch] string tensor; built in a tf.cond, so it
-        stops running once `max_sentences` are collected.
-      references: [batch] string tensor.
-      max_sentences: int.
-    """
+    """(bleu, update_op): sacrebleu's corpus BLEU of the first `max_sentences` (0: all);
+    hypotheses_fn () -> [batch] strings runs in a tf.cond, only until they are collected."""
     with tf.name_scope("bleu"):
         stored = [_local_variable(tf.constant([], tf.string), name)
                   for name in ("hypotheses", "references")]
@@ -377,7 +338,7 @@ IMAGE_SIZE = 320  # pixels, each side of an attention heatmap
 
 
 def _heatmap_png(weights, source_pieces, target_pieces):
-    """weights [tgt, src] -> a PNG (bytes) of the heatmap, target pieces down, source across."""
+    """weights [tgt, src] -> PNG bytes: target pieces down, source pieces across."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     figure = Figure(figsize=(4, 4), dpi=IMAGE_SIZE / 4)
@@ -394,17 +355,8 @@ def _heatmap_png(weights, source_pieces, target_pieces):
 
 
 def attention_images(features, labels, attention, tokenizer, count):
-    """(image summary, update_op): heatmaps of the teacher-forced attention of the first
-    `count` dev sentences, rendered by matplotlib in a py_func at evaluation only.
-
-    Args:
-      features, labels: the dev batch (source_ids/length, target_output/length).
-      attention: [batch, tgt_time, src_time] float32.
-      tokenizer: the `Tokenizer` (pieces for the axes).
-      count: int >= 1.
-    Returns:
-      (serialized tf.Summary string, the op that renders this batch's first ones).
-    """
+    """(serialized image Summary, update_op): the teacher-forced attention [batch, tgt_time,
+    src_time] of the first `count` dev sentences as heatmaps, rendered in a py_func."""
     def render(source_ids, source_length, target_ids, target_length, weights):
         return np.array([_heatmap_png(
             w[:tl, :sl], tokenizer.source_pieces(s[:sl]), tokenizer.target_pieces(t[:tl]))
@@ -419,13 +371,10 @@ def attention_images(features, labels, attention, tokenizer, count):
     with tf.name_scope("attention_images"):
         stored = _local_variable(tf.constant([], tf.string), "pngs")
 
-        def rendered():
-            inputs = [features["source_ids"], features["source_length"],
-                      labels["target_output"], labels["target_length"], attention]
-            pngs = tf.py_func(render, [tensor[:count] for tensor in inputs], tf.string,
-                              stateful=False, name="render")
-            return (pngs,)
-        update_op = _append_first(count, rendered, [stored])
+        inputs = [features["source_ids"], features["source_length"],
+                  labels["target_output"], labels["target_length"], attention]
+        update_op = _append_first(count, lambda: [tf.py_func(
+            render, [tensor[:count] for tensor in inputs], tf.string, stateful=False)], [stored])
         value = tf.py_func(summary, [stored], tf.string, stateful=False, name="summary")
     return value, update_op
 
@@ -441,11 +390,8 @@ def _references(labels, tokenizer):
 
 
 def beam_search(model, encoder_output, source_length, decode_params):
-    """The while_loop search at decode.beam_width, as the Translator builds it.
-
-    Returns:
-      (ids [batch, K, time] int32, scores [batch, K] best first, lengths [batch, K]).
-    """
+    """(ids [batch, K, time], scores [batch, K], lengths [batch, K]): the while_loop search,
+    K = decode.beam_width, as the Translator builds it."""
     return search_encoded(model, encoder_output, source_length, decode_params,
                           "while_loop", decode_params["beam_width"])
 
@@ -496,18 +442,17 @@ def _predict_spec(model, features, params):
 
 
 def model_fn(features, labels, mode, params, config):
-    """The Estimator model_fn; the vocabulary comes from the model directory.
+    """The Estimator model_fn (vocabulary from the model directory).
 
     Args:
       features: {"source_ids": [batch, src_time] int32, "source_length": [batch] int32}.
-      labels: {"target_input", "target_output": [batch, tgt_time] int32,
-        "target_length": [batch] int32, in EVAL "target_text": [batch] string}; None in PREDICT.
+      labels: {"target_input", "target_output": [batch, tgt_time] int32, "target_length":
+        [batch] int32, in EVAL "target_text": [batch] string}; None in PREDICT.
       mode: a `tf.estimator.ModeKeys`.
       params: the resolved config plus "num_towers" (default 1).
       config: the Estimator's RunConfig.
     Returns:
-      An EstimatorSpec. PREDICT: {"ids": [batch, K, time], "scores": [batch, K],
-      "lengths": [batch, K]}, K = decode.beam_width, best first.
+      An EstimatorSpec; PREDICT's {"ids", "scores", "lengths"} are `beam_search`'s.
     """
     tokenizer = Tokenizer.load(config.model_dir)
     model = Seq2SeqModel(params["model"], tokenizer.source_vocab_size,

@@ -353,7 +353,7 @@ def test_clip_gradients_norms_a_sparse_gradient_as_its_dense_equivalent():
 
 def test_progress_lines_give_each_interval_s_rates_and_eta(monkeypatch, caplog):
     clock = types.SimpleNamespace(now=1000.0)
-    monkeypatch.setattr(progress, "time", types.SimpleNamespace(time=lambda: clock.now))
+    monkeypatch.setattr(model_fn, "time", types.SimpleNamespace(time=lambda: clock.now))
     caplog.set_level(logging.INFO, logger="seq2seq")
     with tf.Graph().as_default():
         # Resumed at step 95: the first line comes after 5 steps, at step 100.
