@@ -5,18 +5,16 @@
     python train.py --train_data my.tsv --dev_data dev.tsv --model_dir runs/mine
     python train.py --model_dir runs/default --schedule export
 
-Data is prepared first if needed; rerunning resumes from the last checkpoint.
-The model directory gets config.yaml, the SentencePiece model(s), checkpoints,
-TensorBoard events, best/ (the best dev BLEU) and export/<timestamp>/.
-`--num_gpus N` splits every batch over N towers (GPUs, or N virtual CPU
-devices without GPUs). Several machines: set TF_CONFIG (chief, worker, ps,
-evaluator) and run the default schedule.
+Data is prepared first if needed; rerunning resumes. MODEL_DIR gets config.yaml, the
+SentencePiece model(s), checkpoints, TensorBoard events, best/ and export/<timestamp>/.
+Several machines: set TF_CONFIG (chief, worker, ps, evaluator), default schedule.
 """
 
 import argparse
 import copy
 import logging
 import os
+import pathlib
 import shutil
 import sys
 import time
@@ -43,11 +41,6 @@ CONFIG_FILE = "config.yaml"
 logger = logging.getLogger("seq2seq")
 
 
-def _same_contents(path_a, path_b):
-    with open(path_a, "rb") as a, open(path_b, "rb") as b:
-        return a.read() == b.read()
-
-
 def check_model_dir(config, model_dir, tokenizer):
     """Raises ConfigError if `model_dir` holds a model of another shape or vocabulary."""
     config_path = os.path.join(model_dir, CONFIG_FILE)
@@ -61,8 +54,9 @@ def check_model_dir(config, model_dir, tokenizer):
         trained = Tokenizer.load(model_dir)
     except FileNotFoundError:
         return
-    if len(trained.model_files) != len(tokenizer.model_files) or not all(
-            _same_contents(a, b) for a, b in zip(trained.model_files, tokenizer.model_files)):
+    def contents(paths):
+        return [pathlib.Path(path).read_bytes() for path in paths]
+    if contents(trained.model_files) != contents(tokenizer.model_files):
         raise ConfigError(
             "the SentencePiece model(s) in %s differ from those the data in %s was prepared "
             "with; train into a new --model_dir" % (model_dir, config["data"]["data_dir"]))
@@ -133,8 +127,6 @@ def _evaluate(estimator, config, model_dir):
 
 def _train(estimator, config, model_dir):
     estimator.train(input_fn, max_steps=config["train"]["max_steps"])
-    if not estimator.config.is_chief:
-        return {}
     return {"global_step": estimator.get_variable_value(tf.GraphKeys.GLOBAL_STEP),
             "export_path": export(estimator, model_dir)}
 
@@ -165,21 +157,16 @@ SCHEDULES = tuple(_SCHEDULES)
 
 
 def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=None):
-    """Trains, evaluates or exports; the schedules that read data prepare it first if needed.
+    """Trains, evaluates or exports `config` in `model_dir` (preparing data first if needed).
 
     Args:
-      config: a resolved config.
-      model_dir: created if needed; an existing one resumes from its last checkpoint.
-      schedule: "train_and_evaluate" (then export), "train" (then export),
-        "evaluate" or "export" (the latest checkpoint). A TF_CONFIG cluster
-        runs "train_and_evaluate" only.
-      num_gpus: towers per batch.
-      max_steps: overrides train.max_steps.
+      schedule: "train_and_evaluate" or "train" (then export), "evaluate" or "export"
+        the latest checkpoint; a TF_CONFIG cluster runs "train_and_evaluate" only.
+      num_gpus: towers per batch. max_steps: overrides train.max_steps.
     Returns:
       The evaluation metrics, "global_step" ("train") and "export_path".
     Raises:
-      ConfigError, CorpusError: bad settings or data, one line each.
-      NonFiniteLossError: the loss became NaN or infinite, naming the step.
+      ConfigError, CorpusError, NonFiniteLossError: one line each for main.
     """
     if schedule not in _SCHEDULES:
         raise ValueError("schedule must be one of %s, got %r" % (", ".join(SCHEDULES), schedule))
@@ -214,18 +201,12 @@ def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=
         raise non_finite from None
 
 
-class _DropDeprecationNotices(logging.Filter):
-    def filter(self, record):
-        return "deprecated" not in record.getMessage()
-
-
 def quiet_tensorflow():
     """TensorFlow and absl logging at WARNING, without deprecation notices."""
     tf.logging.set_verbosity(tf.logging.WARN)
     absl.logging.set_verbosity(absl.logging.WARNING)
-    tf_logger = tf.get_logger()
-    tf_logger.addFilter(_DropDeprecationNotices())
-    tf_logger.propagate = False
+    tf.get_logger().addFilter(lambda record: "deprecated" not in record.getMessage())
+    tf.get_logger().propagate = False
 
 
 def positive_int(text):
