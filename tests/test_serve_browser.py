@@ -59,6 +59,15 @@ def serving(translator, wrap=None, **app_options):
 
 
 @pytest.fixture(scope="module")
+def sentence(translator):
+    """The longest held-out sentence of at most 12 source tokens: one every decoder serves."""
+    fitting = [text for text in read_examples(translator.config, limit=50)
+               if len(translator.tokenize(text)) <= 12]
+    assert fitting, "no held-out sentence of at most 12 tokens"
+    return max(fitting, key=len)
+
+
+@pytest.fixture(scope="module")
 def page_url(translator):
     with serving(translator) as url:
         yield url
@@ -113,7 +122,8 @@ def column(browser, decoder):
 
 
 def column_hypotheses(browser, decoder):
-    return [(item.find_element(By.CLASS_NAME, "text").text,
+    """The (text, score) of each hypothesis a column lists; the text exactly as in the page."""
+    return [(item.find_element(By.CLASS_NAME, "text").get_attribute("textContent"),
              float(item.find_element(By.CLASS_NAME, "score-value").text))
             for item in column(browser, decoder).find_elements(By.CSS_SELECTOR, "li.hypothesis")]
 
@@ -131,12 +141,12 @@ def status(browser):
     return browser.find_element(By.ID, "status").text
 
 
-def test_a_person_compares_the_two_beam_searches(browser, page_url, translator):
+def test_a_person_compares_the_two_beam_searches(browser, page_url, translator, sentence):
     wait = open_page(browser, page_url)
     checked = [box.get_attribute("value")
                for box in browser.find_elements(By.CSS_SELECTOR, "#decoders input:checked")]
     assert checked == ["while_loop", "unrolled"]
-    browser.find_element(By.ID, "text").send_keys("I bought these two chairs.")
+    browser.find_element(By.ID, "text").send_keys(sentence)
     set_number(browser, "beam_width", 4)
     set_number(browser, "n_best", 3)
     browser.find_element(By.ID, "translate").click()
@@ -147,7 +157,7 @@ def test_a_person_compares_the_two_beam_searches(browser, page_url, translator):
 
     expected = {}
     for decoder in ("unrolled", "while_loop"):
-        [expected[decoder]] = translator.translate(["I bought these two chairs."], decoder=decoder,
+        [expected[decoder]] = translator.translate([sentence], decoder=decoder,
                                                    beam_width=4, n_best=3)
         shown = column_hypotheses(browser, decoder)
         assert [text for text, _ in shown] == [h.text for h in expected[decoder].n_best]
@@ -814,3 +824,30 @@ def test_an_unfamiliar_line_is_flagged_kindly(browser, translator):
                                "take its translation with a pinch of salt.")]
         assert status(browser) == "2 decoders done; the beam searches agree; 1 of 2 sentences " \
             "look unlike what the model learned from."
+
+
+def test_the_model_s_own_search_is_drawn(browser, page_url, translator, sentence):
+    """The real server's traces, as the translator returns them, drawn whole."""
+    text = sentence
+    wait = open_page(browser, page_url)
+    set_number(browser, "beam_width", 4)
+    set_number(browser, "n_best", 2)
+    show_the_search(browser, wait, text=text)
+    for decoder in ("while_loop", "unrolled"):
+        [expected] = translator.translate([text], decoder=decoder, beam_width=4, n_best=2,
+                                          trace=True)
+        trace = expected.trace
+        assert sorted(slots_drawn(browser, decoder, "svg.beam-tree g.node")) == [
+            (step, slot) for step, kept in enumerate(trace["steps"])
+            for slot in range(len(kept["pieces"]))]
+        rows, columns, weights = heatmap(browser, decoder)
+        assert len(panel(browser, decoder).find_elements(By.CSS_SELECTOR, "rect.cell")) == \
+            len(trace["n_best"][0]["pieces"]) * len(trace["source_pieces"])
+        assert len(rows) == len(trace["n_best"][0]["pieces"])
+        assert len(columns) == len(trace["source_pieces"])
+        assert weights == [pytest.approx(row, abs=1e-6) for row in trace["n_best"][0]["attention"]]
+        assert len(panel(browser, decoder).find_elements(By.CSS_SELECTOR, ".nbest-choice input")) \
+            == len(expected.n_best)
+    assert browser.find_element(By.ID, "trace-agreement").text.startswith(
+        "while_loop and unrolled kept the same hypotheses with the same scores at every one of")
+    assert not browser.find_element(By.ID, "error").is_displayed()
