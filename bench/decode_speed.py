@@ -12,19 +12,22 @@ of them alike); the table gives median sentences/s and ratios to tfa.
 - floor: the same per-step arithmetic (GRU, attention, projection,
   log-softmax, one top_k over beam x vocab) in a bare tf.while_loop without
   any beam bookkeeping (no scores, no state reordering, no history);
-  "floor, chunked top-k" selects as decode.scoring does (per-row logsumexp,
+  "floor, chunked top-k" selects as decode.beam_search.select_best does (per-row logsumexp,
   chunked top-k per row, then beam x beam); "model only" feeds back each
   row's argmax: the model's share of the time.
 - tfa: tfa.seq2seq.BeamSearchDecoder (tensorflow-addons 0.23) driving the very
   same decoder step, wrapped as a Keras cell.
 
 Also: graph build time and op count of both searches against the decode
-length, and the scoring step alone (decode.scoring.select_best against the
-straightforward one-stage scoring it replaces).
+length, the scoring step alone (decode.beam_search.select_best against the
+straightforward one-stage scoring it replaces), and the whole while_loop search
+with each selection ("selection" section: the figures that decide whether the
+two-stage, chunked top-k stays; docs/BENCHMARKS.md).
 
-Usage (about 4 minutes on 2 cores):
+Usage (about 6 minutes on 2 cores):
   .venv/bin/pip install -r requirements-bench.txt
-  .venv/bin/python -m bench.decode_speed [--repeats 7] [--json bench/out/decode_speed.json]
+  .venv/bin/python -m bench.decode_speed [--repeats 7] [--sections selection,throughput,...]
+      [--json bench/out/decode_speed.json]
 """
 
 import argparse
@@ -38,7 +41,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 
-from decode import greedy_search, rnn_beam_search, scoring, top_k, while_loop_beam_search  # noqa: E402,E501
+from decode import beam_search, greedy_search, rnn_beam_search, while_loop_beam_search  # noqa: E402
 from seq2seq.common import batch_gather, get_shape, merge_beams, tile_beams  # noqa: E402
 from seq2seq.config import DEFAULTS  # noqa: E402
 from seq2seq.model import Seq2SeqModel  # noqa: E402
@@ -50,7 +53,7 @@ LENGTH_PENALTY = 0.6
 MODEL_PARAMS = dict(DEFAULTS["model"], embedding_size=128, num_units=256, attention="bahdanau",
                     attention_size=256, dropout=0.0)
 # (batch, beam, decode steps)
-SIZES = [(32, 5, 40), (1, 5, 40), (32, 10, 60)]
+SIZES = [(32, 5, 40), (1, 5, 40), (32, 10, 60), (64, 10, 60)]
 BUILD_LENGTHS = [20, 50, 100]
 
 
@@ -102,7 +105,7 @@ def two_stage_top_k(logits, beam_log_probs, beam_width, row_top_k):
 
     Args:
       logits: [batch, beam, vocab]; beam_log_probs: [batch, beam].
-      row_top_k: tf.nn.top_k or decode.top_k.top_k.
+      row_top_k: tf.nn.top_k or decode.beam_search.top_k.
     Returns:
       [batch, beam] int32 indices into beam x vocab.
     """
@@ -113,6 +116,73 @@ def two_stage_top_k(logits, beam_log_probs, beam_width, row_top_k):
     _, best = tf.nn.top_k(tf.reshape(scores, [batch_size, -1]), k=beam_width)
     parents = best // beam_width
     return parents * VOCAB_SIZE + batch_gather(tf.reshape(row_tokens, [batch_size, -1]), best)
+
+
+def textbook_select_best(logits, beam, step, end_token_id, alpha, max_lengths=None):
+    """beam_search.select_best in one stage: log-softmax, add, one top_k over beam x vocab.
+
+    What select_best would be without its two-stage, chunked top-k: the same
+    Beam in and out, finished hypotheses carried over at their end-token slot.
+    """
+    batch_size, beam_width = get_shape(beam.log_probs)
+    vocab_size = get_shape(logits)[2]
+    is_end = tf.equal(tf.range(vocab_size), end_token_id)                      # [v]
+    log_probs = beam.log_probs[..., None] + tf.nn.log_softmax(logits)         # [b, k, v]
+    if max_lengths is not None:
+        at_limit = tf.greater_equal(step + 1, max_lengths)[:, None, None]     # [b, 1, 1]
+        log_probs = tf.where_v2(tf.logical_and(at_limit, tf.logical_not(is_end)), -np.inf,
+                                log_probs)
+    carried = tf.where_v2(is_end, beam.log_probs[..., None], -np.inf)         # [b, k, v]
+    log_probs = tf.where_v2(beam.finished[..., None], carried, log_probs)     # [b, k, v]
+    lengths = tf.where_v2(beam.finished, beam.lengths, step + 1)              # [b, k]
+    scores = log_probs / beam_search.length_penalty(lengths, alpha)[..., None]
+    best_scores, best = tf.nn.top_k(tf.reshape(scores, [batch_size, -1]), k=beam_width)
+    parent_ids, token_ids = best // vocab_size, best % vocab_size             # [b, k]
+    new_beam = beam_search.Beam(
+        log_probs=batch_gather(tf.reshape(log_probs, [batch_size, -1]), best),
+        lengths=batch_gather(lengths, parent_ids),
+        finished=tf.logical_or(tf.equal(token_ids, end_token_id), tf.equal(best_scores, -np.inf)))
+    return new_beam, token_ids, parent_ids
+
+
+SELECTIONS = {
+    "two stages, chunked top-k (shipped)": {},
+    "two stages, tf.nn.top_k per row": {"top_k": tf.nn.top_k},
+    "one stage: log-softmax, top_k over beam x vocab": {"select_best": textbook_select_best},
+}
+
+
+def build_with(replacements, build):
+    """Calls `build()` with decode.beam_search's functions swapped for `replacements`."""
+    saved = {name: getattr(beam_search, name) for name in replacements}
+    try:
+        for name, function in replacements.items():
+            setattr(beam_search, name, function)
+        return build()
+    finally:
+        for name, function in saved.items():
+            setattr(beam_search, name, function)
+
+
+def selection_speed(repeats, sizes=((1, 5, 40), (32, 5, 40))):
+    """Sentences/s of the whole while_loop search with each selection of SELECTIONS."""
+    table = []
+    for batch_size, beam_width, length in sizes:
+        with tf.Graph().as_default():
+            tf.set_random_seed(1)
+            model = Seq2SeqModel(MODEL_PARAMS, VOCAB_SIZE, VOCAB_SIZE)
+            encoded = encoded_batch(model, batch_size)
+            fetches = {name: build_with(replacements, lambda: build_our_search(
+                while_loop_beam_search, model, encoded, beam_width, length))
+                for name, replacements in SELECTIONS.items()}
+            with tf.Session() as session:
+                session.run(tf.global_variables_initializer())
+                wall, cpu = time_variants(session, fetches, repeats)
+        table.append({"batch": batch_size, "beam": beam_width, "length": length,
+                      "variants": {name: {"sentences_per_second": batch_size / wall[name],
+                                          "cpu_ms_per_sentence": 1000 * cpu[name] / batch_size}
+                                   for name in fetches}})
+    return table
 
 
 def build_floor(model, encoded, batch_size, beam_width, length, select):
@@ -213,7 +283,7 @@ def throughput(batch_size, beam_width, length, repeats):
                 lambda logits, *_: tf.argmax(logits, axis=-1, output_type=tf.int32)),
             "floor, chunked top-k": build_floor(
                 model, encoded, batch_size, beam_width, length,
-                lambda *args: two_stage_top_k(*args, row_top_k=top_k.top_k)),
+                lambda *args: two_stage_top_k(*args, row_top_k=beam_search.top_k)),
             "tfa": build_tfa(model, encoded, batch_size, beam_width, length),
         }
         with tf.Session() as session:
@@ -250,7 +320,7 @@ def scoring_cost(repeats, batch_size=32, beam_width=5, steps=200):
     with tf.Graph().as_default():
         logits = tf.constant(np.random.RandomState(0).randn(batch_size, beam_width, VOCAB_SIZE),
                              tf.float32)
-        beam = scoring.Beam(log_probs=tf.zeros([batch_size, beam_width]),
+        beam = beam_search.Beam(log_probs=tf.zeros([batch_size, beam_width]),
                             lengths=tf.zeros([batch_size, beam_width], tf.int32),
                             finished=tf.zeros([batch_size, beam_width], tf.bool))
 
@@ -271,10 +341,10 @@ def scoring_cost(repeats, batch_size=32, beam_width=5, steps=200):
                                                       tf.nn.top_k)),
             "two stages, chunked top-k per row": loop(
                 lambda shifted, step: two_stage_top_k(shifted, beam.log_probs, beam_width,
-                                                      top_k.top_k)),
-            "scoring.select_best (the above + finished hypotheses)": loop(
-                lambda shifted, step: scoring.select_best(shifted, beam, step, END,
-                                                          LENGTH_PENALTY).parent_ids),
+                                                      beam_search.top_k)),
+            "beam_search.select_best (the above + finished hypotheses)": loop(
+                lambda shifted, step: beam_search.select_best(shifted, beam, step, END,
+                                                              LENGTH_PENALTY)[2]),
         }
         with tf.Session() as session:
             _, cpu = time_variants(session, fetches, repeats)
@@ -282,45 +352,64 @@ def scoring_cost(repeats, batch_size=32, beam_width=5, steps=200):
     return {name: 1000 * (seconds - baseline) / steps for name, seconds in cpu.items()}
 
 
+def print_speeds(title, speeds, reference):
+    print("\n" + title)
+    print("| variant | sentences/s | vs %s | CPU ms/sentence | CPU vs %s |" % (reference, reference))
+    print("| --- | ---: | ---: | ---: | ---: |")
+    base = speeds[reference]
+    for name, speed in speeds.items():
+        print("| %s | %.1f | %.2fx | %.1f | %.2fx |" % (
+            name, speed["sentences_per_second"],
+            speed["sentences_per_second"] / base["sentences_per_second"],
+            speed["cpu_ms_per_sentence"],
+            base["cpu_ms_per_sentence"] / speed["cpu_ms_per_sentence"]))
+
+
+SECTIONS = ("selection", "throughput", "build", "scoring")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=7, help="timed runs per variant and size")
+    parser.add_argument("--sections", default=",".join(SECTIONS),
+                        help="comma-separated, of: %s" % ", ".join(SECTIONS))
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
+    sections = args.sections.split(",")
     tf.disable_v2_behavior()
     # tfa's decoder builds an Assert op it never runs, which TF logs as an error.
     tf.get_logger().setLevel("FATAL")
 
     results = {"load_average_before": os.getloadavg(), "cpus": os.cpu_count(),
-               "throughput": [], "build": {}, "scoring": {}}
-    for batch_size, beam_width, length in SIZES:
+               "selection": [], "throughput": [], "build": {}, "scoring": {}}
+    if "selection" in sections:
+        results["selection"] = selection_speed(args.repeats)
+        for row in results["selection"]:
+            print_speeds("while_loop search by selection: batch %d, beam %d, %d steps" % (
+                row["batch"], row["beam"], row["length"]), row["variants"],
+                "two stages, chunked top-k (shipped)")
+    for batch_size, beam_width, length in SIZES if "throughput" in sections else ():
         speeds = throughput(batch_size, beam_width, length, args.repeats)
         results["throughput"].append({"batch": batch_size, "beam": beam_width,
                                       "length": length, "variants": speeds})
-        tfa = speeds["tfa"]
-        print("\nbatch %d, beam %d, %d steps" % (batch_size, beam_width, length))
-        print("| variant | sentences/s | vs tfa | CPU ms/sentence | CPU vs tfa |")
-        print("| --- | ---: | ---: | ---: | ---: |")
-        for name, speed in speeds.items():
-            print("| %s | %.1f | %.2fx | %.1f | %.2fx |" % (
-                name, speed["sentences_per_second"],
-                speed["sentences_per_second"] / tfa["sentences_per_second"],
-                speed["cpu_ms_per_sentence"],
-                tfa["cpu_ms_per_sentence"] / speed["cpu_ms_per_sentence"]))
-    print("\ngraph build, batch 32, beam 5")
-    print("| steps | while_loop build s | while_loop ops | unrolled build s | unrolled ops |")
-    print("| ---: | ---: | ---: | ---: | ---: |")
-    for length in BUILD_LENGTHS:
-        cost = results["build"][length] = build_cost(length)
-        print("| %d | %.2f | %d | %.2f | %d |" % (
-            length, cost["while_loop"]["build_seconds"], cost["while_loop"]["ops"],
-            cost["unrolled"]["build_seconds"], cost["unrolled"]["ops"]))
-    results["scoring"] = scoring_cost(args.repeats)
-    print("\nscoring step alone, batch 32, beam 5, vocab %d" % VOCAB_SIZE)
-    print("| selection | CPU ms/step |")
-    print("| --- | ---: |")
-    for name, milliseconds in results["scoring"].items():
-        print("| %s | %.2f |" % (name, milliseconds))
+        print_speeds("batch %d, beam %d, %d steps" % (batch_size, beam_width, length), speeds,
+                     "tfa")
+    if "build" in sections:
+        print("\ngraph build, batch 32, beam 5")
+        print("| steps | while_loop build s | while_loop ops | unrolled build s | unrolled ops |")
+        print("| ---: | ---: | ---: | ---: | ---: |")
+        for length in BUILD_LENGTHS:
+            cost = results["build"][length] = build_cost(length)
+            print("| %d | %.2f | %d | %.2f | %d |" % (
+                length, cost["while_loop"]["build_seconds"], cost["while_loop"]["ops"],
+                cost["unrolled"]["build_seconds"], cost["unrolled"]["ops"]))
+    if "scoring" in sections:
+        results["scoring"] = scoring_cost(args.repeats)
+        print("\nscoring step alone, batch 32, beam 5, vocab %d" % VOCAB_SIZE)
+        print("| selection | CPU ms/step |")
+        print("| --- | ---: |")
+        for name, milliseconds in results["scoring"].items():
+            print("| %s | %.2f |" % (name, milliseconds))
     results["load_average_after"] = os.getloadavg()
     print("\nload average before %s, after %s, %d CPUs" % (
         results["load_average_before"], results["load_average_after"], results["cpus"]))

@@ -1,7 +1,7 @@
 """A reported score is the model's probability of the ids reported with it.
 
 Every other Translator-level test compares decoder paths that share one
-scoring step (`decode.scoring.select_best`), so a scoring error common to all
+scoring step (`decode.beam_search.select_best`), so a scoring error common to all
 of them would pass. Here each hypothesis the Translator returns is rescored
 independently: in a graph of its own, by teacher forcing the model on
 [BOS] + ids, summing the log-softmax of ids + [EOS] (in float64, in numpy) and

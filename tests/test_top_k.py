@@ -1,10 +1,10 @@
-"""decode.top_k.top_k against tf.nn.top_k, ties included."""
+"""decode.beam_search.top_k (the chunked top-k) against tf.nn.top_k, ties included."""
 
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from decode.top_k import chunk_size, top_k
+from decode.beam_search import top_k
 
 
 @pytest.mark.parametrize("shape, k, chunked", [
@@ -15,21 +15,30 @@ from decode.top_k import chunk_size, top_k
 ])
 @pytest.mark.parametrize("distinct_values", [3, 1000000])  # 3: ties everywhere
 def test_equals_tf_top_k_ties_included(shape, k, chunked, distinct_values):
-    assert (chunk_size(shape[-1], k) is not None) == chunked
     values = np.random.RandomState(0).randint(distinct_values, size=shape).astype(np.float32)
     values[..., :shape[-1] // 2] -= 1.0  # the best in the second half: a tie order matters
-    with tf.Graph().as_default():
+    with tf.Graph().as_default() as graph:
         inputs = tf.constant(values)
+        outputs = top_k(inputs, k)
+        assert chunked == any(op.type == "Max" for op in graph.get_operations())
         with tf.Session() as session:
-            got, expected = session.run([top_k(inputs, k), tf.nn.top_k(inputs, k)])
+            got, expected = session.run([outputs, tf.nn.top_k(inputs, k)])
     np.testing.assert_array_equal(got[1], expected[1])
     np.testing.assert_array_equal(got[0], expected[0])
 
 
+def chunks_of(length, k):
+    """The [chunks, size] that top_k reshapes `length` values into for a top-`k`, or None."""
+    with tf.Graph().as_default() as graph:
+        top_k(tf.zeros([2, length]), k)
+        maxima = [op for op in graph.get_operations() if op.type == "Max"]
+        return maxima[0].inputs[0].shape.as_list()[1:] if maxima else None
+
+
 def test_chunk_size_minimises_the_elements_left_to_sort():
-    assert chunk_size(4000, 5) == 25      # 160 chunk maxima + 5 * 25 candidates
-    assert chunk_size(7, 3) is None       # prime
-    assert chunk_size(40, 5) is None      # less than 4x fewer elements: not worth it
+    assert chunks_of(4000, 5) == [160, 25]  # 160 chunk maxima + 5 * 25 candidates
+    assert chunks_of(7, 3) is None          # prime
+    assert chunks_of(40, 5) is None         # less than 4x fewer elements: not worth it
 
 
 def test_a_tensor_k_is_tf_top_k():
