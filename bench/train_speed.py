@@ -63,7 +63,12 @@ work each implementation does for the same batches.
 Usage:
   .venv/bin/python -m bench.train_speed [--config configs/default.yaml]
       [--steps 20] [--warmup 5] [--repeats 1] [--variants ours_4k,ours_peer,torch,torch_1t]
-      [--json bench/out/train_speed.json]
+      [--baseline /work/baseline] [--json bench/out/train_speed.json]
+
+--baseline DIR also runs each "ours" variant from another checkout of this
+repository (e.g. a git worktree of an older commit), as "<variant>@base",
+interleaved with this tree's on the same batches, with DIR's own config file
+of the same name and this tree's prepared data_dir.
 
 The torch variants need PyTorch (requirements-bench.txt). Parameter counts
 are printed with each variant's first result.
@@ -290,6 +295,7 @@ def worker(variant, config_path, hparams, batches_path, warmup):
 def ratio_lines(median):
     """'a/b x.xx' for the pairs of variants the module doc compares, where both ran."""
     pairs = [("ours_1", "keras"), ("ours_2", "keras"), ("ours_2", "ours_1")]
+    pairs += [(v, v + "@base") for v in VARIANTS if v.startswith("ours")]
     pairs += [(ours, peer) for peer in ("torch", "torch_1t")
               for ours in ("ours_4k", "ours_peer", "ours_1")]
     return ["%s/%s %.2f" % (a, b, median[a] / median[b])
@@ -306,6 +312,7 @@ def main():
     parser.add_argument("--variants", default=",".join(VARIANTS),
                         help="comma-separated, from: " + ", ".join(VARIANTS))
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument("--baseline", help="another checkout to run the ours variants from too")
     parser.add_argument("--worker", choices=VARIANTS, help=argparse.SUPPRESS)
     parser.add_argument("--batches", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -316,6 +323,9 @@ def main():
     unknown = sorted(set(variants) - set(VARIANTS))
     if unknown:
         parser.error("unknown variants: %s" % ", ".join(unknown))
+    if args.baseline:
+        variants = [name for v in variants for name in
+                    ([v, v + "@base"] if v.startswith("ours") else [v])]
 
     from data_pipeline.prepare import prepare
     from seq2seq.config import load_config
@@ -335,12 +345,18 @@ def main():
                  np.mean([b["source_length"].sum() for b in batches])), flush=True)
         for _ in range(args.repeats):
             for variant in variants:
+                name, _, base = variant.partition("@")
+                hparams = args.hparams
+                if base:
+                    hparams = ",".join(filter(None, [hparams, "data.data_dir=" + os.path.abspath(
+                        config["data"]["data_dir"])]))
                 output = subprocess.run(
-                    [sys.executable, "-m", "bench.train_speed", "--worker", variant,
-                     "--config", args.config, "--hparams", args.hparams,
+                    [sys.executable, "-m", "bench.train_speed", "--worker", name,
+                     "--config", args.config, "--hparams", hparams,
                      "--batches", batches_path, "--warmup", str(args.warmup)],
+                    cwd=args.baseline if base else None,
                     check=True, capture_output=True, text=True).stdout
-                result = json.loads(output.strip().splitlines()[-1])
+                result = dict(json.loads(output.strip().splitlines()[-1]), variant=variant)
                 results[variant].append(result)
                 print("%-9s %8.0f tokens/s  %8.0f source tokens/s  %8.0f tokens/CPU-s  "
                       "(%d steps in %.1f s, %.1f CPU-s; %d parameters)"
