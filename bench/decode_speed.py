@@ -239,6 +239,29 @@ def build_tfa(model, encoded, batch_size, beam_width, length):
     return outputs.predicted_ids
 
 
+def load_checkout_searches(checkout):
+    """The decode package of another checkout (say a git worktree of an older commit), as
+    `against_decode`, importable beside ours: its files copied with "decode" renamed."""
+    import re
+    import sys
+    import tempfile
+    root = tempfile.mkdtemp()
+    os.makedirs(os.path.join(root, "against_decode"))
+    source = os.path.join(checkout, "decode")
+    for name in os.listdir(source):
+        if name.endswith(".py"):
+            with open(os.path.join(source, name), encoding="utf-8") as f:
+                text = re.sub(r"\bdecode\b", "against_decode", f.read())
+            with open(os.path.join(root, "against_decode", name), "w", encoding="utf-8") as f:
+                f.write(text)
+    sys.path.insert(0, root)
+    import against_decode
+    return against_decode
+
+
+AGAINST = None  # --against: the other checkout's decode package, timed beside ours
+
+
 def time_variants(session, fetches, repeats, warmup=2):
     """Median wall-clock and CPU seconds per run of every fetch, timed round-robin.
 
@@ -286,6 +309,14 @@ def throughput(batch_size, beam_width, length, repeats):
                 lambda *args: two_stage_top_k(*args, row_top_k=beam_search.top_k)),
             "tfa": build_tfa(model, encoded, batch_size, beam_width, length),
         }
+        if AGAINST:
+            fetches["while_loop (--against)"] = build_our_search(
+                AGAINST.while_loop_beam_search, model, encoded, beam_width, length)
+            fetches["unrolled (--against)"] = build_our_search(
+                AGAINST.rnn_beam_search, model, encoded, beam_width, length)
+            update_fn, initial_state = model.beam_update_fn(encoded, 1)
+            fetches["greedy (--against)"] = AGAINST.greedy_search(
+                never_ending(update_fn), initial_state, length, BEGIN, END, LENGTH_PENALTY)[:2]
         with tf.Session() as session:
             session.run(tf.global_variables_initializer())
             wall, cpu = time_variants(session, fetches, repeats)
@@ -373,8 +404,17 @@ def main():
     parser.add_argument("--repeats", type=int, default=7, help="timed runs per variant and size")
     parser.add_argument("--sections", default=",".join(SECTIONS),
                         help="comma-separated, of: %s" % ", ".join(SECTIONS))
+    parser.add_argument("--sizes", help="throughput sizes batch:beam:steps,... (default: %s)"
+                        % ",".join("%d:%d:%d" % size for size in SIZES))
+    parser.add_argument("--against", metavar="CHECKOUT",
+                        help="also time the searches of this checkout (e.g. /work/baseline)")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
+    global AGAINST, SIZES
+    if args.against:
+        AGAINST = load_checkout_searches(args.against)
+    if args.sizes:
+        SIZES = [tuple(int(n) for n in size.split(":")) for size in args.sizes.split(",")]
     sections = args.sections.split(",")
     tf.disable_v2_behavior()
     # tfa's decoder builds an Assert op it never runs, which TF logs as an error.

@@ -1,10 +1,8 @@
 """Beam search and greedy decoding: one scoring step, a Python loop and a tf.while_loop.
 
-A beam holds `beam_width` hypotheses per sentence, alive and finished side by
-side. Each step extends every alive hypothesis by every token, carries every
-finished one over unchanged as its only candidate, and keeps the best
-`beam_width` candidates; the tokens are rebuilt at the end by following the
-parent slots back. docs/WALKTHROUGH.md reads it step by step.
+Each step extends every alive hypothesis by every token, carries every finished
+one over unchanged as its only candidate and keeps the best `beam_width`; the
+tokens are rebuilt at the end by following the parent slots back.
 """
 
 import collections
@@ -126,13 +124,11 @@ def _start(initial_state, beam_width, begin_token_id, max_lengths):
                     lengths=tf.zeros([batch_size, beam_width], tf.int32),
                     finished=tf.tile(tf.logical_not(first)[None], [batch_size, 1]))
     if max_lengths is not None:
-        max_lengths = tf.convert_to_tensor(max_lengths)
-        _check(max_lengths.dtype.is_integer, "max_lengths must be integers, got %s",
-               max_lengths.dtype.name)
-        size = max_lengths.shape.num_elements()  # one per sentence: one must not broadcast
-        _check(max_lengths.shape.ndims in (None, 1) and (
+        max_lengths = tf.convert_to_tensor(max_lengths)  # one per sentence, never broadcast
+        size, shape = max_lengths.shape.num_elements(), max_lengths.shape
+        _check(max_lengths.dtype.is_integer and shape.ndims in (None, 1) and (
             None in (size, tf.get_static_value(batch_size)) or size == batch_size),
-            "max_lengths must be [batch], got shape %s for %s", max_lengths.shape, batch_size)
+            "max_lengths must be [batch] integers, got %s %s", max_lengths.dtype.name, shape)
         with tf.name_scope("max_lengths"):
             one_each = tf.debugging.assert_equal(tf.size(max_lengths), batch_size,
                                                  message="max_lengths: one per sentence")
