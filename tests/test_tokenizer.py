@@ -1,14 +1,14 @@
 """SentencePiece training and the Tokenizer wrapper."""
 
 import os
+import shutil
 import unicodedata
 
 import pytest
 import sentencepiece as spm
 
 from data_pipeline import embedded
-from data_pipeline.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
-from data_pipeline.vocabulary import train_tokenizer
+from data_pipeline.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer, train_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +34,8 @@ def test_special_ids_are_fixed(joint):
 
 
 def test_unseen_sentence_round_trips(joint, corpus):
-    for example in corpus.dev:
-        assert joint.decode_source(joint.encode_source(example.source)) == example.source
+    for example in corpus.dev:  # canonical: a varied source may have a letter train lacks ("Last")
+        assert joint.decode_source(joint.encode_source(example.canonical)) == example.canonical
         assert joint.decode_target(joint.encode_target(example.target)) == example.target
 
 
@@ -72,13 +72,13 @@ def test_digits_are_single_pieces(joint):
 
 
 def test_joint_model_files_and_sizes(joint):
-    assert [os.path.basename(path) for path in joint.model_files] == ["spm.model"]
+    assert [os.path.basename(path) for path in joint.model_files] == ["spm.model", "tokenizer.json"]
     assert joint.source_vocab_size == joint.target_vocab_size == 200
 
 
 def test_separate_models_load_by_file_names(pairs, tmp_path):
     trained = train_tokenizer(pairs, str(tmp_path), 150, "bpe", joint=False)
-    assert sorted(os.listdir(tmp_path)) == ["source.model", "target.model"]
+    assert sorted(os.listdir(tmp_path)) == ["source.model", "target.model", "tokenizer.json"]
     loaded = Tokenizer.load(str(tmp_path))
     assert loaded.model_files == trained.model_files
     english, portuguese = pairs[0]
@@ -91,7 +91,7 @@ def test_separate_models_load_by_file_names(pairs, tmp_path):
 
 def test_copy_to_makes_a_directory_that_loads_alone(joint, tmp_path):
     copies = joint.copy_to(str(tmp_path / "model_dir"))
-    assert copies == [str(tmp_path / "model_dir" / "spm.model")]
+    assert copies == [str(tmp_path / "model_dir" / name) for name in ("spm.model", "tokenizer.json")]
     copied = Tokenizer.load(str(tmp_path / "model_dir"))
     sentence = "the two red cars"
     assert copied.encode_source(sentence) == joint.encode_source(sentence)
@@ -125,8 +125,8 @@ def _contents(directory):
 def test_copy_to_copies_per_side_models_under_their_names(separate, corpus, tmp_path):
     directory = str(tmp_path / "model_dir")
     copies = separate.copy_to(directory)
-    assert copies == [os.path.join(directory, "source.model"), os.path.join(directory, "target.model")]
-    assert sorted(os.listdir(directory)) == ["source.model", "target.model"]
+    assert copies == [os.path.join(directory, name) for name in ("source.model", "target.model", "tokenizer.json")]
+    assert sorted(os.listdir(directory)) == ["source.model", "target.model", "tokenizer.json"]
     originals = _contents(os.path.dirname(separate.model_files[0]))
     assert _contents(directory) == originals
     copied = Tokenizer.load(directory)
@@ -137,7 +137,8 @@ def test_copy_to_copies_per_side_models_under_their_names(separate, corpus, tmp_
         assert copied.encode_source(example.source) == separate.encode_source(example.source)
         assert copied.encode_target(example.target) == separate.encode_target(example.target)
         ids = separate.encode_target(example.target)
-        assert copied.decode_target(ids) == separate.decode_target(ids) == example.target
+        # (round trips: test_unseen_sentence_round_trips; a 1,000-pair target side may lack a capital)
+        assert copied.decode_target(ids) == separate.decode_target(ids)
 
 
 @pytest.mark.parametrize("which", ["joint", "separate"])
@@ -166,12 +167,12 @@ def test_load_prefers_the_joint_model_when_both_kinds_exist(joint, separate, tmp
     """Tokenizer.load documents: spm.model when it exists, else source.model and target.model."""
     directory = str(tmp_path)
     separate.copy_to(directory)
-    assert Tokenizer.load(directory).model_files == [os.path.join(directory, name)
-                                                     for name in ("source.model", "target.model")]
+    assert Tokenizer.load(directory).model_files == [
+        os.path.join(directory, name) for name in ("source.model", "target.model", "tokenizer.json")]
     joint.copy_to(directory)
-    assert sorted(os.listdir(directory)) == ["source.model", "spm.model", "target.model"]
+    assert sorted(os.listdir(directory)) == ["source.model", "spm.model", "target.model", "tokenizer.json"]
     loaded = Tokenizer.load(directory)
-    assert loaded.model_files == [os.path.join(directory, "spm.model")]
+    assert loaded.model_files == [os.path.join(directory, name) for name in ("spm.model", "tokenizer.json")]
     sentence = "Eu comprei as duas casas vermelhas."
     assert loaded.encode_target(sentence) == joint.encode_target(sentence)
     assert loaded.encode_target(sentence) != separate.encode_target(sentence)
@@ -182,3 +183,54 @@ def test_load_needs_both_per_side_models(separate, tmp_path):
     os.remove(str(tmp_path / "target.model"))
     with pytest.raises(FileNotFoundError, match="source.model and target.model"):
         Tokenizer.load(str(tmp_path))
+
+
+# ---- Familiarity: the "unfamiliar" flag (issue 12).
+
+OUT_OF_DOMAIN = ["Hello", "How are you?", "Thank you very much.", "What is your name?",
+                 "The file could not be opened.", "Error: connection refused",
+                 "Please restart the server.", "Segmentation fault (core dumped)",
+                 "Do you speak English?", "Invalid username or password."]
+
+
+def test_familiarity_is_calibrated_on_dev(tiny_data):
+    tokenizer = Tokenizer.load(tiny_data.data_dir)
+    with open(tiny_data.raw_text["dev"][0], encoding="utf-8") as f:
+        dev = f.read().splitlines()
+    flagged = [source for source in dev if tokenizer.is_unfamiliar(tokenizer.encode_source(source))]
+    assert len(flagged) <= 0.05 * len(dev)
+    assert 0 < tokenizer.options["familiarity"]["threshold"] < float("inf")
+
+
+def test_out_of_domain_sources_are_flagged_and_variants_are_not(tiny_data):
+    tokenizer = Tokenizer.load(tiny_data.data_dir)
+    assert all(tokenizer.is_unfamiliar(tokenizer.encode_source(text)) for text in OUT_OF_DOMAIN)
+    with open(tiny_data.raw_text["test"][0], encoding="utf-8") as f:
+        sentences = [line for line in f.read().splitlines() if line[-1:] == "." and line[:1].isupper()]
+    # Small changes people make: no final period, a lower-case first letter.
+    for variant in [sentences[0][:-1], sentences[1][:1].lower() + sentences[1][1:]]:
+        assert not tokenizer.is_unfamiliar(tokenizer.encode_source(variant)), variant
+    # Padding, BOS and EOS do not change the score.
+    ids = tokenizer.encode_source(sentences[2])
+    assert tokenizer.unfamiliarity([BOS_ID] + ids + [EOS_ID, PAD_ID]) == tokenizer.unfamiliarity(ids)
+
+
+def test_a_directory_without_tokenizer_json_is_never_unfamiliar(tiny_data, tmp_path):
+    shutil.copyfile(os.path.join(tiny_data.data_dir, "spm.model"), str(tmp_path / "spm.model"))
+    tokenizer = Tokenizer.load(str(tmp_path))
+    assert tokenizer.model_files == [str(tmp_path / "spm.model")]
+    assert not tokenizer.is_unfamiliar(tokenizer.encode_source("Segmentation fault (core dumped)"))
+    assert tokenizer.encode_source("MONDAY") != tokenizer.encode_source("monday")
+
+
+def test_pieces_and_lower_case_source(pairs, tmp_path):
+    tokenizer = train_tokenizer(pairs, str(tmp_path), 200, "unigram", joint=True, lowercase_source=True,
+                                dev_sources=[source for source, _ in pairs[:50]])
+    assert tokenizer.encode_source("MONDAY, May 1") == tokenizer.encode_source("monday, may 1")
+    assert tokenizer.encode_target("Maio") != tokenizer.encode_target("maio")  # targets keep their case
+    ids = tokenizer.encode_source("two red cars")
+    pieces = tokenizer.source_pieces(ids + [EOS_ID])
+    assert "".join(pieces[:-1]).replace("\u2581", " ").strip() == "two red cars" and pieces[-1] == "</s>"
+    target = tokenizer.encode_target("os dois carros")
+    assert "".join(tokenizer.target_pieces(target)).replace("\u2581", " ").strip() == "os dois carros"
+    assert Tokenizer.load(str(tmp_path)).options["lowercase_source"] is True
