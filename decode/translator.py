@@ -444,7 +444,7 @@ class Translator:
             hypotheses = [Hypothesis(self.detokenize(target_ids), score) for target_ids, score
                           in zip(result.ids[:n_best], result.scores[:n_best])]
             translations.append(Translation(hypotheses[0].text, hypotheses[0].score, hypotheses,
-                                            getattr(self._tokenizer, "is_unfamiliar", lambda ids: False)(ids), sentence_trace))
+                                            self._tokenizer.is_unfamiliar(ids), sentence_trace))
         return translations
 
     def warm_up(self, decoders=None, beam_widths=None, max_source_length=None):

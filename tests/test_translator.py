@@ -7,6 +7,7 @@ Translator's. The exported SavedModel against the checkpoint is in
 tests/test_export.py.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -40,10 +41,12 @@ def dev_sentences(tiny_config, tiny_data):
 
 @pytest.fixture(scope="module")
 def short_sentences(translator, dev_sentences):
-    """Dev sentences of at most 3 tokens: one small unrolled graph covers them all."""
-    short = [text for text in dev_sentences if len(translator.tokenize(text)) <= 3][:4]
-    assert len(short) >= 3, "the tiny dev set should hold a few very short sentences"
-    return short
+    """3-4 dev sentences of the shortest unrolled length bucket that holds 3: one small graph."""
+    by_bucket = {}
+    for text in dev_sentences:
+        by_bucket.setdefault(unrolled_length_bucket(len(translator.tokenize(text)),
+                                                    translator.config["decode"]), []).append(text)
+    return min((bucket, texts) for bucket, texts in by_bucket.items() if len(texts) >= 3)[1][:4]
 
 
 def assert_same_n_best(translations, expected):
@@ -83,7 +86,8 @@ def test_unrolled_and_while_loop_give_the_same_n_best(translator, short_sentence
     unrolled = translator.translate(short_sentences, "unrolled", beam_width, n_best=beam_width)
     assert_same_n_best(unrolled, while_loop)
     unrolled_graphs = [v for v in translator.variants if v.decoder == "unrolled"]
-    assert [v.unrolled_length for v in unrolled_graphs] == [16], "3 tokens -> limit 16 -> bucket 16"
+    assert [v.unrolled_length for v in unrolled_graphs] == [unrolled_length_bucket(
+        max(len(translator.tokenize(text)) for text in short_sentences), translator.config["decode"])]
 
 
 def test_greedy_equals_while_loop_at_beam_width_one(translator, dev_sentences):
@@ -413,3 +417,124 @@ def test_impossible_hypotheses_are_left_out():
                                               np.array([3, 2, 0]))
     assert result.ids == [[5, 6], [7]]
     assert result.scores == [-1.0, -2.5]
+
+
+def assert_same_trace(got, want):
+    """Equal pieces, parents, finished flags and n-best pieces; scores and attention to 1e-5."""
+    assert got["source_pieces"] == want["source_pieces"]
+    assert len(got["steps"]) == len(want["steps"])
+    for got_step, want_step in zip(got["steps"], want["steps"]):
+        for key in ("pieces", "parents", "finished"):
+            assert got_step[key] == want_step[key]
+        assert [s is None for s in got_step["scores"]] == [s is None for s in want_step["scores"]]
+        np.testing.assert_allclose([s for s in got_step["scores"] if s is not None],
+                                   [s for s in want_step["scores"] if s is not None], atol=1e-5)
+    assert [h["pieces"] for h in got["n_best"]] == [h["pieces"] for h in want["n_best"]]
+    for got_hypothesis, want_hypothesis in zip(got["n_best"], want["n_best"]):
+        np.testing.assert_allclose(got_hypothesis["attention"], want_hypothesis["attention"],
+                                   atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def traced(translator, dev_sentences):
+    """while_loop translations of 8 dev sentences at beam width 4, traced and not."""
+    sentences = dev_sentences[:8]
+    return (sentences, translator.translate(sentences, "while_loop", 4, n_best=4, trace=True),
+            translator.translate(sentences, "while_loop", 4, n_best=4))
+
+
+def test_tracing_never_changes_the_translation(traced):
+    _, with_trace, without = traced
+    assert all(t.trace is None for t in without)
+    assert [t._replace(trace=None) for t in with_trace] == without
+
+
+def test_parents_lead_from_each_last_slot_to_its_n_best_pieces_and_score(translator, traced):
+    sentences, translations, _ = traced
+    for text, translation in zip(sentences, translations):
+        trace = translation.trace
+        assert trace["source_pieces"] == translator._tokenizer.source_pieces(
+            translator.tokenize(text)), "exactly what the encoder read"
+        assert all(len(step["pieces"]) == 4 for step in trace["steps"])
+        assert len(trace["n_best"]) == len(translation.n_best)
+        for slot, (hypothesis, traced_hypothesis) in enumerate(
+                zip(translation.n_best, trace["n_best"])):
+            pieces = []
+            for step in reversed(trace["steps"]):
+                pieces.append(step["pieces"][slot])
+                slot = step["parents"][slot]
+            pieces.reverse()
+            assert pieces[:pieces.index("</s>") + 1] == traced_hypothesis["pieces"]
+            assert translator.detokenize(translator._tokenizer._target.piece_to_id(
+                traced_hypothesis["pieces"])) == hypothesis.text
+        last = trace["steps"][-1]
+        np.testing.assert_allclose(last["scores"][:len(translation.n_best)],
+                                   [h.score for h in translation.n_best], atol=1e-5)
+        assert all(last["finished"]) and not all(trace["steps"][-2]["finished"]), \
+            "trimmed at the first step at which every slot has finished"
+
+
+def test_attention_rows_sum_to_one_over_the_source_pieces(traced):
+    for translation in traced[1]:
+        for hypothesis in translation.trace["n_best"]:
+            attention = np.array(hypothesis["attention"])
+            assert attention.shape == (len(hypothesis["pieces"]),
+                                       len(translation.trace["source_pieces"]))
+            np.testing.assert_allclose(attention.sum(axis=1), 1.0, atol=1e-5)
+            assert np.all(attention >= 0)
+
+
+def test_a_sentences_trace_in_a_batch_equals_its_trace_alone(translator, traced):
+    sentences, translations, _ = traced
+    for text, translation in zip(sentences[:3], translations):
+        alone = translator.translate([text], "while_loop", 4, n_best=4, trace=True)[0]
+        assert_same_trace(translation.trace, alone.trace)
+
+
+def test_unrolled_and_while_loop_traces_agree(translator, short_sentences):
+    unrolled = translator.translate(short_sentences, "unrolled", 3, n_best=3, trace=True)
+    while_loop = translator.translate(short_sentences, "while_loop", 3, n_best=3, trace=True)
+    for got, want in zip(unrolled, while_loop):
+        assert_same_trace(got.trace, want.trace)
+
+
+def test_greedy_traces_one_slot_per_step(translator, dev_sentences):
+    for translation in translator.translate(dev_sentences[:4], "greedy", trace=True):
+        trace = translation.trace
+        assert all(len(step[key]) == 1 for step in trace["steps"] for key in step)
+        assert [step["pieces"][0] for step in trace["steps"]] == trace["n_best"][0]["pieces"]
+        assert trace["steps"][-1]["scores"][0] == pytest.approx(translation.score, abs=1e-5)
+
+
+def test_every_translation_says_whether_its_source_is_unfamiliar(translator, dev_sentences):
+    for translation in translator.translate(dev_sentences[:4] + ["zxq qqq zzz"]):
+        assert isinstance(translation.unfamiliar, bool)
+
+
+def test_a_saved_model_does_not_trace(tiny_model_dir):
+    export_root = os.path.join(tiny_model_dir, "export")
+    exported = Translator(tiny_model_dir,
+                          export_dir=os.path.join(export_root, sorted(os.listdir(export_root))[-1]))
+    try:
+        assert not exported.can_trace
+        with pytest.raises(ValueError, match="returns no trace"):
+            exported.translate(["one"], trace=True)
+    finally:
+        exported.close()
+
+
+def test_translate_cli_writes_a_trace_line_per_input_line_and_flags(translator, tiny_model_dir,
+                                                                   short_sentences, tmp_path):
+    source, output, traces = tmp_path / "in.txt", tmp_path / "out.txt", tmp_path / "trace.jsonl"
+    source.write_text("%s\n\n%s\n" % (short_sentences[0], short_sentences[1]), encoding="utf-8")
+    assert translate_cli.main(["--model_dir", tiny_model_dir, "--beam_width", "3", "--input",
+                               str(source), "--output", str(output), "--trace", str(traces),
+                               "--show_unfamiliar"]) == 0
+    expected = translator.translate(short_sentences[:2], beam_width=3, trace=True)
+    lines = [json.loads(line) for line in traces.read_text(encoding="utf-8").splitlines()]
+    assert lines[1] is None and len(lines) == 3
+    for line, translation in zip([lines[0], lines[2]], expected):
+        assert_same_trace(line, translation.trace)
+    flags = ["\tunfamiliar" if t.unfamiliar else "\t" for t in expected]
+    assert output.read_text(encoding="utf-8") == "%s%s\n\t\n%s%s\n" % (
+        expected[0].text, flags[0], expected[1].text, flags[1])
