@@ -150,7 +150,7 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS):
     app.json.ensure_ascii = False
     limits = Limits(serve["max_body_bytes"], serve["max_texts"], serve["max_chars"],
                     serve["max_tokens"], max_unrolled_tokens)
-    batcher = _make_batcher(model, serve)
+    batcher = app.extensions["batcher"] = _make_batcher(model, serve)
     with open(PAGE, encoding="utf-8") as page_file:
         page = page_file.read()
 

@@ -1,9 +1,9 @@
-"""Micro-batching: the batcher's policy with a recording fake, then the app with the real model.
+"""Continuous batching: the batcher's policy with a recording fake, then the app with the real model.
 
-The policy tests drive `MicroBatcher` with a `run_batch` that records every
-batch, so which requests shared a batch is known exactly. The app tests send
-concurrent requests through the Flask app to a real tiny model and check that
-batching changes nothing in the answers.
+The policy tests drive `Batcher` with a `run_batch` that records every batch
+and can hold a batch until released, so which requests shared a batch is
+known exactly. Every wait is for an event (a batch started, requests queued),
+never for a duration; timeouts are only a safety net.
 """
 
 import copy
@@ -13,161 +13,181 @@ import traceback
 
 import pytest
 
-from server.app import create_app
-from server.batcher import BatchFailed, MicroBatcher, Unbatched
-from server.model_slot import ModelSlot
+from server.app import ModelSlot, create_app
+from server.batcher import BatchFailed, Batcher, Unbatched, length_groups
 
-# Generous bounds: the machine is shared, so timing assertions leave slack.
-WINDOW_S = 0.2
-SLACK_S = 0.5
+TIMEOUT_S = 60  # a safety net only: no test waits for a duration
 
 
 class RecordingRun:
-    """A run_batch that records its batches and answers item -> item * 10."""
+    """A run_batch that records its batches and answers item -> item * 10.
 
-    def __init__(self, hold=None, fail_on=None):
+    A batch holding an item of `hold` waits until `release` is set.
+    """
+
+    def __init__(self, hold=(), fail_on=None):
         self.batches = []
-        self.started = threading.Event()
-        self._hold = hold or {}
+        self.release = threading.Event()
+        self._hold = set(hold)
         self._fail_on = fail_on
-        self._lock = threading.Lock()
+        self._changed = threading.Condition()
 
     def __call__(self, key, items):
-        with self._lock:
+        with self._changed:
             self.batches.append((key, list(items)))
-        self.started.set()
-        if key in self._hold:
-            self._hold[key].wait(timeout=10)
+            self._changed.notify_all()
+        if self._hold & set(items):
+            assert self.release.wait(TIMEOUT_S)
         if self._fail_on in items:
             raise RuntimeError("cannot translate %r" % self._fail_on)
         return [item * 10 for item in items]
 
+    def wait_for_batches(self, count):
+        with self._changed:
+            assert self._changed.wait_for(lambda: len(self.batches) >= count, TIMEOUT_S)
 
-def submit_concurrently(batcher, submissions):
-    """Submits (key, items) pairs from one thread each, all at once; returns results or errors."""
-    outcomes = [None] * len(submissions)
-    barrier = threading.Barrier(len(submissions))
 
-    def submit(index, key, items):
-        barrier.wait()
+def batcher_for(run, concurrency=1, max_batch_items=64, step_overhead=1000.0):
+    """A Batcher; a large step overhead puts every length in one batch."""
+    return Batcher(run, concurrency, max_batch_items, step_overhead)
+
+
+class Submitter(threading.Thread):
+    """Submits (key, items) to a batcher from its own thread; .outcome is its results or error."""
+
+    def __init__(self, batcher, key, items, length=1):
+        super().__init__(daemon=True)
+        self.outcome = self.answer = None
+        self._args = (batcher, key, items, length)
+        self.start()
+
+    def run(self):
+        batcher, key, items, length = self._args
         try:
-            outcomes[index] = batcher.submit(key, items).results
+            self.answer = batcher.submit(key, items, length)
+            self.outcome = self.answer.results
         except Exception as error:  # the test inspects what each caller got
-            outcomes[index] = error
+            self.outcome = error
 
-    threads = [threading.Thread(target=submit, args=(index, key, items))
-               for index, (key, items) in enumerate(submissions)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
-    return outcomes
+    def result(self):
+        self.join(TIMEOUT_S)
+        assert not self.is_alive()
+        return self.outcome
 
 
-def test_concurrent_requests_with_the_same_settings_share_one_batch():
+def queue_behind_a_held_batch(run, batcher, submissions, held_key="k"):
+    """Runs a held batch of [0], queues `submissions` behind it, releases it.
+
+    Returns:
+      The outcome of each submission, in order.
+    """
+    first = Submitter(batcher, held_key, [0])
+    run.wait_for_batches(1)
+    submitters = []
+    for submission in submissions:
+        submitters.append(Submitter(batcher, *submission))
+        assert batcher.wait_until_queued(len(submitters), TIMEOUT_S)
+    run.release.set()
+    assert first.result() == [0]
+    return [submitter.result() for submitter in submitters]
+
+
+def test_a_request_at_an_idle_server_runs_at_once_in_a_batch_of_its_own():
     run = RecordingRun()
-    batcher = MicroBatcher(run, window_s=WINDOW_S, max_batch_items=64)
-    outcomes = submit_concurrently(batcher, [("k", [1]), ("k", [2, 3]), ("k", [4]), ("k", [5, 6, 7])])
-    assert len(run.batches) == 1
-    assert sorted(run.batches[0][1]) == [1, 2, 3, 4, 5, 6, 7]
-    assert outcomes == [[10], [20, 30], [40], [50, 60, 70]]
+    batcher = batcher_for(run)
+    assert batcher.submit("k", [1], 1).results == [10]
+    assert run.batches == [("k", [1])]
 
 
-def test_different_settings_never_share_a_batch():
-    run = RecordingRun()
-    batcher = MicroBatcher(run, window_s=WINDOW_S, max_batch_items=64)
-    outcomes = submit_concurrently(batcher, [("a", [1]), ("b", [2]), ("a", [3]), ("b", [4])])
+def test_requests_queued_while_a_batch_runs_form_the_next_batch():
+    run = RecordingRun(hold=[0])
+    batcher = batcher_for(run)
+    outcomes = queue_behind_a_held_batch(run, batcher, [("k", [1]), ("k", [2, 3]), ("k", [4])])
+    assert outcomes == [[10], [20, 30], [40]]
+    assert run.batches == [("k", [0]), ("k", [1, 2, 3, 4])]
+
+
+def test_different_settings_never_share_a_batch_and_the_oldest_goes_first():
+    run = RecordingRun(hold=[0])
+    batcher = batcher_for(run)
+    outcomes = queue_behind_a_held_batch(
+        run, batcher, [("b", [1]), ("a", [2]), ("b", [3]), ("a", [4])], held_key="a")
     assert outcomes == [[10], [20], [30], [40]]
-    assert sorted((key, sorted(items)) for key, items in run.batches) == [("a", [1, 3]), ("b", [2, 4])]
+    assert run.batches == [("a", [0]), ("b", [1, 3]), ("a", [2, 4])]
 
 
 def test_batches_hold_whole_requests_up_to_the_limit_and_a_larger_request_runs_alone():
-    run = RecordingRun()
-    batcher = MicroBatcher(run, window_s=WINDOW_S, max_batch_items=4)
+    run = RecordingRun(hold=[0])
+    batcher = batcher_for(run, max_batch_items=4)
     submissions = [("k", [index * 10 + 1, index * 10 + 2, index * 10 + 3]) for index in range(3)]
     submissions.append(("k", [91, 92, 93, 94, 95, 96]))
-    outcomes = submit_concurrently(batcher, submissions)
+    outcomes = queue_behind_a_held_batch(run, batcher, submissions)
     assert outcomes == [[item * 10 for item in items] for _, items in submissions]
-    requests = [items for _, items in submissions]
-    for _, batch in run.batches:
-        assert batch in requests, "a batch of 3-item requests under a limit of 4 holds one request"
-    assert len(run.batches) == 4
+    assert [items for _, items in run.batches[1:]] == [items for _, items in submissions], \
+        "a batch of 3-item requests under a limit of 4 holds one request, in arrival order"
 
 
-def test_a_full_batch_does_not_wait_for_the_window():
-    run = RecordingRun()
-    batcher = MicroBatcher(run, window_s=30.0, max_batch_items=4)
-    started = time.monotonic()
-    outcomes = submit_concurrently(batcher, [("k", [1]), ("k", [2]), ("k", [3]), ("k", [4])])
-    assert time.monotonic() - started < 5.0
+def test_as_many_batches_run_at_once_as_the_concurrency_allows():
+    run = RecordingRun(hold=[1, 2])
+    batcher = batcher_for(run, concurrency=2)
+    first = Submitter(batcher, "k", [1])
+    run.wait_for_batches(1)
+    second = Submitter(batcher, "k", [2])
+    run.wait_for_batches(2)  # runs beside the first, though that one is still held
+    third, fourth = Submitter(batcher, "k", [3]), Submitter(batcher, "other", [4])
+    assert batcher.wait_until_queued(2, TIMEOUT_S), "no third slot"
+    assert len(run.batches) == 2
+    run.release.set()
+    assert [s.result() for s in (first, second, third, fourth)] == [[10], [20], [30], [40]]
+    assert sorted(map(tuple, (items for _, items in run.batches[2:]))) == [(3,), (4,)]
+
+
+def test_length_groups_split_where_one_batch_costs_more_than_two():
+    class Request:
+        def __init__(self, length, items=1):
+            self.length, self.items = length, [None] * items
+
+    def lengths(groups):
+        return [[request.length for request in group] for group in groups]
+
+    requests = [Request(length) for length in (30, 4, 3, 32, 5)]
+    assert lengths(length_groups(requests, 64, 3.0)) == [[3, 4, 5], [30, 32]]
+    # One sentence joins another of length 10 up to (overhead + 1) * 10, no further.
+    assert lengths(length_groups([Request(10), Request(40)], 64, 3.0)) == [[10, 40]]
+    assert lengths(length_groups([Request(10), Request(41)], 64, 3.0)) == [[10], [41]]
+    # Beside 8 sentences a longer one costs 8 sentences its extra steps.
+    eight = Request(10, items=8)
+    assert lengths(length_groups([eight, Request(13)], 64, 3.0)) == [[10, 13]]
+    assert lengths(length_groups([eight, Request(14)], 64, 3.0)) == [[10], [14]]
+    assert lengths(length_groups([Request(5, items=3), Request(5, items=2)], 4, 3.0)) == [[5], [5]]
+
+
+def test_queued_requests_of_very_different_lengths_run_in_separate_batches():
+    run = RecordingRun(hold=[0])
+    batcher = Batcher(run, 1, 64, 3.0)
+    outcomes = queue_behind_a_held_batch(
+        run, batcher, [("k", [1], 3), ("k", [2], 40), ("k", [3], 4), ("k", [4], 38)])
     assert outcomes == [[10], [20], [30], [40]]
-    assert len(run.batches) == 1
-
-
-def test_a_lone_request_waits_one_window_at_most():
-    run = RecordingRun()
-    batcher = MicroBatcher(run, window_s=WINDOW_S, max_batch_items=64)
-    started = time.monotonic()
-    answer = batcher.submit("k", [1])
-    assert answer.results == [10]
-    assert WINDOW_S * 0.9 <= time.monotonic() - started < WINDOW_S + SLACK_S
-    assert answer.call_seconds < WINDOW_S * 0.5, "the model call's time, not the window's"
-
-
-def start_held_batch(key):
-    """A batcher whose first batch, of `key`, is running and held until released.
-
-    Returns:
-      (batcher, run, thread that submitted the held request, release event).
-    """
-    release = threading.Event()
-    run = RecordingRun(hold={key: release})
-    batcher = MicroBatcher(run, window_s=WINDOW_S, max_batch_items=64)
-    submitter = threading.Thread(target=batcher.submit, args=(key, [1]))
-    submitter.start()
-    assert run.started.wait(timeout=10)
-    return batcher, run, submitter, release
-
-
-def test_a_slow_batch_does_not_hold_back_other_settings():
-    batcher, _, slow, release_slow = start_held_batch("slow")
-    started = time.monotonic()
-    assert batcher.submit("fast", [2]).results == [20]
-    assert time.monotonic() - started < WINDOW_S + SLACK_S
-    assert slow.is_alive(), "the slow batch is still running"
-    release_slow.set()
-    slow.join(timeout=10)
-
-
-def test_requests_arriving_during_a_batch_form_the_next_batch_without_another_window():
-    batcher, run, first, release_first = start_held_batch("k")
-    later = [threading.Thread(target=batcher.submit, args=("k", [item])) for item in (2, 3, 4)]
-    for thread in later:
-        thread.start()
-    time.sleep(WINDOW_S + 0.1)  # the latecomers queue behind the running batch
-    release_first.set()
-    for thread in [first] + later:
-        thread.join(timeout=10)
-    assert [sorted(items) for _, items in run.batches] == [[1], [2, 3, 4]]
+    assert [items for _, items in run.batches] == [[0], [1, 3], [2, 4]]
 
 
 def test_a_failed_batch_fails_its_own_requests_only():
-    run = RecordingRun(fail_on=2)
-    batcher = MicroBatcher(run, window_s=WINDOW_S, max_batch_items=64)
-    outcomes = submit_concurrently(batcher, [("k", [1]), ("k", [2]), ("other", [3])])
+    run = RecordingRun(hold=[0], fail_on=2)
+    batcher = batcher_for(run)
+    outcomes = queue_behind_a_held_batch(run, batcher, [("k", [1]), ("k", [2]), ("other", [3])])
     assert isinstance(outcomes[0], BatchFailed) and isinstance(outcomes[1], BatchFailed)
     assert isinstance(outcomes[0].__cause__, RuntimeError)
     assert outcomes[2] == [30]
-    assert batcher.submit("k", [4]).results == [40], "the key serves again after a failure"
+    assert batcher.submit("k", [4], 1).results == [40], "the key serves again after a failure"
 
 
 def test_each_request_of_a_failed_batch_gets_an_exception_of_its_own():
     # One exception object raised in several threads gathers all their frames
     # in its one traceback: each logged 500 would show the others' stacks.
-    run = RecordingRun(fail_on=2)
-    batcher = MicroBatcher(run, window_s=WINDOW_S, max_batch_items=64)
-    outcomes = submit_concurrently(batcher, [("k", [1]), ("k", [2]), ("k", [3])])
-    assert len(run.batches) == 1
+    run = RecordingRun(hold=[0], fail_on=2)
+    batcher = batcher_for(run)
+    outcomes = queue_behind_a_held_batch(run, batcher, [("k", [1]), ("k", [2]), ("k", [3])])
+    assert len(run.batches) == 2
     assert all(isinstance(outcome, BatchFailed) for outcome in outcomes)
     assert len({id(outcome) for outcome in outcomes}) == 3
     cause = outcomes[0].__cause__
@@ -175,73 +195,72 @@ def test_each_request_of_a_failed_batch_gets_an_exception_of_its_own():
     assert all(outcome.__cause__ is cause for outcome in outcomes), "the cause is kept"
     for outcome in outcomes:
         frames = [frame.name for frame in traceback.extract_tb(outcome.__traceback__)]
-        assert frames.count("submit") == 2, "the test's submit and the batcher's, once: %s" % frames
+        assert frames.count("submit") == 1, "the batcher's submit only: %s" % frames
     frames = [frame.name for frame in traceback.extract_tb(cause.__traceback__)]
-    assert "submit" not in frames, "the cause's traceback is the batch's run only: %s" % frames
+    assert "submit" not in frames or frames.count("submit") == 1, frames
 
 
 def test_unbatched_runs_every_request_alone():
-    run = RecordingRun()
-    outcomes = submit_concurrently(Unbatched(run), [("k", [1]), ("k", [2, 3])])
-    assert outcomes == [[10], [20, 30]]
+    run = RecordingRun(hold=[1])
+    unbatched = Unbatched(run)
+    first = Submitter(unbatched, "k", [1])
+    run.wait_for_batches(1)
+    assert unbatched.submit("k", [2, 3], 1).results == [20, 30], "beside a running call"
+    run.release.set()
+    assert first.result() == [10]
     assert sorted(items for _, items in run.batches) == [[1], [2, 3]]
-    assert Unbatched(run).submit("k", [4]).call_seconds >= 0.0
 
 
 def test_the_counts_add_up_the_model_calls_of_both_batchers():
-    run = RecordingRun()
-    batcher = MicroBatcher(run, window_s=WINDOW_S, max_batch_items=64)
-    submit_concurrently(batcher, [("a", [1]), ("a", [2, 3]), ("b", [4])])
+    run = RecordingRun(hold=[0])
+    batcher = batcher_for(run)
+    queue_behind_a_held_batch(run, batcher, [("a", [1]), ("a", [2, 3]), ("b", [4])])
     batched = batcher.counts.totals()
-    assert (batched["calls"], batched["items"]) == (len(run.batches), 4)
-    run = RecordingRun(fail_on=2)
-    unbatched = Unbatched(run)
-    submit_concurrently(unbatched, [("k", [1]), ("k", [2, 3])])
+    assert (batched["calls"], batched["items"]) == (len(run.batches), 5) == (3, 5)
+    unbatched = Unbatched(RecordingRun(fail_on=2))
+    unbatched.submit("k", [1], 1)
+    with pytest.raises(RuntimeError):
+        unbatched.submit("k", [2, 3], 1)
     assert (unbatched.counts.totals()["calls"], unbatched.counts.totals()["items"]) == (2, 3), \
         "a failed call counts too"
 
 
-def test_the_counts_time_each_call_from_start_to_end():
-    batcher, _, held, release = start_held_batch("k")
-    time.sleep(0.3)
-    release.set()
-    held.join(timeout=10)
-    totals = batcher.counts.totals()
-    assert totals["calls"] == 1 and totals["items"] == 1
-    assert 0.3 <= totals["seconds"] < 0.3 + SLACK_S
-
-
 def test_every_request_of_a_batch_gets_the_time_of_its_call():
-    release = threading.Event()
-    run = RecordingRun(hold={"k": release})
-    batcher = MicroBatcher(run, window_s=WINDOW_S, max_batch_items=64)
-    answers = [None, None]
-
-    def submit(index):
-        answers[index] = batcher.submit("k", [index])
-    threads = [threading.Thread(target=submit, args=(index,)) for index in range(2)]
-    for thread in threads:
-        thread.start()
-    assert run.started.wait(timeout=10)
-    time.sleep(0.3)
-    release.set()
-    for thread in threads:
-        thread.join(timeout=10)
-    assert len(run.batches) == 1
-    assert answers[0].call_seconds == answers[1].call_seconds
-    assert 0.3 <= answers[0].call_seconds < 0.3 + SLACK_S
-    assert batcher.counts.totals()["seconds"] == answers[0].call_seconds
+    run = RecordingRun(hold=[0])
+    batcher = batcher_for(run)
+    before = time.perf_counter()
+    first = Submitter(batcher, "k", [0])
+    run.wait_for_batches(1)
+    running_since = time.perf_counter()  # the held call has started by now
+    queued = [Submitter(batcher, "k", [1]), Submitter(batcher, "k", [2])]
+    assert batcher.wait_until_queued(2, TIMEOUT_S)
+    held_for = time.perf_counter() - running_since
+    run.release.set()
+    assert first.result() == [0]
+    ran_within = time.perf_counter() - before
+    assert [submitter.result() for submitter in queued] == [[10], [20]]
+    assert held_for <= first.answer.call_seconds <= ran_within, "from its start to its end"
+    assert queued[0].answer.call_seconds == queued[1].answer.call_seconds
+    assert batcher.counts.totals()["seconds"] == pytest.approx(
+        first.answer.call_seconds + queued[0].answer.call_seconds)
 
 
 # --- The app, with the real tiny model ---------------------------------------------------------
 
 class CountingTranslator:
-    """Wraps the real Translator and records the batch size of each model call."""
+    """Wraps the real Translator, records each model call, and can hold the first one.
 
-    def __init__(self, translator):
+    With `hold_first`, the first call translates, then waits until `release` is set.
+    """
+
+    def __init__(self, translator, hold_first=False):
         self._translator = translator
         self.calls = []
         self.options = []
+        self.first_started = threading.Event()
+        self.release = threading.Event()
+        if not hold_first:
+            self.release.set()
 
     def __getattr__(self, name):
         return getattr(self._translator, name)
@@ -249,7 +268,11 @@ class CountingTranslator:
     def translate_tokens(self, token_ids, **options):
         self.calls.append(len(token_ids))
         self.options.append(dict(options, token_ids=token_ids))
-        return self._translator.translate_tokens(token_ids, **options)
+        translations = self._translator.translate_tokens(token_ids, **options)
+        if not self.first_started.is_set():
+            self.first_started.set()
+            assert self.release.wait(TIMEOUT_S)
+        return translations
 
 
 @pytest.fixture(scope="session")
@@ -258,30 +281,43 @@ def translator(tiny_model_dir):
     return Translator(tiny_model_dir)
 
 
-def app_with(translator, config, window_ms):
-    """The app with this batching window; the unrolled decoder serves every length here."""
+def app_with(translator, config, batching=True):
+    """The app, one batch at a time, every length in one batch; unrolled serves every length."""
     config = copy.deepcopy(config)
-    config["serve"]["batch_window_ms"] = window_ms
+    config["serve"].update(batching=batching, concurrent_batches=1, batch_step_overhead=1000.0)
     return create_app(ModelSlot(translator), config,
                       max_unrolled_tokens=config["serve"]["max_tokens"])
 
 
-def post_concurrently(app, bodies):
-    """POSTs every body to /translate from its own thread at once; returns the responses."""
-    responses = [None] * len(bodies)
-    barrier = threading.Barrier(len(bodies))
+class Poster(threading.Thread):
+    """POSTs a body to the app's /translate from its own thread."""
 
-    def post(index):
-        client = app.test_client()
-        barrier.wait()
-        responses[index] = client.post("/translate", json=bodies[index])
+    def __init__(self, app, body):
+        super().__init__(daemon=True)
+        self.response = None
+        self._app, self._body = app, body
+        self.start()
 
-    threads = [threading.Thread(target=post, args=(index,)) for index in range(len(bodies))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    return responses
+    def run(self):
+        self.response = self._app.test_client().post("/translate", json=self._body)
+
+    def result(self):
+        self.join(TIMEOUT_S)
+        assert not self.is_alive()
+        return self.response
+
+
+def post_behind_a_held_call(app, counting, bodies, first_body=None):
+    """Holds a first call, queues `bodies` behind it, releases it; returns their responses."""
+    first = Poster(app, first_body or {"text": "one", "decoder": "greedy"})
+    assert counting.first_started.wait(TIMEOUT_S)
+    posters = []
+    for body in bodies:
+        posters.append(Poster(app, body))
+        assert app.extensions["batcher"].wait_until_queued(len(posters), TIMEOUT_S)
+    counting.release.set()
+    assert first.result().status_code == 200
+    return [poster.result() for poster in posters]
 
 
 # Of different lengths: each sentence's output limit is its own, so the longest
@@ -290,30 +326,62 @@ SENTENCES = ["one", "a beautiful table", "nine hundred seventy-five", "We need t
              "I paid three British pounds.", "Sunday, December 19, 2032"]
 
 
+def assert_as_alone(translator, text, translation, **options):
+    [alone] = translator.translate([text], **options)
+    assert [hypothesis["text"] for hypothesis in translation["n_best"]] == [h.text for h in alone.n_best]
+    assert [hypothesis["score"] for hypothesis in translation["n_best"]] == pytest.approx(
+        [h.score for h in alone.n_best], abs=1e-4)
+    assert (translation["text"], translation["unfamiliar"]) == (alone.text, alone.unfamiliar)
+
+
 @pytest.mark.parametrize("decoder", ["while_loop", "unrolled"])
-def test_concurrent_requests_are_batched_and_answered_as_if_alone(translator, decoder):
-    counting = CountingTranslator(translator)
-    app = app_with(counting, translator.config, window_ms=300)
+def test_queued_requests_are_batched_and_answered_as_if_alone(translator, decoder):
+    counting = CountingTranslator(translator, hold_first=True)
+    app = app_with(counting, translator.config)
     bodies = [{"text": text, "decoder": decoder, "n_best": 2} for text in SENTENCES]
-    responses = post_concurrently(app, bodies)
+    responses = post_behind_a_held_call(app, counting, bodies)
     assert [response.status_code for response in responses] == [200] * len(bodies)
-    assert sum(counting.calls) == len(bodies), "every sentence was translated once"
-    assert len(counting.calls) < len(bodies), "some requests shared a batch"
+    assert counting.calls == [1, len(bodies)], "the queued requests formed one batch"
     batching = app.test_client().get("/v1/info").get_json()["batching"]
-    assert (batching["model_calls"], batching["sentences"]) == (len(counting.calls), len(bodies))
+    assert (batching["model_calls"], batching["sentences"]) == (2, len(bodies) + 1)
+    assert len({response.get_json()["decode_ms"] for response in responses}) == 1, \
+        "requests of one batch report its one model call"
     for text, response in zip(SENTENCES, responses):
-        [alone] = translator.translate([text], decoder=decoder, n_best=2)
-        [batched] = response.get_json()["translations"]
-        assert [hypothesis["text"] for hypothesis in batched["n_best"]] == [h.text for h in alone.n_best]
-        assert [hypothesis["score"] for hypothesis in batched["n_best"]] == pytest.approx(
-            [h.score for h in alone.n_best], abs=1e-4)
+        assert_as_alone(translator, text, response.get_json()["translations"][0],
+                        decoder=decoder, n_best=2)
 
 
-def test_a_zero_window_turns_batching_off(translator):
+def test_a_lone_request_runs_at_once_and_its_time_is_its_call(translator):
     counting = CountingTranslator(translator)
-    app = app_with(counting, translator.config, window_ms=0)
-    responses = post_concurrently(app, [{"text": text} for text in SENTENCES[:4]])
-    assert [response.status_code for response in responses] == [200] * 4
+    app = app_with(counting, translator.config)
+    body = app.test_client().post("/translate", json={"text": "one", "decoder": "greedy"}).get_json()
+    assert counting.calls == [1]
+    assert 0 < body["decode_ms"] <= body["elapsed_ms"]
+
+
+def test_traced_requests_batch_only_with_traced_ones_and_keep_their_trace(translator):
+    counting = CountingTranslator(translator, hold_first=True)
+    app = app_with(counting, translator.config)
+    bodies = [{"text": text, "trace": trace} for text in SENTENCES[1:3] for trace in (True, False)]
+    responses = post_behind_a_held_call(app, counting, bodies)
+    assert sorted(counting.calls[1:]) == [2, 2]
+    assert sorted(options["trace"] for options in counting.options[1:]) == [False, True]
+    for body, response in zip(bodies, responses):
+        [translation] = response.get_json()["translations"]
+        [alone] = translator.translate([body["text"]], trace=body["trace"])
+        assert translation.get("trace") == (alone.trace if body["trace"] else None)
+        assert_as_alone(translator, body["text"], translation)
+
+
+def test_no_batching_runs_every_request_alone(translator):
+    counting = CountingTranslator(translator, hold_first=True)
+    app = app_with(counting, translator.config, batching=False)
+    first = Poster(app, {"text": "one"})
+    assert counting.first_started.wait(TIMEOUT_S)
+    others = [Poster(app, {"text": text}) for text in SENTENCES[1:4]]
+    assert [poster.result().status_code for poster in others] == [200] * 3, "beside the held call"
+    counting.release.set()
+    assert first.result().status_code == 200
     assert counting.calls == [1, 1, 1, 1]
     assert app.test_client().get("/v1/info").get_json()["batching"]["enabled"] is False
 
@@ -321,38 +389,18 @@ def test_a_zero_window_turns_batching_off(translator):
 def test_requests_that_differ_in_n_best_only_share_a_batch(translator):
     # n_best only picks from the same beam: the call decodes with the largest,
     # and each request keeps its own.
-    counting = CountingTranslator(translator)
-    app = app_with(counting, translator.config, window_ms=300)
+    counting = CountingTranslator(translator, hold_first=True)
+    app = app_with(counting, translator.config)
     n_bests = [1, 3, 2, 3, 1, 2]
     bodies = [{"text": text, "beam_width": 3, "n_best": n_best}
               for text, n_best in zip(SENTENCES, n_bests)]
-    responses = post_concurrently(app, bodies)
+    responses = post_behind_a_held_call(app, counting, bodies)
     assert [response.status_code for response in responses] == [200] * len(bodies)
-    assert len(counting.calls) < len(set(n_bests)), "requests of different n_best shared a batch"
-    n_best_of = {tuple(translator.tokenize(text)): n_best for text, n_best in zip(SENTENCES, n_bests)}
-    for options in counting.options:
-        assert options["n_best"] == max(n_best_of[tuple(ids)] for ids in options["token_ids"]), \
-            "a call decodes its batch's largest n_best"
+    assert counting.calls[1:] == [len(bodies)]
+    assert counting.options[1]["n_best"] == 3, "a call decodes its batch's largest n_best"
     for text, n_best, response in zip(SENTENCES, n_bests, responses):
-        [alone] = translator.translate([text], beam_width=3, n_best=n_best)
-        [batched] = response.get_json()["translations"]
-        assert [hypothesis["text"] for hypothesis in batched["n_best"]] == [h.text for h in alone.n_best]
-        assert [hypothesis["score"] for hypothesis in batched["n_best"]] == pytest.approx(
-            [h.score for h in alone.n_best], abs=1e-4)
-        assert (batched["text"], batched["score"]) == (
-            alone.text, pytest.approx(alone.score, abs=1e-4))
-
-
-def test_decode_ms_is_the_model_call_and_elapsed_ms_includes_the_window(translator):
-    app = app_with(translator, translator.config, window_ms=300)
-    client = app.test_client()
-    client.post("/translate", json={"text": "one", "decoder": "greedy"})  # builds the graph
-    body = client.post("/translate", json={"text": "one", "decoder": "greedy"}).get_json()
-    assert body["elapsed_ms"] >= 300, "a lone request waits the whole window"
-    assert 0 < body["decode_ms"] < body["elapsed_ms"] - 250, body
-    batched = [response.get_json()["decode_ms"] for response in post_concurrently(
-        app, [{"text": text, "decoder": "greedy"} for text in SENTENCES[:3]])]
-    assert len(set(batched)) < 3, "requests of one batch report its one model call"
+        assert_as_alone(translator, text, response.get_json()["translations"][0],
+                        beam_width=3, n_best=n_best)
 
 
 # --- Graphs built on first use, per batch -------------------------------------------------------
@@ -367,55 +415,28 @@ def fresh_translator(tiny_model_dir):
 
 
 def test_requests_sharing_a_batch_report_the_graph_their_call_built(fresh_translator):
-    counting = CountingTranslator(fresh_translator)
-    app = app_with(counting, fresh_translator.config, window_ms=300)
+    counting = CountingTranslator(fresh_translator, hold_first=True)
+    app = app_with(counting, fresh_translator.config)
     bodies = [{"text": text, "beam_width": 7} for text in SENTENCES[:4]]
-    responses = post_concurrently(app, bodies)
-    assert [response.status_code for response in responses] == [200] * len(bodies)
-    assert len(counting.calls) == 1, "one batch"
+    responses = post_behind_a_held_call(app, counting, bodies)
+    assert counting.calls[1:] == [4], "one batch"
     assert [response.get_json()["graphs_built"] for response in responses] == [1] * len(bodies), \
         "its one call built the graph: every request of the batch waited for it"
-    again = post_concurrently(app, bodies)
+    again = [Poster(app, body).result() for body in bodies]
     assert [response.get_json()["graphs_built"] for response in again] == [0] * len(bodies)
 
 
-class HeldGreedyTranslator(CountingTranslator):
-    """Greedy calls decode, then wait until released: a call that spans another batch's build."""
-
-    def __init__(self, translator):
-        super().__init__(translator)
-        self.greedy_decoded = threading.Event()
-        self.release_greedy = threading.Event()
-
-    def translate_tokens(self, token_ids, **options):
-        translations = super().translate_tokens(token_ids, **options)
-        if options["decoder"] == "greedy":
-            self.greedy_decoded.set()
-            self.release_greedy.wait(timeout=30)
-        return translations
-
-
 def test_a_batch_does_not_count_the_graphs_another_batch_built_meanwhile(fresh_translator):
-    held = HeldGreedyTranslator(fresh_translator)
-    app = app_with(held, fresh_translator.config, window_ms=10)
-    client = app.test_client()
-    held.release_greedy.set()
-    assert client.post("/translate", json={"text": "one", "decoder": "greedy"}).get_json()[
-        "graphs_built"] == 1
-    held.greedy_decoded.clear()
-    held.release_greedy.clear()
-    greedy_answer = []
-    greedy = threading.Thread(target=lambda: greedy_answer.append(
-        app.test_client().post("/translate", json={"text": "two", "decoder": "greedy"})))
-    greedy.start()
-    try:
-        assert held.greedy_decoded.wait(timeout=30)
-        # While the greedy call is still running, a while_loop batch builds its graph.
-        response = client.post("/translate", json={"text": "one", "beam_width": 6})
-        assert response.get_json()["graphs_built"] == 1
-    finally:
-        held.release_greedy.set()
-        greedy.join(timeout=30)
-    assert greedy_answer[0].status_code == 200
-    assert greedy_answer[0].get_json()["graphs_built"] == 0, \
-        "the greedy call built nothing, though the translator built a graph during it"
+    counting = CountingTranslator(fresh_translator, hold_first=True)
+    config = copy.deepcopy(fresh_translator.config)
+    config["serve"]["concurrent_batches"] = 2
+    app = create_app(ModelSlot(counting), config)
+    greedy = Poster(app, {"text": "two", "decoder": "greedy"})  # builds greedy's graph, held
+    assert counting.first_started.wait(TIMEOUT_S)
+    # While the greedy call is still running, a while_loop batch builds its graph.
+    response = app.test_client().post("/translate", json={"text": "one", "beam_width": 6})
+    assert response.get_json()["graphs_built"] == 1
+    counting.release.set()
+    assert greedy.result().get_json()["graphs_built"] == 1, "its own graph only"
+    again = app.test_client().post("/translate", json={"text": "three", "decoder": "greedy"})
+    assert again.get_json()["graphs_built"] == 0
