@@ -40,15 +40,12 @@ DEFAULTS = {
     "model": {
         "embedding_size": 128,  # E, the width of the source and target embeddings, >= 1
         "num_units": 256,  # decoder GRU size, >= 1 (even when encoder_units is 0)
-        # The encoder memory is 2 * encoder_units wide; the bridge maps the
-        # encoder's final states to num_units.
         "encoder_units": 0,  # each encoder direction's GRU size, >= 0; 0: num_units // 2
         "encoder_layers": 1,  # bidirectional GRU layers, >= 1
         "attention": "bahdanau",  # "bahdanau" (additive) | "luong" (multiplicative)
         "attention_size": 256,  # hidden size of bahdanau attention, >= 1 (luong ignores it)
         "share_embeddings": True,  # one embedding table for both sides (needs joint_vocab)
-        # Tied: the pre-output tanh layer is embedding_size wide instead of num_units.
-        "tie_output_projection": False,  # output projection tied to the target embedding
+        "tie_output_projection": False,  # project to the vocabulary with the target table (E wide)
         "dropout": 0.2,  # drop rate in training, in [0, 1): embeddings, between layers, output
     },
     "train": {
@@ -58,9 +55,7 @@ DEFAULTS = {
         "shuffle_buffer": 20000,  # training pairs shuffled at a time, >= 1
         "learning_rate": 0.003,  # Adam's peak rate, at the end of warm-up, > 0
         "warmup_steps": 300,  # steps of linear warm-up to learning_rate, >= 0 (0 acts as 1)
-        # "rsqrt": lr * sqrt(warmup_steps / step); "constant": lr; "cosine": half
-        # a cosine from lr at the end of warm-up to 0 at max_steps.
-        "decay": "rsqrt",  # the learning rate after warm-up: "rsqrt" | "constant" | "cosine"
+        "decay": "rsqrt",  # after warm-up: "rsqrt" | "constant" | "cosine" (to 0 at max_steps)
         "max_steps": 6000,  # training stops at this global step, >= 1
         "clip_gradient_norm": 5.0,  # clip the gradients' global norm to this; <= 0: no clipping
         "label_smoothing": 0.1,  # probability mass spread over the vocabulary, >= 0
@@ -72,8 +67,6 @@ DEFAULTS = {
         "eval_bleu_sentences": 500,  # dev sentences decoded for BLEU per evaluation, >= 0 (0: all)
         "eval_attention_images": 3,  # first dev sentences drawn as attention heatmaps, >= 0
         "throttle_secs": 60,  # seconds at least between two evaluations, >= 0
-        # The training shuffle uses seed + the step a run resumes from (0 when
-        # new), so that a resumed run does not replay the first run's batches.
         "seed": 1,  # TensorFlow's graph seed; the shuffle's is seed + the resume step
     },
     "decode": {
