@@ -410,11 +410,12 @@ def main():
                         help="also time the searches of this checkout (e.g. /work/baseline)")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
-    global AGAINST, SIZES
+    global AGAINST
     if args.against:
         AGAINST = load_checkout_searches(args.against)
+    sizes = SIZES
     if args.sizes:
-        SIZES = [tuple(int(n) for n in size.split(":")) for size in args.sizes.split(",")]
+        sizes = [tuple(int(n) for n in size.split(":")) for size in args.sizes.split(",")]
     sections = args.sections.split(",")
     tf.disable_v2_behavior()
     # tfa's decoder builds an Assert op it never runs, which TF logs as an error.
@@ -428,7 +429,7 @@ def main():
             print_speeds("while_loop search by selection: batch %d, beam %d, %d steps" % (
                 row["batch"], row["beam"], row["length"]), row["variants"],
                 "two stages, chunked top-k (shipped)")
-    for batch_size, beam_width, length in SIZES if "throughput" in sections else ():
+    for batch_size, beam_width, length in sizes if "throughput" in sections else ():
         speeds = throughput(batch_size, beam_width, length, args.repeats)
         results["throughput"].append({"batch": batch_size, "beam": beam_width,
                                       "length": length, "variants": speeds})

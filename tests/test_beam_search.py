@@ -624,3 +624,33 @@ def test_trace_off_records_only_what_backtracking_needs(trace, arrays):
         assert len(outputs) == 3 + trace
         assert sum(op.type == "TensorArrayV3" and "backtrack" not in op.name
                    for op in graph.get_operations()) == arrays
+
+
+@pytest.mark.parametrize("decoder", sorted(DECODERS))
+def test_the_models_attention_trace_is_a_distribution_over_the_source(decoder):
+    from seq2seq.config import DEFAULTS
+    from seq2seq.model import Seq2SeqModel
+    params = dict(DEFAULTS["model"], embedding_size=8, num_units=8, attention="bahdanau",
+                  attention_size=8, dropout=0.0)
+    source_length = [5, 3]
+    with tf.Graph().as_default():
+        tf.set_random_seed(3)
+        model = Seq2SeqModel(params, 20, 20)
+        source_ids = np.random.RandomState(3).randint(4, 20, size=[2, 5]).astype(np.int32)
+        encoded = model.encode(tf.constant(source_ids), tf.constant(source_length), training=False)
+        outputs = []
+        for with_attention in (False, True):
+            update_fn, state = model.beam_update_fn(encoded, 3 if decoder != "greedy" else 1,
+                                                    with_attention=with_attention)
+            outputs.append(DECODERS[decoder](update_fn, state, 6, 3, 2, 3, 0.6, trace=True))
+        with tf.Session() as session:
+            session.run(tf.global_variables_initializer())
+            plain, traced = session.run(outputs)
+    attention = traced[3]["attention"]                                   # [b, k, t, src]
+    assert attention.shape == traced[0].shape + (5,)
+    for row, length in enumerate(source_length):
+        np.testing.assert_allclose(attention[row, :, :, :length].sum(-1), 1.0, rtol=1e-5)
+        assert (attention[row, :, :, length:] == 0).all()
+    for got, expected in zip(traced[:3], plain[:3]):
+        np.testing.assert_array_equal(got, expected)
+    assert "attention" not in plain[3]
