@@ -1,18 +1,18 @@
-"""Corpus -> SentencePiece -> sharded TFRecords, skipped when already done.
+"""Corpus -> SentencePiece -> sharded TFRecords + manifest, skipped when already done.
 
     python -m data_pipeline.prepare --config configs/default.yaml
     python -m data_pipeline.prepare --config C --train_data corpus.tsv
     python -m data_pipeline.prepare --config C --train_data a.en,a.pt --dev_data d.en,d.pt
 
-Writes into data.data_dir: the SentencePiece model(s), the shards
-``{train,dev,test}-NNNNN-of-NNNNN.tfrecord``, the normalised text of dev and
-test as ``{dev,test}.{src,tgt}`` (for BLEU), and manifest.json. Rerunning
-with the same config and inputs does nothing; any change to the data
-settings or input files rebuilds everything.
+Writes into data.data_dir: the tokenizer files, ``{train,dev,test}-NNNNN-of-NNNNN.tfrecord``
+(tf.train.Examples of "source_ids", "target_ids" and, in dev and test, the reference
+"target_text"), ``{dev,test}.{src,tgt}`` and manifest.json, written last: rerunning
+with the same data settings and input files does nothing; a change rebuilds everything.
 """
 
 import argparse
 import collections
+import json
 import os
 import random
 import shutil
@@ -21,180 +21,204 @@ import tempfile
 import time
 
 import tensorflow.compat.v1 as tf
+from tqdm import tqdm
 
-from seq2seq.config import corpus_overrides, load_config
-from data_pipeline import embedded, manifest
-from data_pipeline.corpus import EMPTY_SIDE, CorpusError, format_skipped, normalize, read_corpus
-from data_pipeline.tfrecords import shard_names, write_shards
+from data_pipeline import embedded
+from data_pipeline.corpus import EMPTY_SIDE, CorpusError, format_skipped, normalize, read_corpus, split_spec
 from data_pipeline.tokenizer import JOINT_MODEL, OPTIONS, SOURCE_MODEL, TARGET_MODEL, train_tokenizer
+from seq2seq.config import PREPARED_DATA_KEYS, corpus_overrides, fingerprint, load_config
 
 SPLITS = ("train", "dev", "test")
-TOO_LONG = "too_long"
-# Train pairs dropped because dev or test took a pair with the same source.
-SOURCE_IN_DEV_TEST = "source_in_dev_test"
-# Dev and test carved out of train_data when not given: this share of the
-# distinct sources each, at most this many pairs.
-CARVE_SHARE = 0.02
-CARVE_MAX = 1000
-# Carving is a property of the corpus, not of a training run: a fixed seed
-# gives the same dev and test for the same file whatever train.seed is.
-CARVE_SEED = 20240101
-# Train pairs are written in a fixed random order: user corpora often come
-# sorted (by length, by source), and the input pipeline's shuffle buffer only
-# mixes what is near in the shards.
-TRAIN_ORDER_SEED = 20261121
+SOURCE_IDS, TARGET_IDS, TARGET_TEXT = "source_ids", "target_ids", "target_text"
+MANIFEST = "manifest.json"
+# Bump when the same settings would now write other data (history: docs/DESIGN-NOTES.md).
+FORMAT_VERSION = 4
+TOO_LONG, SOURCE_IN_DEV_TEST = "too_long", "source_in_dev_test"
+CARVE_SHARE, CARVE_MAX = 0.02, 1000  # dev and test carved out of train_data: share of sources, cap
+CARVE_SEED, TRAIN_ORDER_SEED = 20240101, 20261121  # fixed: the corpus's property, not the run's
 
 PreparedData = collections.namedtuple("PreparedData", [
     "data_dir", "manifest", "tokenizer_files", "train_files", "dev_files", "test_files",
     "source_vocab_size", "target_vocab_size", "raw_text"])
-PreparedData.__doc__ = """Where the prepared data is.
-
-Attributes:
-  data_dir: the data directory.
-  manifest: the manifest dict (counts kept/skipped per split, vocab sizes...).
-  tokenizer_files: paths of the SentencePiece model(s).
-  train_files, dev_files, test_files: paths of each split's TFRecord shards.
-  source_vocab_size, target_vocab_size: the real vocabulary sizes, which can
-    be below data.vocab_size for a small corpus.
-  raw_text: {"dev": (source_path, target_path), "test": (...)}: the
-    normalised text, one sentence per line, aligned with the shards.
-"""
-
-# Pairs of one split: the pairs and why others were skipped.
 _Split = collections.namedtuple("_Split", ["pairs", "skipped"])
 
 
 def prepare(config, verbose=True):
     """Prepares the data of `config` unless its manifest says it is up to date.
 
-    Everything is built in a staging directory inside data_dir and moved in
-    at the end, so an error (an unreadable corpus, an empty split) leaves the
-    previous data as it was.
+    Everything is built in a staging directory and moved in at the end, so an
+    error leaves the previous data as it was.
 
     Args:
       config: the resolved config dict.
-      verbose: print what is kept and skipped, and show progress bars.
+      verbose: print what is kept and skipped, with progress bars.
     Returns:
-      A PreparedData.
+      A PreparedData: paths, the manifest, and the real vocabulary sizes.
     Raises:
       CorpusError: a corpus that cannot be read or ends up empty.
-      ValueError: an embedded-corpus setting that cannot be met.
+      ConfigError: an embedded-corpus setting that cannot be met.
     """
-    log = print if verbose else _quiet
-    started = time.time()
-    data_dir = config["data"]["data_dir"]
-    wanted = manifest.data_fingerprint(config)
-    existing = manifest.load(data_dir)
-    if manifest.is_up_to_date(existing, data_dir, wanted):
+    log = print if verbose else (lambda *args: None)
+    started, data_dir = time.time(), config["data"]["data_dir"]
+    wanted, existing = data_fingerprint(config), load_manifest(data_dir)
+    if existing is not None and existing["fingerprint"] == wanted and all(
+            os.path.isfile(os.path.join(data_dir, name)) for name in _listed_files(existing)):
         log("%s is up to date (fingerprint %s): nothing to do" % (data_dir, wanted))
         return _prepared_data(data_dir, existing)
-    splits, notes = _read_splits(config["data"])
+    splits, notes = _embedded_splits(config["data"]) if config["data"]["corpus"] == "embedded" \
+        else _file_splits(config["data"])
     for note in notes:
         log(note)
     os.makedirs(data_dir, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=".staging-", dir=data_dir)
     try:
-        prepared = _build(config, splits, staging, log, verbose)
-        prepared.update(fingerprint=wanted, notes=notes)
-        _install(staging, data_dir, existing, prepared)
+        manifest = _build(config, splits, staging, log, verbose)
+        manifest.update(fingerprint=wanted, notes=notes)
+        _install(staging, data_dir, existing, manifest)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     log("prepared %s in %.1f s" % (data_dir, time.time() - started))
-    return _prepared_data(data_dir, prepared)
+    return _prepared_data(data_dir, manifest)
+
+
+def data_settings(config):
+    """The data settings the prepared files depend on, as a flat dict."""
+    return {key: config["data"][key] for key in PREPARED_DATA_KEYS[config["data"]["corpus"]]}
+
+
+def data_fingerprint(config):
+    """A hash of FORMAT_VERSION, the data settings and the user corpus files' sizes and times."""
+    return fingerprint({"format": FORMAT_VERSION, "settings": data_settings(config),
+                        "inputs": _input_files(config["data"])})
+
+
+def _input_files(data):
+    inputs = []
+    for key in ("train_data", "dev_data", "test_data") if data["corpus"] == "files" else ():
+        for path in split_spec(data[key]) if data[key] else []:
+            if os.path.isfile(path):  # reading the corpus reports a missing one
+                inputs.append({"path": path, "size": os.stat(path).st_size,
+                               "mtime_ns": os.stat(path).st_mtime_ns})
+    return inputs
+
+
+def load_manifest(data_dir):
+    """The manifest dict of data_dir, or None."""
+    path = os.path.join(data_dir, MANIFEST)
+    if not os.path.isfile(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def settings_mismatches(manifest, config):
+    """The data settings on which a manifest and a config disagree, as ``data.key: old -> new``."""
+    wanted, prepared = data_settings(config), manifest["settings"]
+    return ["data.%s: %r -> %r" % (key, prepared.get(key), wanted.get(key))
+            for key in sorted(set(prepared) | set(wanted)) if prepared.get(key) != wanted.get(key)]
+
+
+def shard_names(split, num_shards):
+    """``("train", 2)`` -> ``["train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord"]``."""
+    return ["%s-%05d-of-%05d.tfrecord" % (split, index, num_shards) for index in range(num_shards)]
+
+
+def serialize_example(source_ids, target_ids, target_text=None):
+    """Two id lists and the reference text if given -> a serialised tf.train.Example."""
+    feature = {SOURCE_IDS: tf.train.Feature(int64_list=tf.train.Int64List(value=source_ids)),
+               TARGET_IDS: tf.train.Feature(int64_list=tf.train.Int64List(value=target_ids))}
+    if target_text is not None:
+        feature[TARGET_TEXT] = tf.train.Feature(bytes_list=tf.train.BytesList(value=[target_text.encode("utf-8")]))
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+def write_shards(examples, paths, description, verbose):
+    """Writes examples ((source_ids, target_ids[, target_text])) into the shards, shard k the
+    k-th contiguous slice, so that reading them in order gives the examples in order."""
+    with tqdm(total=len(examples), desc=description, unit=" pairs", disable=not verbose) as progress:
+        for index, path in enumerate(paths):
+            begin, end = (k * len(examples) // len(paths) for k in (index, index + 1))
+            with tf.io.TFRecordWriter(path) as writer:
+                for example in examples[begin:end]:
+                    writer.write(serialize_example(*example))
+            progress.update(end - begin)
 
 
 def _build(config, splits, directory, log, verbose):
-    """Trains SentencePiece and writes every split into `directory`.
-
-    Returns:
-      The manifest without its fingerprint and notes.
-    """
+    """Trains the tokenizer and writes every split into `directory`; returns the manifest."""
     data = config["data"]
-    tokenizer = train_tokenizer(splits["train"].pairs, directory, data["vocab_size"],
-                                data["spm_model_type"], data["joint_vocab"], data["lowercase_source"],
+    tokenizer = train_tokenizer(splits["train"].pairs, directory, data["vocab_size"], data["spm_model_type"],
+                                data["joint_vocab"], data["lowercase_source"],
                                 [source for source, _ in splits["dev"].pairs])
+    sizes = (tokenizer.source_vocab_size, tokenizer.target_vocab_size)
     log("SentencePiece %s (%s): %s pieces (data.vocab_size %d)"
         % (data["spm_model_type"], "joint" if data["joint_vocab"] else "source, target",
-           _vocab_sizes_text(tokenizer), data["vocab_size"]))
+           sizes[0] if sizes[0] == sizes[1] else "%d, %d" % sizes, data["vocab_size"]))
     records = {}
     for split in SPLITS:
         record = records[split] = _write_split(split, splits[split], tokenizer, data, directory, verbose)
         skipped = sum(record["skipped"].values())
         log("%-5s kept %d, skipped %d%s" % (split, record["kept"], skipped,
                                           " (%s)" % format_skipped(record["skipped"]) if skipped else ""))
-    return {
-        "settings": manifest.data_settings(config),
-        "inputs": manifest.input_files(config),
-        "tokenizer_files": [os.path.basename(path) for path in tokenizer.model_files],
-        "source_vocab_size": tokenizer.source_vocab_size,
-        "target_vocab_size": tokenizer.target_vocab_size,
-        "splits": records,
-    }
+    return {"settings": data_settings(config), "inputs": _input_files(data),
+            "tokenizer_files": [os.path.basename(path) for path in tokenizer.model_files],
+            "source_vocab_size": tokenizer.source_vocab_size,
+            "target_vocab_size": tokenizer.target_vocab_size, "splits": records}
 
 
-def _install(staging, data_dir, previous, prepared):
-    """Replaces the previous outputs in data_dir by the staged ones.
+def _listed_files(manifest):
+    files = list(manifest["tokenizer_files"])
+    for split in manifest["splits"].values():
+        files += split["shards"] + split.get("raw_text", [])
+    return files
 
-    The old manifest goes first and the new one is written last, so a run
-    interrupted in between is never taken as up to date. A stale spm.model
-    would shadow new per-side models in Tokenizer.load, so the model names are
-    removed even when no manifest lists them.
-    """
+
+def _install(staging, data_dir, previous, manifest):
+    """Replaces the previous outputs by the staged ones: the old manifest goes first, the new
+    one comes last; stale tokenizer files go too (a stale spm.model would shadow new per-side ones)."""
     if previous is not None:
-        os.remove(manifest.path(data_dir))
-    stale = set(manifest.listed_files(previous)) if previous else set()
+        os.remove(os.path.join(data_dir, MANIFEST))
+    stale = set(_listed_files(previous)) if previous else set()
     for name in sorted(stale | {JOINT_MODEL, SOURCE_MODEL, TARGET_MODEL, OPTIONS}):
         if os.path.isfile(os.path.join(data_dir, name)):
             os.remove(os.path.join(data_dir, name))
-    for name in manifest.listed_files(prepared):
+    for name in _listed_files(manifest):
         os.replace(os.path.join(staging, name), os.path.join(data_dir, name))
-    manifest.save(data_dir, prepared)
-
-
-def _read_splits(data):
-    """Returns ({split: _Split}, notes): the normalised pairs of every split."""
-    if data["corpus"] == "embedded":
-        return _embedded_splits(data)
-    return _file_splits(data)
+    temporary = os.path.join(data_dir, MANIFEST + ".tmp")
+    with open(temporary, "w", encoding="utf-8") as f:
+        json.dump(manifest, f, indent=2, ensure_ascii=False, sort_keys=True)
+        f.write("\n")
+    os.replace(temporary, os.path.join(data_dir, MANIFEST))
 
 
 def _embedded_splits(data):
     corpus = embedded.generate(data["embedded_train_size"], data["embedded_dev_size"],
-                               data["embedded_test_size"], data["embedded_seed"],
-                               data["target_locale"])
+                               data["embedded_test_size"], data["embedded_seed"], data["target_locale"])
     families = collections.Counter(example.family for example in corpus.train)
     notes = ["embedded corpus en -> %s, seed %d: %d train / %d dev / %d test pairs; train by family: %s"
              % (data["target_locale"], data["embedded_seed"], len(corpus.train), len(corpus.dev),
                 len(corpus.test), ", ".join("%s %d" % item for item in sorted(families.items())))]
     missing = embedded.missing_families(data["target_locale"])
     if missing:
-        notes.append("%s has no hand-written lexicon: no %s phrases"
-                     % (data["target_locale"], ", ".join(missing)))
-    splits = {}
-    for split in SPLITS:
-        examples = getattr(corpus, split)
-        pairs = [(normalize(example.source), normalize(example.target)) for example in examples]
-        splits[split] = _Split(pairs, collections.Counter())
+        notes.append("%s has no hand-written lexicon: no %s phrases" % (data["target_locale"], ", ".join(missing)))
+    splits = {split: _Split([(normalize(example.source), normalize(example.target))
+                             for example in getattr(corpus, split)], collections.Counter()) for split in SPLITS}
     return splits, notes
 
 
 def _file_splits(data):
-    notes = []
-    splits = {}
+    notes, splits = [], {}
     for split in SPLITS:
-        spec = data[split + "_data"]
-        if spec:
-            corpus = read_corpus(spec)
+        if data[split + "_data"]:
+            corpus = read_corpus(data[split + "_data"])
             splits[split] = _Split(corpus.pairs, corpus.skipped)
-            notes.append("%s: read %s" % (split, spec))
+            notes.append("%s: read %s" % (split, data[split + "_data"]))
     carve = [split for split in ("dev", "test") if split not in splits]
     if carve:
         train = splits["train"]
         carved, remaining, dropped = _carve(train.pairs, len(carve))
-        skipped = train.skipped + collections.Counter({SOURCE_IN_DEV_TEST: dropped})
-        splits["train"] = _Split(remaining, skipped)
-        for split, pairs in zip(carve, carved):
-            splits[split] = _Split(pairs, collections.Counter())
+        splits["train"] = _Split(remaining, train.skipped + collections.Counter({SOURCE_IN_DEV_TEST: dropped}))
+        splits.update((split, _Split(pairs, collections.Counter())) for split, pairs in zip(carve, carved))
         notes.append("no %s data given: carved %s out of %s (%d%% of its distinct sources each, "
                      "at most %d pairs); %d more train pairs repeating those sources were dropped"
                      % (" or ".join(carve), " and ".join("%d %s" % (len(pairs), split)
@@ -203,121 +227,71 @@ def _file_splits(data):
         if not remaining:
             raise CorpusError("%s is too small to carve dev and test out of it: nothing is left to "
                               "train on; give --dev_data and --test_data" % data["train_data"])
-    notes.extend(_overlap_notes(splits, [split for split in ("dev", "test") if split not in carve]))
-    return splits, notes
-
-
-def _overlap_notes(splits, supplied):
-    """Notes on supplied held-out splits whose sources also occur in train.
-
-    Such pairs are kept (the user chose the split), but a model scored on
-    sentences it was trained on looks better than it is: say how many there are.
-    """
     train_sources = set(source for source, _ in splits["train"].pairs)
-    notes = []
-    for split in supplied:
+    for split in (split for split in ("dev", "test") if split not in carve):
         pairs = splits[split].pairs
         seen = sum(1 for source, _ in pairs if source in train_sources)
         if seen:
-            notes.append("warning: %d of the %d %s pairs read (%.1f%%) have a source that "
-                         "train also has: %s scores overstate quality on unseen text"
+            notes.append("warning: %d of the %d %s pairs read (%.1f%%) have a source that train also has: "
+                         "%s scores overstate quality on unseen text"
                          % (seen, len(pairs), split, 100.0 * seen / len(pairs), split))
-    return notes
+    return splits, notes
 
 
 def _carve(pairs, num_sets):
-    """Takes `num_sets` held-out sets of pairs with distinct, unseen sources.
-
-    Returns:
-      (held_out, remaining, dropped): a list of `num_sets` lists of pairs (one
-      per source), the pairs whose source is in none of them, and the number of
-      further pairs dropped because they repeat a held-out source.
-    """
+    """`num_sets` held-out lists of pairs with distinct sources, the remaining pairs, and the
+    number of further pairs dropped for repeating a held-out source."""
     first_pair = {}
     for source, target in pairs:
         first_pair.setdefault(source, (source, target))
     sources = list(first_pair)
     random.Random(CARVE_SEED).shuffle(sources)
     size = min(CARVE_MAX, max(1, round(CARVE_SHARE * len(sources))))
-    held_out = [[first_pair[source] for source in sources[k * size:(k + 1) * size]]
-                for k in range(num_sets)]
+    held_out = [[first_pair[source] for source in sources[k * size:(k + 1) * size]] for k in range(num_sets)]
     held_sources = set(source for held in held_out for source, _ in held)
     remaining = [pair for pair in pairs if pair[0] not in held_sources]
-    dropped = len(pairs) - len(remaining) - len(held_sources)
-    return held_out, remaining, dropped
+    return held_out, remaining, len(pairs) - len(remaining) - len(held_sources)
 
 
 def _write_split(split, corpus_split, tokenizer, data, directory, verbose):
-    """Encodes, drops pairs over the length limits, writes shards and raw text.
-
-    Returns:
-      The split's manifest record: counts and file names (relative).
-    """
+    """Encodes, skips pairs over the length limits, writes the shards and the raw text."""
     encoded, kept_pairs, skipped = [], [], collections.Counter(corpus_split.skipped)
     for source, target in corpus_split.pairs:
         source_ids, target_ids = tokenizer.encode_source(source), tokenizer.encode_target(target)
-        if not source_ids or not target_ids:
-            # A side of invisible characters only (a zero-width space, say):
-            # text to the corpus reader, nothing to the tokenizer.
+        if not source_ids or not target_ids:  # invisible characters only
             skipped[EMPTY_SIDE] += 1
         elif len(source_ids) > data["max_source_length"] or len(target_ids) > data["max_target_length"]:
             skipped[TOO_LONG] += 1
         else:
-            # Dev and test keep the reference text for BLEU (see tfrecords).
-            encoded.append((source_ids, target_ids) if split == "train"
-                           else (source_ids, target_ids, target))
+            encoded.append((source_ids, target_ids) if split == "train" else (source_ids, target_ids, target))
             kept_pairs.append((source, target))
     if not encoded:
-        raise CorpusError(
-            "the %s split is empty after skipping %s (limits: data.max_source_length %d, "
-            "data.max_target_length %d)" % (split, format_skipped(skipped),
-                                            data["max_source_length"], data["max_target_length"]))
-    if split == "train":
+        raise CorpusError("the %s split is empty after skipping %s (limits: data.max_source_length %d, "
+                          "data.max_target_length %d)" % (split, format_skipped(skipped),
+                                                          data["max_source_length"], data["max_target_length"]))
+    if split == "train":  # user corpora often come sorted; the shuffle buffer mixes only what is near
         random.Random(TRAIN_ORDER_SEED).shuffle(encoded)
-    num_shards = min(data["num_shards"], len(encoded)) if split == "train" else 1
-    shards = shard_names(split, num_shards)
-    write_shards(encoded, [os.path.join(directory, name) for name in shards],
-                 "writing %s" % split, verbose)
-    record = {"kept": len(encoded), "skipped": {reason: skipped[reason] for reason in sorted(skipped)},
-              "shards": shards}
+    shards = shard_names(split, min(data["num_shards"], len(encoded)) if split == "train" else 1)
+    write_shards(encoded, [os.path.join(directory, name) for name in shards], "writing %s" % split, verbose)
+    record = {"kept": len(encoded), "skipped": dict(sorted(skipped.items())), "shards": shards}
     if split != "train":
-        record["raw_text"] = _write_raw_text(split, kept_pairs, directory)
+        record["raw_text"] = [split + ".src", split + ".tgt"]
+        for name, side in zip(record["raw_text"], zip(*kept_pairs)):
+            with open(os.path.join(directory, name), "w", encoding="utf-8") as f:
+                f.writelines(sentence + "\n" for sentence in side)
     return record
 
 
-def _write_raw_text(split, pairs, directory):
-    """Writes split.src and split.tgt, one normalised sentence per line."""
-    names = [split + ".src", split + ".tgt"]
-    for name, side in zip(names, zip(*pairs)):
-        with open(os.path.join(directory, name), "w", encoding="utf-8") as f:
-            f.writelines(sentence + "\n" for sentence in side)
-    return names
-
-
-def _prepared_data(data_dir, prepared):
+def _prepared_data(data_dir, manifest):
     def paths(names):
         return [os.path.join(data_dir, name) for name in names]
-    splits = prepared["splits"]
+    splits = manifest["splits"]
     return PreparedData(
-        data_dir=data_dir,
-        manifest=prepared,
-        tokenizer_files=paths(prepared["tokenizer_files"]),
-        train_files=paths(splits["train"]["shards"]),
-        dev_files=paths(splits["dev"]["shards"]),
-        test_files=paths(splits["test"]["shards"]),
-        source_vocab_size=prepared["source_vocab_size"],
-        target_vocab_size=prepared["target_vocab_size"],
+        data_dir=data_dir, manifest=manifest, tokenizer_files=paths(manifest["tokenizer_files"]),
+        train_files=paths(splits["train"]["shards"]), dev_files=paths(splits["dev"]["shards"]),
+        test_files=paths(splits["test"]["shards"]), source_vocab_size=manifest["source_vocab_size"],
+        target_vocab_size=manifest["target_vocab_size"],
         raw_text={split: tuple(paths(splits[split]["raw_text"])) for split in ("dev", "test")})
-
-
-def _vocab_sizes_text(tokenizer):
-    if tokenizer.source_vocab_size == tokenizer.target_vocab_size:
-        return str(tokenizer.source_vocab_size)
-    return "%d, %d" % (tokenizer.source_vocab_size, tokenizer.target_vocab_size)
-
-
-def _quiet(*unused_args):
-    pass
 
 
 def main(argv=None):
@@ -332,8 +306,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         overrides = corpus_overrides(args.train_data, args.dev_data, args.test_data)
-        config = load_config(args.config, args.hparams, overrides)
-        prepare(config)
+        prepare(load_config(args.config, args.hparams, overrides))
     except ValueError as e:  # ConfigError and CorpusError among them
         sys.exit("prepare: error: %s" % e)
 

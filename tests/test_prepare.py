@@ -6,7 +6,7 @@ import os
 import pytest
 import tensorflow.compat.v1 as tf
 
-from data_pipeline import embedded, manifest as manifest_module, prepare as prepare_module
+from data_pipeline import embedded, prepare as prepare_module
 from data_pipeline.corpus import CorpusError
 from data_pipeline.prepare import prepare
 from data_pipeline.tokenizer import Tokenizer
@@ -75,7 +75,7 @@ def test_second_prepare_does_nothing(tiny_config, tiny_data, capsys):
 def test_a_new_data_format_version_rebuilds(tiny_config, tmp_path, monkeypatch):
     config = small_config(tiny_config, tmp_path)
     first = prepare(config, verbose=False)
-    monkeypatch.setattr(manifest_module, "FORMAT_VERSION", manifest_module.FORMAT_VERSION + 1)
+    monkeypatch.setattr(prepare_module, "FORMAT_VERSION", prepare_module.FORMAT_VERSION + 1)
     second = prepare(config, verbose=False)
     assert second.manifest["fingerprint"] != first.manifest["fingerprint"]
 

@@ -2,7 +2,8 @@
 
 import tensorflow.compat.v1 as tf
 
-from data_pipeline.tfrecords import parse_example, serialize_example, shard_names, write_shards
+from data_pipeline.input import parse_example
+from data_pipeline.prepare import serialize_example, shard_names, write_shards
 
 EXAMPLES = [([5, 6, 7], [8, 9]), ([10], [11, 12, 13, 14]), ([15, 16], [17]),
             ([18, 19, 20, 21], [22, 23]), ([24], [25])]
