@@ -168,8 +168,6 @@ def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=
     Raises:
       ConfigError, CorpusError, NonFiniteLossError: one line each for main.
     """
-    if schedule not in _SCHEDULES:
-        raise ValueError("schedule must be one of %s, got %r" % (", ".join(SCHEDULES), schedule))
     config = copy.deepcopy(config)
     if max_steps is not None:
         config["train"]["max_steps"] = max_steps

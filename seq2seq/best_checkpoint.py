@@ -1,9 +1,4 @@
-"""Keeps the checkpoint with the best dev BLEU in MODEL_DIR/best/, a model directory of its own.
-
-An `Exporter`, the hook train_and_evaluate calls after every evaluation. best/
-is replaced by a rename of a complete copy (best.tmp), the old one waiting in
-best.old until then; an interrupted update is repaired by the next export.
-"""
+"""Keeps the checkpoint with the best dev BLEU in MODEL_DIR/best/, a model directory of its own."""
 
 import glob
 import logging
@@ -78,11 +73,8 @@ def _checkpoint_files(checkpoint_path):
 
 
 def _copy_checkpoint(checkpoint_path, model_dir_files, record, best_dir):
-    """Copies the checkpoint, `model_dir_files` and the record into `best_dir`.
-
-    Returns:
-      True, or False (best_dir left as it was) if the checkpoint's files are gone.
-    """
+    """Copies the checkpoint, `model_dir_files` and the record into `best_dir` (via best.tmp);
+    False, best_dir left as it was, if the checkpoint's files are gone."""
     # Absolute: update_checkpoint_state then records the bare checkpoint name.
     best_dir = os.path.abspath(best_dir)
     staging = best_dir + _STAGING_SUFFIX
@@ -122,13 +114,8 @@ def _improves(value, perplexity, best):
 
 
 class BestCheckpointExporter(tf.estimator.Exporter):
-    """After each evaluation: logs the metrics, copies the checkpoint to best/ if it is the best.
-
-    Args:
-      model_dir_files: model_dir -> the names of the files to copy along
-        (config.yaml, the SentencePiece models).
-      metric: the evaluation metric to maximise.
-    """
+    """After each evaluation: logs the metrics, copies the checkpoint to best/ if it is the
+    best `metric`, with the files `model_dir_files(model_dir)` names (config, SentencePiece)."""
 
     def __init__(self, model_dir_files, metric="bleu"):
         self._model_dir_files = model_dir_files

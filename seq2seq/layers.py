@@ -46,9 +46,6 @@ class Embeddings:
 
     def __init__(self, source_vocab_size, target_vocab_size, embedding_size, share,
                  dropout_rate, name="embeddings"):
-        if share and source_vocab_size != target_vocab_size:
-            raise ValueError("shared embeddings need one vocabulary, got sizes %d and %d"
-                             % (source_vocab_size, target_vocab_size))
         self._dropout_rate = dropout_rate
         with tf.variable_scope(None, default_name=name):
             def table(scope, vocab_size):
@@ -62,15 +59,15 @@ class Embeddings:
 
     def embed_source(self, ids, training):
         """[...] int32 source ids -> [..., E] float32."""
-        with tf.name_scope("source_embedding"):
-            return dropout(tf.nn.embedding_lookup(self.source_table(), ids),
-                           self._dropout_rate, training)
+        return self._embed(self.source_table, ids, training, "source_embedding")
 
     def embed_target(self, ids, training):
         """[...] int32 target ids -> [..., E] float32."""
-        with tf.name_scope("target_embedding"):
-            return dropout(tf.nn.embedding_lookup(self.target_table(), ids),
-                           self._dropout_rate, training)
+        return self._embed(self.target_table, ids, training, "target_embedding")
+
+    def _embed(self, table, ids, training, name):
+        with tf.name_scope(name):
+            return dropout(tf.nn.embedding_lookup(table(), ids), self._dropout_rate, training)
 
 
 def _orthogonal_blocks(num_blocks):
@@ -155,8 +152,6 @@ class Attention:
     """
 
     def __init__(self, kind, attention_size, query_size, name="attention"):
-        if kind not in ("bahdanau", "luong"):
-            raise ValueError("attention must be 'bahdanau' or 'luong', got %r" % kind)
         self._kind = kind
         with tf.variable_scope(None, default_name=name):
             if kind == "luong":

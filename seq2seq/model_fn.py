@@ -21,12 +21,6 @@ SERVING_SIGNATURE = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
 logger = logging.getLogger("seq2seq")
 
 
-# Towers: one batch split over several devices.
-
-def has_gpus():
-    return bool(tf.config.list_physical_devices("GPU"))
-
-
 def tower_devices(num_towers):
     """["/gpu:i"] with GPUs, else ["/cpu:i"]; a ConfigError on a GPU build with too few GPUs."""
     gpus = len(tf.config.list_physical_devices("GPU"))
@@ -38,8 +32,7 @@ def tower_devices(num_towers):
 
 def session_config(num_towers):
     """A ConfigProto with a virtual CPU device per tower when there are no GPUs, else None."""
-    tower_devices(num_towers)
-    if num_towers <= 1 or has_gpus():
+    if num_towers <= 1 or tower_devices(num_towers)[0].startswith("/gpu"):
         return None
     return tf.ConfigProto(device_count={"CPU": num_towers}, allow_soft_placement=True)
 
@@ -101,8 +94,6 @@ def parallel_gradients(loss_fn, inputs, num_towers):
                 grads_and_vars.append((_sum_and_scale(gradients, 1.0 / total_weight), variable))
     return loss, grads_and_vars
 
-
-# Optimisation.
 
 def learning_rate_schedule(step, peak_rate, warmup_steps, decay, max_steps):
     """The next update's rate, scalar float32: linear warm-up over `warmup_steps` to
@@ -185,14 +176,12 @@ class ProgressHook(tf.train.SessionRunHook):
     def __init__(self, loss, num_tokens, learning_rate, max_steps, every_n_steps,
                  summary_dir=None):
         self._fetches = {"loss": loss, "tokens": num_tokens, "learning_rate": learning_rate}
-        self._max_steps = max_steps
-        self._every_n_steps = every_n_steps
+        self._max_steps, self._every_n_steps = max_steps, every_n_steps
         self._summary_dir = summary_dir
 
     def begin(self):
         self._global_step = tf.train.get_global_step()
-        self._summary_writer = (tf.summary.FileWriterCache.get(self._summary_dir)
-                                if self._summary_dir else None)
+        self._writer = self._summary_dir and tf.summary.FileWriterCache.get(self._summary_dir)
 
     def after_create_session(self, session, coord):
         self._last_step = self._expected_step = session.run(self._global_step)
@@ -220,8 +209,8 @@ class ProgressHook(tf.train.SessionRunHook):
         logger.info("step %d/%d  loss %.3f  lr %.2e  %.2f steps/s  %.0f tokens/s  ETA %s",
                     step, self._max_steps, self._loss_sum / self._steps, learning_rate,
                     steps_per_sec, tokens_per_sec, eta)
-        if self._summary_writer is not None:
-            self._summary_writer.add_summary(tf.Summary(value=[tf.Summary.Value(
+        if self._writer:
+            self._writer.add_summary(tf.Summary(value=[tf.Summary.Value(
                 tag="tokens_per_sec", simple_value=tokens_per_sec)]), step)
         self._last_step, self._last_time, self._expected_step = step, time.time(), step
         self._loss_sum, self._tokens, self._steps = 0.0, 0, 0
