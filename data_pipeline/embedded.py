@@ -1,11 +1,6 @@
-"""The embedded default corpus: English -> a CLDR locale, generated offline.
-
-Phrase families draw (English, target) pairs from CLDR (Babel) and num2words,
-plus a small hand-written Portuguese lexicon for agreement. A family's pair is
-canonical; `vary` then writes its source the ways people type it (case,
-final punctuation, "and" and spaces in numbers) with the target unchanged.
-Generation is deterministic in the seed. docs/DESIGN-NOTES.md has the why.
-"""
+"""The embedded corpus, English -> a CLDR locale: phrase families from CLDR (Babel), num2words
+and a hand-written Portuguese lexicon give canonical pairs; `vary` writes each source as people
+type it, the target unchanged. Deterministic in the seed; docs/DATA-NOTES.md has the why."""
 
 import collections
 import datetime
@@ -152,11 +147,7 @@ def generate(train_size, dev_size, test_size, seed, target_locale):
 
 
 def vary(rng, sentence):
-    """Writes a canonical source the way people might type it (the target stays).
-
-    British "and" in numbers, a space for a hyphen, no final period or question
-    mark, the first letter's case swapped. "Twenty-one cars." -> "twenty one cars".
-    """
+    """A canonical source as people type it: "Twenty-one cars." -> "twenty one cars"."""
     if rng.random() < 0.3:
         sentence = _BRITISH_AND.sub(r"\1 and ", sentence)
     if rng.random() < 0.3:
@@ -300,8 +291,7 @@ def names(rng, locale):
 
 
 def dates(rng, locale):
-    """A date in a common written form: "March 3, 2021", "3/3/2021", "the 3rd of March" ->
-    "3 de março de 2021", "03/03/2021", "3 de março"; maybe in a sentence ("em 3 de março")."""
+    """A date as people write it: "March 3, 2021", "3/3/2021", "the 3rd of March" -> "3 de março de 2021"..."""
     day = datetime.date.fromordinal(rng.randint(_FIRST_DAY, _LAST_DAY))
     form = rng.randrange(len(_DATE_FORMS) + 4)
     if form == 3:  # the full form, weekday first, stays bare
@@ -327,8 +317,7 @@ def dates(rng, locale):
 
 
 def numbers(rng, locale):
-    """A number from 101 to 999,999, in words or in figures, as many with 3 digits as with 6.
-    "one hundred twenty-three" -> "cento e vinte e três"; "12,345" -> "12.345"."""
+    """101..999,999 in words or figures: "one hundred twenty-three" -> "cento e vinte e três", "12,345"."""
     digits = rng.randint(3, 6)
     number = rng.randrange(max(101, 10 ** (digits - 1)), 10 ** digits)
     if rng.random() < 0.25:
@@ -372,8 +361,7 @@ def times(rng, locale):
 
 
 def noun_phrases(rng, locale):
-    """A noun phrase with agreement, maybe in a sentence: "the two red cars" -> "os dois carros
-    vermelhos"; counts in words or figures ("3 cars" -> "3 carros")."""
+    """A noun phrase with agreement, maybe in a sentence: "the two red cars" -> "os dois carros vermelhos"."""
     noun = rng.choice(NOUNS)
     plural = rng.random() < 0.5
     if not plural:
@@ -399,8 +387,7 @@ def ordinals(rng, locale):
 
 
 def weekdays(rng, locale):
-    """"next Saturday at 3:45 PM" -> "no próximo sábado às 15:45", "last Monday" -> "na
-    segunda-feira passada"; maybe in a sentence."""
+    """"next Saturday at 3:45 PM" -> "no próximo sábado às 15:45"; "last Monday" -> "na segunda-feira passada"."""
     weekday, phrase = rng.randrange(7), rng.choice(WEEKDAY_PHRASES)
     target_day = get_day_names("wide", locale=locale)[weekday]
     english = phrase.english.format(get_day_names("wide", locale=ENGLISH)[weekday])
@@ -417,8 +404,7 @@ def weekdays(rng, locale):
 
 
 def money_in_words(rng, locale):
-    """"twelve US dollars and one cent" -> "doze dólares americanos e um centavo"; "5 euros"
-    -> "5 euros"; maybe in a sentence."""
+    """"twelve US dollars and one cent" -> "doze dólares americanos e um centavo"; "5 euros"."""
     currency = rng.choice(CURRENCIES)
     units = int(_random_amount(rng, with_minor=False))
     figures = rng.random() < 0.2

@@ -1,10 +1,8 @@
-"""SentencePiece: training, the one wrapper (training, decoding, serving), and familiarity.
+"""SentencePiece training, the one wrapper (training, decoding, serving) and familiarity.
 
-A tokenizer is one joint model (``spm.model``) or one model per side
-(``source.model``, ``target.model``), plus ``tokenizer.json``: how source text
-is normalised and the familiarity model that flags sources unlike the
-training data. Encoding adds no BOS or EOS: the input pipeline and the
-decoders place them. Why each choice: docs/DESIGN-NOTES.md, "Tokens".
+A tokenizer is ``spm.model`` (joint) or ``source.model`` + ``target.model``, and
+``tokenizer.json``: whether the source is lower-cased, and the piece bigram model that
+flags unfamiliar sources. Encoding adds no BOS/EOS. Why: docs/DATA-NOTES.md.
 """
 
 import collections
@@ -40,8 +38,11 @@ class Tokenizer:
     """
 
     def __init__(self, source_model, target_model=None, options_file=None):
-        self._source = _load_processor(source_model)
-        self._target = _load_processor(target_model) if target_model else self._source
+        for path in [source_model, target_model] if target_model else [source_model]:
+            if not os.path.isfile(path):
+                raise FileNotFoundError("SentencePiece model not found: %s" % path)
+        self._source = spm.SentencePieceProcessor(model_file=source_model)
+        self._target = spm.SentencePieceProcessor(model_file=target_model) if target_model else self._source
         self._files = [source_model] + ([target_model] if target_model else [])
         self._names = [SOURCE_MODEL, TARGET_MODEL] if target_model else [JOINT_MODEL]
         self.options = {}
@@ -72,7 +73,7 @@ class Tokenizer:
 
     @property
     def model_files(self):
-        """The paths of the model file(s) and of tokenizer.json if any."""
+        """The paths of the model file(s), then tokenizer.json if any."""
         return list(self._files)
 
     @property
@@ -97,7 +98,6 @@ class Tokenizer:
         return self._target.encode(model_text(text))
 
     def decode_source(self, ids):
-        """Source ids -> text (see decode_target)."""
         return self._source.decode(_content_ids(ids))
 
     def decode_target(self, ids):
@@ -113,7 +113,7 @@ class Tokenizer:
         return [self._target.id_to_piece(int(token)) for token in ids]
 
     def unfamiliarity(self, source_ids):
-        """The familiarity model's score of a source: mean -log P per piece (higher: stranger)."""
+        """A source's mean -log P per piece under the familiarity model (higher: stranger)."""
         return self._familiarity.score(source_ids) if self._familiarity else 0.0
 
     def is_unfamiliar(self, source_ids):
@@ -124,8 +124,7 @@ class Tokenizer:
         return bool(self._familiarity) and self.unfamiliarity(source_ids) > self._familiarity.threshold
 
     def copy_to(self, directory):
-        """Copies the model file(s) and tokenizer.json into `directory` under the names load()
-        looks for. Returns the paths of the copies."""
+        """Copies model_files into `directory` under the names load() looks for; returns the copies."""
         os.makedirs(directory, exist_ok=True)
         copies = []
         for path, name in zip(self._files, self._names):
@@ -154,28 +153,22 @@ def train_tokenizer(pairs, directory, vocab_size, model_type, joint, lowercase_s
     """
     os.makedirs(directory, exist_ok=True)
     options = {"lowercase_source": bool(lowercase_source)}
-    sources = [model_text(source) for source, _ in pairs]
-    sources = [source.lower() for source in sources] if lowercase_source else sources
+    fold = str.lower if lowercase_source else str
+    sources = [fold(model_text(source)) for source, _ in pairs]
     targets = [model_text(target) for _, target in pairs]
-    if joint:
-        models = [os.path.join(directory, JOINT_MODEL)]
-        _train_model(sources + targets, models[0], vocab_size, model_type)
-    else:
-        models = [os.path.join(directory, SOURCE_MODEL), os.path.join(directory, TARGET_MODEL)]
-        _train_model(sources, models[0], vocab_size, model_type)
-        _train_model(targets, models[1], vocab_size, model_type)
-    options_file = os.path.join(directory, OPTIONS)
-    _save_json(options_file, options)
-    tokenizer = Tokenizer(*models, options_file=options_file) if len(models) == 2 \
-        else Tokenizer(models[0], options_file=options_file)
-    if dev_sources:
-        familiarity = _Familiarity.fit([tokenizer._source.encode(source) for source in sources])
-        scores = sorted(familiarity.score(tokenizer.encode_source(source)) for source in dev_sources)
+    for name, sentences in [(JOINT_MODEL, sources + targets)] if joint else [(SOURCE_MODEL, sources),
+                                                                               (TARGET_MODEL, targets)]:
+        _train_model(sentences, os.path.join(directory, name), vocab_size, model_type)
+    if dev_sources:  # the threshold: a quantile of the held-out dev sources' scores
+        source_model = spm.SentencePieceProcessor(model_file=os.path.join(directory, (
+            JOINT_MODEL if joint else SOURCE_MODEL)))
+        familiarity = _Familiarity.fit(source_model.encode(sources))
+        scores = sorted(familiarity.score(source_model.encode(fold(model_text(source)))) for source in dev_sources)
         familiarity.threshold = scores[min(len(scores) - 1, int(len(scores) * (1 - DEV_FLAGGED_SHARE)))]
         options["familiarity"] = familiarity.to_json()
-        _save_json(options_file, options)
-        tokenizer = Tokenizer.load(directory)
-    return tokenizer
+    with open(os.path.join(directory, OPTIONS), "w", encoding="utf-8") as f:
+        json.dump(options, f, sort_keys=True)
+    return Tokenizer.load(directory)
 
 
 class _Familiarity:
@@ -190,8 +183,7 @@ class _Familiarity:
         self.bigrams = {tuple(map(int, key.split())): count for key, count in data["bigrams"].items()}
         self.threshold = data.get("threshold", math.inf)
         self.total = sum(self.unigrams.values())
-        self.context = collections.Counter()  # c(v), and T(v): distinct followers of v
-        self.followers = collections.Counter()
+        self.context, self.followers = collections.Counter(), collections.Counter()  # c(v), T(v)
         for (previous, _), count in self.bigrams.items():
             self.context[previous] += count
             self.followers[previous] += 1
@@ -203,8 +195,7 @@ class _Familiarity:
             ids = [BOS_ID] + list(ids) + [EOS_ID]
             unigrams.update(ids[1:])
             bigrams.update(zip(ids, ids[1:]))
-        return cls({"unigrams": {str(k): v for k, v in unigrams.items()},
-                    "bigrams": {"%d %d" % key: v for key, v in bigrams.items()}})
+        return cls({"unigrams": unigrams, "bigrams": {"%d %d" % key: v for key, v in bigrams.items()}})
 
     def to_json(self):
         return {"unigrams": {str(k): v for k, v in sorted(self.unigrams.items())},
@@ -237,7 +228,7 @@ def model_text(text):
 
 
 def _train_model(sentences, path, vocab_size, model_type):
-    """Trains from memory (text already through model_text) and writes the model to `path`."""
+    """Trains from memory (text through model_text: identity rule) and writes the model to `path`."""
     model = io.BytesIO()
     try:
         spm.SentencePieceTrainer.train(
@@ -252,17 +243,6 @@ def _train_model(sentences, path, vocab_size, model_type):
         raise
     with open(path, "wb") as f:
         f.write(model.getvalue())
-
-
-def _save_json(path, data):
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(data, f, sort_keys=True)
-
-
-def _load_processor(path):
-    if not os.path.isfile(path):
-        raise FileNotFoundError("SentencePiece model not found: %s" % path)
-    return spm.SentencePieceProcessor(model_file=path)
 
 
 def _content_ids(ids):
