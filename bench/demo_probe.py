@@ -198,6 +198,8 @@ def main(argv=None):
     parser.add_argument("--json", default="", help="write the figures and every miss here")
     parser.add_argument("--show", type=int, default=5, help="misses printed per kind")
     args = parser.parse_args(argv)
+    import tensorflow.compat.v1 as tf
+    tf.disable_v2_behavior()
     from decode.translator import Translator
     rng = random.Random(args.seed)
     with open(os.path.join(args.data_dir, "test.src"), encoding="utf-8") as f:
