@@ -7,6 +7,7 @@ import os
 import numpy as np
 import pytest
 import sacrebleu
+import tensorflow.compat.v1 as tf
 
 from decode import compare
 from decode.translator import SearchResult, Translator, unrolled_length_bucket
@@ -291,3 +292,20 @@ def test_progress_line_names_the_variant_its_graphs_and_latencies():
         "steady 8.3 ms")
     assert "built 1 graph in" in compare.progress_line(dict(row, graphs=1), 1, 7)
 
+
+
+def test_graphs_show_the_unrolled_search_growing_with_the_length(tiny_model_dir, tmp_path, capsys):
+    assert compare.main(["--model_dir", tiny_model_dir, "--graphs", str(tmp_path)]) == 0
+    op_counts = {}
+    for name in os.listdir(tmp_path):
+        (events,) = os.listdir(tmp_path / name)
+        graph_defs = [event.graph_def for event
+                      in tf.train.summary_iterator(str(tmp_path / name / events)) if event.graph_def]
+        assert len(graph_defs) == 1
+        op_counts[name] = len(tf.GraphDef.FromString(graph_defs[0]).node)
+    short, long = ("unrolled_%d_steps" % steps for steps in compare.GRAPH_LENGTHS)
+    assert set(op_counts) == {short, long, "while_loop"}
+    # One copy of the decoder step per step: the ops beyond the encoder grow with the length.
+    assert op_counts[long] - op_counts[short] > 0.5 * op_counts[short]
+    assert op_counts["while_loop"] < op_counts[short], "one step, whatever the length"
+    assert "%s: %d ops" % (long, op_counts[long]) in capsys.readouterr().out
