@@ -44,10 +44,7 @@ _Split = collections.namedtuple("_Split", ["pairs", "skipped"])
 
 
 def prepare(config, verbose=True):
-    """Prepares the data of `config` unless its manifest says it is up to date.
-
-    Everything is built in a staging directory and moved in at the end, so an
-    error leaves the previous data as it was.
+    """Prepares the data of `config` unless its manifest says it is up to date (an error keeps the old data).
 
     Args:
       config: the resolved config dict.
@@ -167,10 +164,8 @@ def _build(config, splits, directory, log, verbose):
 
 
 def _listed_files(manifest):
-    files = list(manifest["tokenizer_files"])
-    for split in manifest["splits"].values():
-        files += split["shards"] + split.get("raw_text", [])
-    return files
+    return manifest["tokenizer_files"] + [name for split in manifest["splits"].values()
+                                          for name in split["shards"] + split.get("raw_text", [])]
 
 
 def _install(staging, data_dir, previous, manifest):
@@ -283,9 +278,7 @@ def _write_split(split, corpus_split, tokenizer, data, directory, verbose):
 
 
 def _prepared_data(data_dir, manifest):
-    def paths(names):
-        return [os.path.join(data_dir, name) for name in names]
-    splits = manifest["splits"]
+    paths, splits = lambda names: [os.path.join(data_dir, name) for name in names], manifest["splits"]
     return PreparedData(
         data_dir=data_dir, manifest=manifest, tokenizer_files=paths(manifest["tokenizer_files"]),
         train_files=paths(splits["train"]["shards"]), dev_files=paths(splits["dev"]["shards"]),
