@@ -725,7 +725,7 @@ def test_indefinite_article_is_right_for_every_lexicon_word():
         assert with_indefinite_article(word) == "%s %s" % (expected, word)
 
 
-@pytest.mark.xfail(strict=True, reason="documented limit of spelling.with_indefinite_article: it goes by "
+@pytest.mark.xfail(strict=True, reason="documented limit of embedded.with_indefinite_article: it goes by "
                                        "the first letter, so a silent h or a /ju/ u is wrong; no lexicon "
                                        "word is affected (see the test above)")
 @pytest.mark.parametrize("phrase, expected", [("hour", "an hour"), ("unit", "a unit")])
