@@ -71,3 +71,14 @@ def test_the_benchmarks_selection_floors_pick_what_one_top_k_picks():
         with tf.Session() as session:
             one_stage, with_nn_top_k, with_chunked = session.run(picks)
     assert one_stage.tolist() == with_nn_top_k.tolist() == with_chunked.tolist()
+
+
+def test_k_of_one_is_the_first_maximum():
+    # Greedy decoding's top-1: argmax, which must break ties as tf.nn.top_k does.
+    values = np.random.RandomState(2).randint(3, size=(4, 2, 50)).astype(np.float32)
+    with tf.Graph().as_default():
+        inputs = tf.constant(values)
+        with tf.Session() as session:
+            got, expected = session.run([top_k(inputs, 1), tf.nn.top_k(inputs, 1)])
+    np.testing.assert_array_equal(got[1], expected[1])
+    np.testing.assert_array_equal(got[0], expected[0])
