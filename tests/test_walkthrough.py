@@ -25,12 +25,11 @@ CODE = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 INLINE = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
 
 
-def _sections():
-    """[(title, text)] of the walkthrough's "## " sections (the opening is not one)."""
+def _parts():
+    """The walkthrough's opening (before the first "## "), and [(title, text)] of its sections."""
     with open(WALKTHROUGH, encoding="utf-8") as f:
-        text = f.read()
-    parts = re.split(r"^## (.+)\n", text, flags=re.M)
-    return list(zip(parts[1::2], parts[2::2]))
+        parts = re.split(r"^## (.+)\n", f.read(), flags=re.M)
+    return parts[0], list(zip(parts[1::2], parts[2::2]))
 
 
 def _prose(text):
@@ -76,7 +75,8 @@ def resolve(name):
     return obj
 
 
-SECTIONS = _sections()
+OPENING, SECTIONS = _parts()
+IDS = [re.sub(r"\W+", "-", title.lower()).strip("-")[:32] for title, _ in SECTIONS]
 
 
 def test_the_walkthrough_has_its_sections():
@@ -87,7 +87,7 @@ def test_the_walkthrough_has_its_sections():
         assert paths and names, "section %r names no file or no function" % title
 
 
-@pytest.mark.parametrize("title,text", SECTIONS, ids=[title for title, _ in SECTIONS])
+@pytest.mark.parametrize("title,text", [("opening", OPENING)] + SECTIONS, ids=["opening"] + IDS)
 def test_every_cited_path_exists_and_name_resolves(title, text):
     paths, names = _cited(text)
     missing = [path for path in paths if not os.path.exists(os.path.join(REPO, path))]
@@ -112,7 +112,7 @@ def test_the_cited_names_are_the_ones_the_walkthrough_is_about():
         resolve("decode.beam_search.no_such_search")
 
 
-@pytest.mark.parametrize("title,text", SECTIONS, ids=[title for title, _ in SECTIONS])
+@pytest.mark.parametrize("title,text", SECTIONS, ids=IDS)
 def test_the_snippets_run(title, text, request, tiny_config, tiny_data):
     code = "\n".join(CODE.findall(text))
     namespace = {"__name__": "walkthrough", "CONFIG": tiny_config,
