@@ -136,12 +136,13 @@ def _train_and_evaluate(estimator, config, model_dir):
     eval_spec = tf.estimator.EvalSpec(
         input_fn, steps=None, start_delay_secs=0, throttle_secs=train["throttle_secs"],
         exporters=[BestCheckpointExporter(model_dir_files)])
-    metrics, _ = tf.estimator.train_and_evaluate(
+    result = tf.estimator.train_and_evaluate(  # None in a cluster
         estimator, tf.estimator.TrainSpec(input_fn, max_steps=train["max_steps"]), eval_spec)
     if not estimator.config.is_chief:
         return {}
     if estimator.config.cluster_spec.jobs:  # a distributed chief only trains
         return {"export_path": export(estimator, model_dir)}
+    metrics = result[0]
     if metrics is None:  # max_steps already reached: nothing new was evaluated
         metrics = _evaluate(estimator, config, model_dir)
     return dict(metrics, export_path=export(estimator, model_dir))

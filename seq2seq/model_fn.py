@@ -256,7 +256,7 @@ def _train_spec(model, features, labels, params, run_config):
         gradients, variables = zip(*grads_and_vars)
         clipped, gradient_norm = clip_gradients(gradients, train_params["clip_gradient_norm"])
         with tf.control_dependencies([assert_finite_step(loss, gradient_norm, global_step)]):
-            # beta2 0.98 (Vaswani et al. 2017); see docs/BENCHMARKS.md, "Training notes".
+            # beta2 0.98 (Vaswani et al. 2017): docs/BENCHMARKS.md, "Training and model notes".
             optimizer = tf.train.AdamOptimizer(learning_rate, beta1=0.9, beta2=0.98,
                                                epsilon=1e-9)
             train_op = optimizer.apply_gradients(zip(clipped, variables), global_step=global_step)
