@@ -6,28 +6,19 @@
         && tensorboard --logdir runs/graphs
 
 Every variant (greedy once; while_loop and unrolled at every beam width)
-decodes the same sentences, each with a fresh `Translator`, and is measured for:
-- graph: the graphs built for these inputs (the unrolled search builds one per
-  length bucket), their build time and the ops they added to the graph;
-- latency: the first call (graph building and TensorFlow's first run
-  included: "first ms (incl. build)"), then the median of --runs further
-  calls, as ms, sentences/s and output tokens/s (of the best hypotheses);
-- quality: BLEU (sacrebleu) when references are given, and the mean length
-  of the best hypotheses;
-- agreement: unrolled against while_loop at each beam width, and greedy
-  against while_loop at beam width 1 when 1 is among --beam_widths:
-  identical best texts, identical n-best ids, and the largest score difference
-  (the two searches should agree to 1e-5);
-- per-sentence latency against output length (one sentence per call), for
-  greedy and both beam searches at the largest beam width.
+decodes the same sentences with a fresh `Translator`: the graphs it built (the
+unrolled search one per length bucket), their build seconds and ops; the first
+call ("first ms (incl. build)") and the median of --runs more (ms, sentences/s,
+output tokens/s); BLEU (sacrebleu) against references; the agreement of unrolled
+with while_loop at each width, and of greedy with while_loop at width 1 (texts,
+n-best ids, the largest score difference: they should agree to 1e-5); and, for
+greedy and both searches at the widest beam, latency against output length.
+--graphs LOGDIR instead writes the graphs of the unrolled search at two lengths
+and of the while_loop search, for TensorBoard's Graphs tab.
 
---graphs LOGDIR measures nothing: it writes the graphs of the unrolled search
-at two lengths and of the while_loop search, for TensorBoard's graph tab.
-
-Input and reference lines end at LF or CR LF, as `wc -l` counts them (at CR
-in a file without LF). A line of progress per variant goes to standard error;
-the tables to standard output. The figures hold only for this machine, model,
-inputs and batch size.
+Lines end at LF or CR LF, as `wc -l` counts them. Progress goes to standard
+error, the tables to standard output. The figures hold only for this machine,
+model, inputs and batch size.
 """
 
 import argparse
@@ -113,13 +104,8 @@ def default_input_files(config):
 
 
 def load_inputs(translator, source_path, reference_path, max_sentences):
-    """The first `max_sentences` (0: all) non-blank sources, tokenized, and their references.
-
-    Returns:
-      (token_ids: list of source id lists, references: list of str or None).
-    Raises:
-      ValueError: for misaligned references, no sentence, or a file that is not UTF-8.
-    """
+    """(token_ids, references or None) of the first `max_sentences` (0: all) non-blank
+    sources; ValueError for misaligned references, no sentence, or a file not UTF-8."""
     sources = [line.strip() for line in read_text_lines(source_path)]
     references = ([line.strip() for line in read_text_lines(reference_path)]
                   if reference_path else None)
@@ -148,15 +134,12 @@ def agreement_pairs(beam_widths):
 
 def timed(function, runs):
     """(the first call's result, its seconds, the seconds of `runs` more calls)."""
-    start = time.perf_counter()
-    result = function()
-    first = time.perf_counter() - start
-    timings = []
-    for _ in range(runs):
+    timings, results = [], []
+    for _ in range(runs + 1):
         start = time.perf_counter()
-        function()
+        results.append(function())
         timings.append(time.perf_counter() - start)
-    return result, first, timings
+    return results[0], timings[0], timings[1:]
 
 
 def measure(translator, token_ids, references, decoder, beam_width, runs):
@@ -182,12 +165,8 @@ def measure(translator, token_ids, references, decoder, beam_width, runs):
 
 
 def agreement(detokenizer, results, reference_results):
-    """How far two variants' lists of SearchResult agree, over the narrower beam.
-
-    Returns:
-      {"identical_texts_percent" (best texts), "identical_ids_percent" (compared
-       n-best ids), "max_score_difference" (of the compared hypotheses)}.
-    """
+    """How far two variants' lists of SearchResult agree (over the narrower beam): the %
+    of identical best texts, of identical n-best ids, and the largest score difference."""
     same_texts = same_ids = 0
     max_difference = 0.0
     for result, reference in zip(results, reference_results):
@@ -203,8 +182,7 @@ def agreement(detokenizer, results, reference_results):
 
 
 def sentence_latencies(translator, token_ids, decoder, beam_width, count, runs):
-    """Per sentence, alone: {"decoder", "beam_width", "source_tokens", "output_tokens",
-    "ms" (the median of `runs` calls after an untimed first one)}."""
+    """The median ms of `runs` calls of each of `count` sentences alone, after a first one."""
     points = []
     for ids in token_ids[:count]:
         result, _, timings = timed(lambda: translator.search([ids], decoder, beam_width)[0], runs)
@@ -226,22 +204,21 @@ def format_table(rows, columns):
 
 
 def plot(report, path):
-    """Writes steady latency against beam width, and per-sentence latency against
-    output length, to a PNG."""
+    """Writes latency against beam width, and against output length, to a PNG."""
     import matplotlib  # only --plot needs it
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     figure, (by_beam, by_length) = plt.subplots(1, 2, figsize=(12, 4.5))
     for decoder, marker in (("while_loop", "o-"), ("unrolled", "s-"), ("greedy", "^")):
-        rows = [row for row in report["results"] if row["decoder"] == decoder]
-        by_beam.plot([row["beam_width"] for row in rows], [row["steady_ms"] for row in rows],
-                     marker, label=decoder)
-        points = [point for point in report["sentence_latency"] if point["decoder"] == decoder]
+        rows = [(r["beam_width"], r["steady_ms"]) for r in report["results"]
+                if r["decoder"] == decoder]
+        by_beam.plot(*zip(*rows), marker, label=decoder)
+        points = [p for p in report["sentence_latency"] if p["decoder"] == decoder]
         if points:
-            by_length.scatter([point["output_tokens"] for point in points],
-                              [point["ms"] for point in points], marker=marker[0],
-                              label="%s (beam %d)" % (decoder, points[0]["beam_width"]))
+            by_length.scatter([p["output_tokens"] for p in points], [p["ms"] for p in points],
+                              marker=marker[0], label="%s (beam %d)" % (decoder,
+                                                                         points[0]["beam_width"]))
     by_beam.set_xticks(sorted({row["beam_width"] for row in report["results"]}))
     by_beam.set(xlabel="beam width", ylabel="ms per call (%d sentences, median)"
                 % report["inputs"]["sentences"], title="steady-state latency")
@@ -267,12 +244,8 @@ def progress_line(row, number, count):
 
 def compare(model_dir, detokenizer, token_ids, references, beam_widths, runs,
             latency_sentences):
-    """Measures every variant, each with a fresh `Translator` (TensorFlow's first run of
-    new ops costs in proportion to the whole graph, which earlier variants would grow).
-
-    Returns:
-      The report's "results", "agreement" and "sentence_latency" entries.
-    """
+    """The report's "results", "agreement" and "sentence_latency": each variant measured
+    with a fresh `Translator` (a first run costs in proportion to the whole graph)."""
     from decode.translator import Translator  # imports TensorFlow: see main
 
     latency_variants = {("greedy", 1), ("while_loop", beam_widths[-1]),
@@ -298,8 +271,8 @@ def compare(model_dir, detokenizer, token_ids, references, beam_widths, runs,
 
 
 def write_graphs(translator, logdir):
-    """Writes the unrolled search's graph at each of GRAPH_LENGTHS steps and the while_loop
-    search's to LOGDIR/<name> as TensorBoard event files; returns {name: op count}."""
+    """Writes the unrolled search at GRAPH_LENGTHS steps and the while_loop search as
+    TensorBoard graphs in logdir/<name>; returns {name: op count}."""
     import tensorflow.compat.v1 as tf
 
     from decode.translator import search_encoded
@@ -349,8 +322,7 @@ def main(argv=None):
     report = {
         "model": {"model_dir": args.model_dir, "name": translator.model_name,
                   "step": translator.step},
-        "inputs": {"source": source_path, "reference": reference_path,
-                   "sentences": len(token_ids),
+        "inputs": {"source": source_path, "reference": reference_path, "sentences": len(token_ids),
                    "source_tokens": sum(len(ids) for ids in token_ids)},
         "decode": translator.config["decode"],
         "machine": {"platform": platform.platform(), "processor": platform.processor(),
@@ -362,8 +334,7 @@ def main(argv=None):
           % (translator.model_name, translator.step, len(token_ids), source_path,
              translator.config["decode"]["batch_size"],
              translator.config["decode"]["length_penalty"]))
-    print(format_table(report["results"], STEADY_COLUMNS))
-    print()
+    print(format_table(report["results"], STEADY_COLUMNS) + "\n")
     print(format_table(report["agreement"], AGREEMENT_COLUMNS))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:

@@ -1,11 +1,9 @@
-"""Translates text, one sentence per line.
+"""Translates text, one sentence per line (the model loaded once; lines read in chunks
+of many batches, sorted by length within a chunk).
 
     python -m decode.translate --model_dir runs/default < input.txt > output.txt
     python -m decode.translate --model_dir runs/default --decoder unrolled --beam_width 8 \
         --n_best 3 --input input.txt --output nbest.txt --trace trace.jsonl
-
-The model is loaded once; lines are read in chunks of many batches (sorted by
-length within a chunk), so a long input streams through in bounded memory.
 """
 
 import argparse

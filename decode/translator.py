@@ -1,16 +1,15 @@
 """Translation with a trained model: loaded once, then any number of batches.
 
-A `Translator` reads a model directory once: its config, its SentencePiece
-models, and its checkpoint (every decoder, each graph built the first time it
-is asked for into one graph, run by one session) or an exported SavedModel
-(the one decoder and beam width it was exported with). Sentences are sorted by
-length into batches, and each has its own output length limit, so that its
-translation never depends on its batch. Why, and the timings behind the
-choices here: docs/DECODING-NOTES.md.
+From a checkpoint every decoder graph is built on first use into one graph run
+by one session; a SavedModel serves the search it was exported with. Each
+sentence has its own length limit, so its translation never depends on its
+batch. The reasons and timings behind the choices: docs/DECODING-NOTES.md.
 """
 
 import collections
 import contextlib
+import json
+import numbers
 import os
 import threading
 import time
@@ -21,7 +20,6 @@ from tensorflow.core.protobuf import rewriter_config_pb2
 
 from data_pipeline.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
 from decode import DECODERS, greedy_search, rnn_beam_search, while_loop_beam_search
-from decode.checks import is_int, shown
 from seq2seq.best_checkpoint import best_checkpoint_dir
 from seq2seq.config import load_config
 from seq2seq.model import Seq2SeqModel
@@ -30,24 +28,37 @@ UNROLLED_LENGTH_STEP = 8  # the unrolled search is built for lengths rounded up 
 
 Translation = collections.namedtuple("Translation", "text score n_best unfamiliar trace",
                                      defaults=(False, None))
-Translation.__doc__ = """One sentence's translation: the best `Hypothesis`'s text and score,
-the n-best list (best first), whether the source is unlike the training data,
-and with trace=True the search trace of DESIGN.md (plain Python), else None."""
+Translation.__doc__ = """The best hypothesis's text and score, the n-best `Hypothesis`es, whether
+the source is unlike the training data, and the DESIGN.md search trace (or None)."""
 Hypothesis = collections.namedtuple("Hypothesis", "text score")
+# One sentence's beam, best first, without the impossible (-inf) hypotheses: target id
+# lists (end token left out) and scores.
 SearchResult = collections.namedtuple("SearchResult", "ids scores")
-SearchResult.__doc__ = """One sentence's beam: lists of target ids (end token left out) and
-their finite scores, best first; the impossible (-inf) hypotheses are left out."""
+# A decoder graph built from a checkpoint (unrolled_length None but for "unrolled").
 Variant = collections.namedtuple(
     "Variant", "decoder beam_width unrolled_length trace build_seconds num_ops")
-Variant.__doc__ = """A decoder graph built from a checkpoint: unrolled_length is the
-unrolled search's steps (None for the others), num_ops the ops it added."""
+
+
+def is_int(value):
+    """True for a Python or NumPy integer, False for a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def shown(value, limit=40):
+    """A value as an error message shows it: its JSON (or repr) cut to `limit` characters;
+    an integer of more than 15 digits described, not written out."""
+    if is_int(value):
+        return "an integer of more than 15 digits" if abs(value) >= 10 ** 15 else str(int(value))
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def output_length_limit(source_length, decode_params):
-    """The most target tokens, end token included, for a source of `source_length` tokens.
-
-    ceil(max_length_ratio * source_length) + max_length_extra, in float32 as in the graph.
-    """
+    """The most target tokens (end token included) for a source of `source_length` tokens:
+    ceil(max_length_ratio * source_length) + max_length_extra, in float32 as in the graph."""
     scaled = np.float32(decode_params["max_length_ratio"]) * np.float32(source_length)
     return int(np.ceil(scaled)) + decode_params["max_length_extra"]
 
@@ -65,30 +76,16 @@ def unrolled_length_bucket(max_source_length, decode_params):
     return -(-length // UNROLLED_LENGTH_STEP) * UNROLLED_LENGTH_STEP
 
 
-def session_config(decode_params):
-    """The decoding session's `tf.ConfigProto`: Grappler off, the config's threads."""
-    return tf.ConfigProto(
-        inter_op_parallelism_threads=decode_params["inter_op_threads"],
-        intra_op_parallelism_threads=decode_params["intra_op_threads"],
-        graph_options=tf.GraphOptions(rewrite_options=rewriter_config_pb2.RewriterConfig(
-            disable_meta_optimizer=True)))
-
-
 def search_encoded(model, encoder_output, source_length, decode_params, decoder, beam_width,
                    unrolled_length=None, trace=False):
     """The n-best translations of an encoded batch, each within its sentence's length limit.
 
     Args:
-      model: a `Seq2SeqModel`.
-      encoder_output: `model.encode(..., training=False)`, [batch, ...] tensors.
-      source_length: [batch] int32, where the limits come from.
-      decode_params: the config's "decode" dict.
-      decoder: one of DECODERS.
-      beam_width: K, a Python int (1 for greedy).
-      unrolled_length: the unrolled search's steps, a Python int (`unrolled_length_bucket`);
-        None for the other decoders.
-      trace: also return the search's trace dict (see decode/beam_search.py),
-        with the attention of the returned hypotheses.
+      model, encoder_output: a `Seq2SeqModel` and its `encode(..., training=False)`.
+      source_length: [batch] int32; decode_params: the config's "decode" dict.
+      decoder: one of DECODERS; beam_width: K (1 for greedy).
+      unrolled_length: the unrolled search's steps (`unrolled_length_bucket`), else None.
+      trace: also return the search's trace dict, with the attention (decode/beam_search.py).
     Returns:
       ids [batch, K, time] int32, scores [batch, K] float32 best first, lengths
       [batch, K] int32 counting the end token, and with `trace` the trace dict.
@@ -100,7 +97,7 @@ def search_encoded(model, encoder_output, source_length, decode_params, decoder,
         update_fn, initial_state = model.beam_update_fn(encoder_output, beam_width,
                                                         with_attention=trace)
         options = dict(length_penalty=decode_params["length_penalty"], max_lengths=limits,
-                       **({"trace": True} if trace else {}))
+                       trace=trace)
         if decoder == "unrolled":
             return rnn_beam_search(update_fn, initial_state, unrolled_length, beam_width,
                                    BOS_ID, EOS_ID, **options)
@@ -112,11 +109,7 @@ def search_encoded(model, encoder_output, source_length, decode_params, decoder,
 
 
 def find_checkpoint(model_dir):
-    """The checkpoint path a model directory serves: its best-BLEU one, else its latest.
-
-    Raises:
-      ValueError: if the directory holds no checkpoint.
-    """
+    """The checkpoint a model directory serves: its best-BLEU one, else its latest."""
     best_dir = best_checkpoint_dir(model_dir)
     path = (tf.train.latest_checkpoint(best_dir) if best_dir else None) or (
         tf.train.latest_checkpoint(model_dir))
@@ -157,14 +150,13 @@ class Translator:
 
         Args:
           model_dir: a directory written by train.py.
-          export_dir: a SavedModel to serve instead of a checkpoint.
-          checkpoint: a checkpoint path prefix instead of `find_checkpoint(model_dir)`.
+          export_dir: a SavedModel to serve instead of a checkpoint; or checkpoint:
+            a checkpoint path prefix instead of `find_checkpoint(model_dir)`.
           hparams: "section.key=value,..." overrides of the model directory's config.
-            The decode.*_threads keys come from the defaults and hparams only,
-            never from config.yaml: they fit the machine that decodes, not the model.
+            The decode.*_threads keys come from the defaults and hparams only, never
+            from config.yaml: they fit the machine that decodes, not the model.
         Raises:
-          ValueError: for a directory that is not a model directory or holds no
-            checkpoint, a checkpoint that does not fit the config, or bad hparams.
+          ValueError: not a model directory, no checkpoint, or one that does not fit.
         """
         config_path = os.path.join(model_dir, "config.yaml")
         if not os.path.isfile(config_path):
@@ -184,7 +176,11 @@ class Translator:
         self._lock = threading.Lock()
         self._built = {}  # (decoder, beam_width, unrolled_length, trace) -> (fetches, Variant)
         self._graph = tf.Graph()
-        self._session = tf.Session(graph=self._graph, config=session_config(self.config["decode"]))
+        self._session = tf.Session(graph=self._graph, config=tf.ConfigProto(  # Grappler off
+            inter_op_parallelism_threads=self.config["decode"]["inter_op_threads"],
+            intra_op_parallelism_threads=self.config["decode"]["intra_op_threads"],
+            graph_options=tf.GraphOptions(rewrite_options=rewriter_config_pb2.RewriterConfig(
+                disable_meta_optimizer=True))))
         if export_dir:
             self._load_saved_model(export_dir)
         else:
@@ -278,16 +274,9 @@ class Translator:
         return self._tokenizer.decode_target(ids)
 
     def check_options(self, decoder, beam_width=None, n_best=1):
-        """Checks the options; returns the beam width to decode with (1 for greedy).
-
-        Args:
-          decoder: one of `decoders`.
-          beam_width: one of `beam_widths` (checked for greedy too), or None
-            for the default (decode.beam_width, or a SavedModel's own).
-          n_best: hypotheses to return, 1..beam_width (1 for greedy).
-        Raises:
-          ValueError: naming the option and its allowed values, the value cut short.
-        """
+        """Returns the beam width to decode with (1 for greedy): decoder one of `decoders`,
+        beam_width one of `beam_widths` (checked for greedy too) or None (the default),
+        n_best 1..beam_width. ValueError names the option, its values, the value cut short."""
         if decoder not in self.decoders:
             raise ValueError("decoder must be one of %s, got %s"
                              % (", ".join(self.decoders), shown(decoder)))
@@ -335,14 +324,8 @@ class Translator:
         return results
 
     def _run(self, decoder, beam_width, source_ids, source_length, trace=False):
-        """Decodes one padded batch, building its graph on first use.
-
-        Args:
-          source_ids: [batch, src_time] int32, PAD_ID-padded; source_length: [batch] int32.
-        Returns:
-          ids [batch, K, time] int32, scores [batch, K] float32, lengths [batch, K]
-          int32, and with `trace` the search's trace dict of NumPy arrays.
-        """
+        """source_ids [batch, src_time], source_length [batch] -> ids [batch, K, time],
+        scores [batch, K], lengths [batch, K] (and the trace dict), building on first use."""
         fetches = self._exported
         if not fetches:
             unrolled_length = (unrolled_length_bucket(int(source_length.max()),
@@ -375,17 +358,8 @@ class Translator:
         return built[0]
 
     def _sentence_trace(self, trace, row, source_ids, ids, scores, lengths):
-        """DESIGN.md's search trace of one batch row, as plain Python.
-
-        Args:
-          trace: the batch's trace dict (token_ids, parent_ids, scores, finished
-            [batch, time, K]; attention [batch, K, time, src_time]).
-          row: the sentence's row; source_ids: its unpadded source ids.
-          ids [K, time], scores [K], lengths [K]: its search results.
-        Returns:
-          {"source_pieces", "steps" (up to the first step at which every slot has
-          finished), "n_best" (each finite hypothesis: "pieces", "attention" rows)}.
-        """
+        """DESIGN.md's search trace of batch row `row` (source_ids unpadded; its ids [K, time],
+        scores [K], lengths [K]), its steps up to the first at which every slot has finished."""
         pieces = self._tokenizer.target_pieces
         finite = np.isfinite(trace["scores"][row])                              # [time, K]
         done = np.all(trace["finished"][row] | ~finite, axis=1)                 # [time]
@@ -404,17 +378,10 @@ class Translator:
                        for slot in range(len(scores)) if np.isfinite(scores[slot])]}
 
     def translate(self, texts, decoder="while_loop", beam_width=None, n_best=1, trace=False):
-        """Translates a list of sentences.
+        """A list of strings -> a list of `Translation` (with its trace if `trace`), in order.
 
-        Args:
-          texts: a list of strings.
-          decoder, beam_width, n_best: as for `check_options`; fewer than n_best
-            hypotheses come back only where fewer are possible.
-          trace: give each `Translation` its search trace.
-        Returns:
-          A list of `Translation`, in input order.
-        Raises:
-          ValueError: for a bad option, a text that is not a string, or one without tokens.
+        decoder, beam_width, n_best: as for `check_options` (fewer than n_best hypotheses
+        only where fewer are possible). ValueError for a bad option or text.
         """
         beam_width = self.check_options(decoder, beam_width, n_best)  # before any tokenizing
         if isinstance(texts, str):
@@ -448,25 +415,16 @@ class Translator:
         return translations
 
     def warm_up(self, decoders=None, beam_widths=None, max_source_length=None):
-        """Builds decoder graphs now and runs each once, so that no request waits for them.
-
-        Args:
-          decoders: the decoders to build (None: all of `decoders`).
-          beam_widths: their beam widths (None: the default one); greedy is built once.
-          max_source_length: "unrolled" builds every length bucket of sources up
-            to this many tokens (None: data.max_source_length).
-        Returns:
-          The `Variant`s this call built.
-        """
+        """Builds the graphs of `decoders` (None: all) at `beam_widths` (None: the default)
+        and runs each once; "unrolled" gets every length bucket of sources up to
+        `max_source_length` tokens (None: data.max_source_length). Returns the new `Variant`s."""
         max_source_length = max_source_length or self.config["data"]["max_source_length"]
         already_built = len(self.variants)
         for decoder in decoders or self.decoders:
-            source_lengths = [1]
-            if decoder == "unrolled":  # the first source length of each bucket
-                buckets = {}
-                for length in range(max_source_length, 0, -1):
-                    buckets[unrolled_length_bucket(length, self.config["decode"])] = length
-                source_lengths = sorted(buckets.values())
+            source_lengths = sorted({  # "unrolled": the shortest source of each length bucket
+                unrolled_length_bucket(length, self.config["decode"]): length
+                for length in range(max_source_length, 0, -1)}.values()) if (
+                    decoder == "unrolled") else [1]
             for beam_width in sorted({self.check_options(decoder, width)
                                       for width in beam_widths or [None]}):
                 for length in source_lengths:

@@ -21,9 +21,9 @@ import tensorflow.compat.v1 as tf
 from data_pipeline.tokenizer import EOS_ID
 from decode import translate as translate_cli
 from decode import translator as translator_module
-from decode.checks import shown
 from decode.translator import output_length_limit, unrolled_length_bucket
-from decode.translator import Hypothesis, Translation, Translator, length_sorted_batches
+from decode.translator import (Hypothesis, Translation, Translator, length_sorted_batches,
+                               shown)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -256,7 +256,6 @@ def test_a_saved_model_records_no_builds(tiny_model_dir):
 ], ids=["string", "long string", "float", "boolean", "null", "array", "integer", "numpy integer",
         "16 digits", "5001 digits", "no JSON"])
 def test_one_helper_shows_values_in_messages(value, expected):
-    # server.validation and server.app show the clients' values with it too.
     assert shown(value) == expected
 
 
