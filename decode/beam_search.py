@@ -266,6 +266,8 @@ def while_loop_beam_search(update_fn, initial_state, sequence_length, beam_width
         state, ids, beam, max_lengths = _start(initial_state, beam_width, begin_token_id,
                                                max_lengths)
         keys = {"token_ids": tf.int32, "parent_ids": tf.int32}
+        if beam_width == 1 and not trace:  # greedy: nothing to backtrack
+            del keys["parent_ids"]
         if trace:
             keys.update(scores=tf.float32, finished=tf.bool)
             if isinstance(initial_state, dict) and "attention" in initial_state:
