@@ -30,20 +30,14 @@ SPARE_THREADS = 4
 GIL_SWITCH_INTERVAL_S = 0.001
 
 
-def port_number(text):
-    """argparse type: a TCP port, 0..65535 (the socket layer would wrap 70000 to 4464)."""
-    port = int(text)
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError("a port is 0..65535, got %s" % text)
-    return port
+def bounded_int(low, high, range_text):
+    """An argparse type: an int in low..high (a port of 70000 would wrap to 4464)."""
 
-
-def token_count(text):
-    """argparse type: a number of tokens, 0 or more."""
-    count = int(text)
-    if count < 0:
-        raise argparse.ArgumentTypeError("a number of tokens is 0 or more, got %s" % text)
-    return count
+    def parse(text):
+        if not low <= int(text) <= high:
+            raise argparse.ArgumentTypeError("%s, got %s" % (range_text, text))
+        return int(text)
+    return parse
 
 
 def parse_args(argv):
@@ -51,13 +45,15 @@ def parse_args(argv):
     parser.add_argument("--model_dir", required=True, help="a model directory written by train.py")
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default: 127.0.0.1, this machine only)")
-    parser.add_argument("--port", type=port_number, default=8080, help="port (0: any free port)")
+    parser.add_argument("--port", type=bounded_int(0, 65535, "a port is 0..65535"), default=8080,
+                        help="port (0: any free port)")
     parser.add_argument("--export_dir", default=None,
                         help="serve this exported SavedModel instead of the best-BLEU checkpoint "
                              "(MODEL_DIR/best/, else the latest)")
     parser.add_argument("--no_batching", action="store_true",
                         help="translate every request alone, concurrently (serve.batching: false)")
-    parser.add_argument("--warm_up_source_tokens", type=token_count,
+    parser.add_argument("--warm_up_source_tokens",
+                        type=bounded_int(0, float("inf"), "a number of tokens is 0 or more"),
                         default=DEFAULT_MAX_UNROLLED_TOKENS,
                         help="the unrolled decoder serves sources of up to this many tokens, "
                              "and its graphs for them are built before the server says it is "
@@ -68,7 +64,11 @@ def parse_args(argv):
 
 
 def load_model(slot, args, config):
-    """Loads and warms up the Translator, then fills `slot`; returns whether it loaded."""
+    """Loads the Translator, builds its graphs for the default beam width, fills `slot`.
+
+    Returns:
+      Whether it loaded (else the error is logged).
+    """
     started = time.monotonic()
     try:
         import tensorflow.compat.v1 as tf  # seconds: /healthz already answers 503 meanwhile

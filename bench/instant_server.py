@@ -1,6 +1,6 @@
 """serve.py around a translator that answers at once: what serving costs without decoding.
 
-The same app, validation, micro-batcher and waitress server as serve.py, and
+The same app, validation, batcher and waitress server as serve.py, and
 the model directory's real tokenizer and options, but `translate_tokens`
 (what the server calls) decodes nothing: every text comes back, tokenized and
 detokenized, as its own translation, with score 0. Run under load by
@@ -20,10 +20,11 @@ from decode.translator import Hypothesis, Translation, Translator
 class InstantTranslator(Translator):
     """A Translator that checks its options and then decodes nothing."""
 
-    def translate_tokens(self, token_ids, decoder="while_loop", beam_width=None, n_best=1):
+    def translate_tokens(self, token_ids, decoder="while_loop", beam_width=None, n_best=1,
+                         trace=False):
         """Each sentence's own source tokens, detokenized, as its one hypothesis, score 0."""
         self.check_options(decoder, beam_width, n_best)
-        return [Translation(text, 0.0, [Hypothesis(text, 0.0)])
+        return [Translation(text, 0.0, [Hypothesis(text, 0.0)], False, None)
                 for text in (self._tokenizer.decode_source(ids) for ids in token_ids)]
 
 

@@ -14,7 +14,7 @@ import unicodedata
 from flask import Flask, Response, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from server.batcher import Batcher, Unbatched
+from server.batcher import Batcher
 
 LOG = logging.getLogger("seq2seq.serve")
 ACCESS_LOG = logging.getLogger("seq2seq.serve.access")
@@ -52,10 +52,6 @@ class ApiError(Exception):
         self.status, self.message = status, message
 
 
-class ModelNotReady(Exception):
-    """The translator is still loading."""
-
-
 def error_document(status, message):
     """DESIGN.md's JSON error body for an HTTP status."""
     return {"error": {"code": CODES.get(status, "error"), "message": message}}
@@ -75,36 +71,27 @@ def shown(value, limit=MAX_SHOWN_CHARS):
 
 
 class ModelSlot:
-    """Holds the translator (and its page examples) once loaded; empty until `fill`."""
+    """Holds the translator and its page examples once `fill`ed (serve.py's loader)."""
 
     def __init__(self, translator=None):
-        self._loaded = None
+        self.ready = False
         if translator is not None:
             self.fill(translator)
 
-    @property
-    def ready(self):
-        return self._loaded is not None
-
     def fill(self, translator):
         self._loaded = (translator, read_examples(translator.config))
+        self.ready = True
 
     def loaded(self):
-        """Returns (translator, examples), or raises ModelNotReady."""
-        if self._loaded is None:
-            raise ModelNotReady("the model is still loading; retry shortly")
+        """Returns (translator, examples), or raises ApiError 503."""
+        if not self.ready:
+            raise ApiError(503, "the model is still loading; retry shortly")
         return self._loaded
-
-    def get(self):
-        return self.loaded()[0]
 
 
 def read_examples(config, limit=MAX_EXAMPLES):
-    """Up to `limit` held-out source sentences for the page, evenly spread.
+    """Up to `limit` sentences of data.data_dir/test.src (else dev.src), evenly spread.
 
-    Args:
-      config: a resolved config; reads data.data_dir/test.src, else dev.src
-        (a relative data_dir is the working directory's).
     Returns:
       A list of strings, empty (and the reason logged) when there are none.
     """
@@ -134,14 +121,11 @@ def read_examples(config, limit=MAX_EXAMPLES):
 
 
 def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS):
-    """Builds the application.
+    """Returns the Flask app serving `model` (a ModelSlot: 503 while empty).
 
     Args:
-      model: a ModelSlot; requests that need the model answer 503 while it is empty.
       config: the resolved config; its "serve" section sets the limits and the batching.
       max_unrolled_tokens: the longest source, in tokens, the unrolled decoder serves.
-    Returns:
-      A Flask app (a WSGI application).
     """
     app = Flask(__name__, static_folder=None)
     serve = config["serve"]
@@ -168,7 +152,7 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS):
     def info():
         translator, examples = model.loaded()
         widths = translator.beam_widths
-        totals = batcher.counts.totals()
+        totals = batcher.totals()
         return jsonify(
             model={"name": translator.model_name, "step": translator.step,
                    "source_vocab_size": translator.source_vocab_size,
@@ -180,16 +164,17 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS):
             limits=dict(limits._asdict(), min_beam_width=widths[0], max_beam_width=widths[-1],
                         max_n_best=widths[-1]),
             tracing=True,  # POST /translate takes "trace": true with one text
-            batching={"enabled": isinstance(batcher, Batcher),
-                      "concurrent_batches": getattr(batcher, "concurrency", None),
+            batching={"enabled": serve["batching"],
+                      "concurrent_batches": batcher.concurrency if serve["batching"] else None,
                       "max_batch_sentences": serve["max_batch_sentences"],
                       "model_calls": totals["calls"], "sentences": totals["items"],
-                      "model_call_seconds": round(totals["seconds"], 6)},
+                      "model_call_seconds": round(totals["seconds"], 6),
+                      "model_calls_running": totals["running"]},
             examples=examples)
 
     @app.post("/translate")
     def translate():
-        translator = model.get()
+        translator = model.loaded()[0]
         _check_content_type(request.mimetype, request.mimetype_params.get("charset"))
         fields = _parse_json_object(request.get_data(cache=False))
         token_ids, n_best, key = _parse_request(fields, limits, translator)
@@ -210,10 +195,10 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS):
 
 
 def _make_batcher(model, serve):
-    """A Batcher over the model's translator, or Unbatched when serve.batching is off."""
+    """The Batcher of the model's calls: every request at once, alone, when batching is off."""
 
     def run_batch(key, items):
-        translator = model.get()
+        translator = model.loaded()[0]
         # Graphs built on first use take seconds of this call: the answer says so.
         with translator.recording_builds() as built:
             translations = translator.translate_tokens(
@@ -222,13 +207,9 @@ def _make_batcher(model, serve):
         return [ItemResult(translation._replace(n_best=translation.n_best[:n_best]), len(built))
                 for translation, (_, n_best) in zip(translations, items)]
 
-    if not serve["batching"]:
-        return Unbatched(run_batch)
     concurrency = serve["concurrent_batches"] or os.cpu_count() or 1
-    batcher = Batcher(run_batch, concurrency, serve["max_batch_sentences"],
-                      serve["batch_step_overhead"])
-    batcher.concurrency = concurrency
-    return batcher
+    return Batcher(run_batch, concurrency if serve["batching"] else float("inf"),
+                   serve["max_batch_sentences"], serve["batch_step_overhead"])
 
 
 def _translation_json(translation):
@@ -240,8 +221,6 @@ def _translation_json(translation):
         answer["trace"] = translation.trace
     return answer
 
-
-# --- Request checks: every message names the field and the limit -----------------------------
 
 def _check_content_type(mimetype, charset):
     if mimetype != "application/json":
@@ -381,18 +360,10 @@ def _optional_integer(fields, name):
     return value
 
 
-# --- Errors and the access log ------------------------------------------------------------------
-
-def error_response(status, message):
-    response = jsonify(error_document(status, message))
-    response.status_code = status
-    return response
-
-
 def _install_error_handlers(app):
     """Every failure becomes DESIGN.md's JSON error; internals stay in the log."""
-    app.register_error_handler(ApiError, lambda error: error_response(error.status, error.message))
-    app.register_error_handler(ModelNotReady, lambda error: error_response(503, str(error)))
+    app.register_error_handler(
+        ApiError, lambda error: (jsonify(error_document(error.status, error.message)), error.status))
 
     @app.errorhandler(HTTPException)
     def http_error(error):
@@ -406,15 +377,13 @@ def _install_error_handlers(app):
             message = body_over_limit_message(app.config["MAX_CONTENT_LENGTH"])
         else:
             message = error.description
-        response = error_response(error.code, message)
-        if error.code == 405:
-            response.headers["Allow"] = ", ".join(sorted(error.valid_methods))
-        return response
+        allow = {"Allow": ", ".join(sorted(error.valid_methods))} if error.code == 405 else {}
+        return jsonify(error_document(error.code, message)), error.code, allow
 
     @app.errorhandler(Exception)
     def internal_error(error):
         LOG.exception("%s %s failed", _loggable(request.method), _loggable(request.path))
-        return error_response(500, "internal error; the server has logged the details")
+        return jsonify(error_document(500, "internal error; the server has logged the details")), 500
 
 
 def _install_access_log(app):

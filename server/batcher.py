@@ -1,11 +1,11 @@
 """Continuous batching: concurrent requests with the same settings share model calls.
 
 A request that finds a free slot (fewer than `concurrency` batches running)
-runs at once, with whatever else is queued. Otherwise it queues; when a batch
-ends, its slot passes to the oldest queued request, whose batch is every
-queued request of the same key that fits (`max_batch_items`, and the length
-rule of `length_groups`). docs/BENCHMARKS.md ("Serving") has the reasons
-and the measurements.
+runs at once. Otherwise it queues; when a batch ends, its slot passes to the
+oldest queued request, whose batch is every queued request of its key that
+fits (`max_batch_items`, and the length rule of `length_groups`). With an
+unbounded concurrency every request runs at once, alone (serve.py
+--no_batching). docs/BENCHMARKS.md ("Serving") has the reasons and figures.
 """
 
 import collections
@@ -21,32 +21,6 @@ class BatchFailed(Exception):
     """The model call of a request's batch failed; ``__cause__`` is its exception."""
 
 
-class CallCounts:
-    """Totals over the model calls: calls, items and seconds (thread-safe)."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._totals = {"calls": 0, "items": 0, "seconds": 0.0}
-
-    def timed_call(self, run_batch, key, items):
-        """Returns the Answer of run_batch(key, items), counted whether or not it fails."""
-        started = time.perf_counter()
-        try:
-            results = run_batch(key, items)
-        finally:
-            seconds = time.perf_counter() - started
-            with self._lock:
-                self._totals["calls"] += 1
-                self._totals["items"] += len(items)
-                self._totals["seconds"] += seconds
-        return Answer(results, seconds)
-
-    def totals(self):
-        """{"calls", "items", "seconds"} so far (seconds add up calls that overlapped)."""
-        with self._lock:
-            return dict(self._totals)
-
-
 class _Waiter:
     """One request: its items, and then its answer or its batch's error."""
 
@@ -58,12 +32,12 @@ class _Waiter:
 
 
 def length_groups(waiters, max_items, step_overhead):
-    """Splits requests into batches by length where one batch would cost more.
+    """Splits requests into batches where one batch would cost more than two.
 
     A batch runs as many steps as its longest source, each costing about
-    `step_overhead + sentences` (in one sentence's step cost). Walking the
-    requests from shortest to longest, one joins the current group when that
-    costs less than a group of its own: length * n <= longest * (step_overhead + n).
+    `step_overhead + sentences` sentence-steps. From the shortest request to
+    the longest, one joins the current group when that costs less than a
+    group of its own: length * items <= longest * (step_overhead + items).
 
     Args:
       waiters: requests of one key (.items, .length).
@@ -90,26 +64,31 @@ class Batcher:
 
     Args:
       run_batch: (key, items) -> results, one per item, in order.
-      concurrency: the most batches running at once.
+      concurrency: the most batches running at once (float("inf"): no batching).
       max_batch_items: the most items in one batch (a larger request runs alone).
       step_overhead: `length_groups`' fixed cost of a model step, in sentence-steps.
     """
 
     def __init__(self, run_batch, concurrency, max_batch_items, step_overhead):
         self._run_batch = run_batch
-        self._concurrency = concurrency
+        self.concurrency = concurrency
         self._max_items = max_batch_items
         self._step_overhead = step_overhead
         self._lock = threading.Lock()
+        self._queued = threading.Condition(self._lock)
         self._queue = []  # waiting requests, oldest first
         self._running = 0
-        self.counts = CallCounts()
-        self.queued = threading.Condition(self._lock)  # notified when a request queues
+        self._totals = {"calls": 0, "items": 0, "seconds": 0.0, "running": 0}
+
+    def totals(self):
+        """The model calls so far: calls, items, seconds (overlapping calls add up), running."""
+        with self._lock:
+            return dict(self._totals)
 
     def wait_until_queued(self, count, timeout):
         """Waits until `count` requests wait for a slot; returns whether they do."""
         with self._lock:
-            return self.queued.wait_for(lambda: len(self._queue) >= count, timeout)
+            return self._queued.wait_for(lambda: len(self._queue) >= count, timeout)
 
     def submit(self, key, items, length):
         """Returns the Answer for `items` (a request's, of source length `length`).
@@ -120,11 +99,11 @@ class Batcher:
         waiter = _Waiter(key, list(items), length)
         with self._lock:
             self._queue.append(waiter)
-            if self._running < self._concurrency:
+            if self._running < self.concurrency:  # then the queue held no other request
                 self._running += 1
                 waiter.batch = self._take_batch()
                 waiter.wake.set()
-            self.queued.notify_all()
+            self._queued.notify_all()
         waiter.wake.wait()
         if waiter.batch is not None:
             self._run(waiter.batch, waiter)
@@ -147,36 +126,30 @@ class Batcher:
         same_key = [waiter for waiter in self._queue if waiter.key == oldest.key]
         batch = next(group for group in length_groups(same_key, self._max_items,
                                                       self._step_overhead) if oldest in group)
-        batch.sort(key=self._queue.index)
-        chosen = set(map(id, batch))
-        self._queue = [waiter for waiter in self._queue if id(waiter) not in chosen]
-        return batch
+        self._queue = [waiter for waiter in self._queue if waiter not in batch]
+        return sorted(batch, key=same_key.index)
 
     def _run(self, batch, runner):
-        """Runs one batch and hands each of its requests its answer or the error."""
+        """Runs one batch, counted, and hands each of its requests its answer or the error."""
         items = [item for waiter in batch for item in waiter.items]
+        with self._lock:
+            self._totals["running"] += 1
+        started = time.perf_counter()
         try:
-            answer = self.counts.timed_call(self._run_batch, batch[0].key, items)
-            start = 0
-            for waiter in batch:
-                waiter.answer = Answer(answer.results[start:start + len(waiter.items)],
-                                       answer.call_seconds)
-                start += len(waiter.items)
+            results = self._run_batch(batch[0].key, items)
         except Exception as error:  # whatever failed, every request of the batch hears of it
+            results = None
             for waiter in batch:
                 waiter.error = error
+        seconds = time.perf_counter() - started
+        with self._lock:
+            self._totals["running"] -= 1
+            for name, value in (("calls", 1), ("items", len(items)), ("seconds", seconds)):
+                self._totals[name] += value
+        start = 0
         for waiter in batch:
+            if results is not None:
+                waiter.answer = Answer(results[start:start + len(waiter.items)], seconds)
+                start += len(waiter.items)
             if waiter is not runner:
                 waiter.wake.set()
-
-
-class Unbatched:
-    """Runs every submission alone, in its caller's thread (for comparison)."""
-
-    def __init__(self, run_batch):
-        self._run_batch = run_batch
-        self.counts = CallCounts()
-
-    def submit(self, key, items, length):
-        """Returns the Answer of run_batch(key, items)."""
-        return self.counts.timed_call(self._run_batch, key, list(items))

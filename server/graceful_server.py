@@ -1,17 +1,15 @@
 """Waitress with a graceful stop, JSON errors of its own, and a lingering close after a 413.
 
-On `request_stop` the server closes its listening socket, keeps serving until
-no connection has a request queued, running or unsent (at most
-`drain_timeout_s`), then stops. Waitress's own `run()` would lose the answers
-of requests in flight. Requests waitress refuses before the app sees them
-(malformed, headers over its limit, a body over the limit) get DESIGN.md's
-JSON error. A body over the limit is refused at its headers; the rest of it
-is then read and discarded (up to LINGER_BYTES / LINGER_S, like nginx's
-lingering close), so that a client still sending it reads the 413 rather
-than a connection reset.
+On `request_stop` the server stops accepting, serves until no connection has a
+request queued, running or unsent (at most `drain_timeout_s`), then returns
+(waitress's own `run()` loses the answers in flight). A body over the limit is
+refused at its headers, then read and discarded (up to LINGER_BYTES or
+LINGER_S, as nginx's lingering close) so that a client still sending it reads
+the 413, not a reset.
 """
 
 import json
+import logging
 import socket
 import threading
 import time
@@ -23,6 +21,7 @@ from waitress.task import ErrorTask
 
 from server.app import body_over_limit_message, error_document
 
+LOG = logging.getLogger("seq2seq.serve")
 POLL_TIMEOUT_S = 1.0
 DRAIN_POLL_TIMEOUT_S = 0.05
 LINGER_BYTES = 64 * 1024 * 1024
@@ -114,7 +113,7 @@ class GracefulServer:
                                   self._server.effective_port)
 
     def request_stop(self, *_signal_args):
-        """Asks serve() to finish in-flight requests and return (safe in a signal handler)."""
+        """Asks serve() to finish in-flight requests and return (a signal handler).""
         self._stopping.set()
         self._server.pull_trigger()
 
@@ -124,6 +123,7 @@ class GracefulServer:
             wasyncore.loop(timeout=POLL_TIMEOUT_S, map=self._socket_map, use_poll=True, count=1)
         # The listening socket only: worker threads still pull the server's trigger.
         wasyncore.dispatcher.close(self._server)
+        LOG.info("stopping: new connections are refused; finishing the requests in flight")
         deadline = time.monotonic() + self._drain_timeout_s
         while True:
             wasyncore.loop(timeout=DRAIN_POLL_TIMEOUT_S, map=self._socket_map, use_poll=True,

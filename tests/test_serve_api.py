@@ -168,12 +168,13 @@ def test_info_reports_the_model_and_the_limits(client, translator, config):
     assert list(translator.beam_widths) == list(range(1, config["decode"]["max_beam_width"] + 1))
     batching = dict(info["batching"])
     counts = {name: batching.pop(name)
-              for name in ("model_calls", "sentences", "model_call_seconds")}
+              for name in ("model_calls", "sentences", "model_call_seconds", "model_calls_running")}
     assert batching == {"enabled": True, "concurrent_batches": os.cpu_count(),
                         "max_batch_sentences": serve["max_batch_sentences"]}
     assert info["tracing"] is True
     assert counts["model_calls"] <= counts["sentences"]
     assert counts["model_call_seconds"] >= 0.0
+    assert counts["model_calls_running"] == 0
 
 
 def test_info_offers_examples_spread_over_the_held_out_split(client, config, tiny_data):

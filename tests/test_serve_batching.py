@@ -14,7 +14,7 @@ import traceback
 import pytest
 
 from server.app import ModelSlot, create_app
-from server.batcher import BatchFailed, Batcher, Unbatched, length_groups
+from server.batcher import BatchFailed, Batcher, length_groups
 
 TIMEOUT_S = 60  # a safety net only: no test waits for a duration
 
@@ -200,28 +200,31 @@ def test_each_request_of_a_failed_batch_gets_an_exception_of_its_own():
     assert "submit" not in frames or frames.count("submit") == 1, frames
 
 
-def test_unbatched_runs_every_request_alone():
+def test_an_unbounded_concurrency_runs_every_request_at_once_alone():
+    # serve.py --no_batching: the baseline that batching is measured against.
     run = RecordingRun(hold=[1])
-    unbatched = Unbatched(run)
+    unbatched = batcher_for(run, concurrency=float("inf"))
     first = Submitter(unbatched, "k", [1])
     run.wait_for_batches(1)
     assert unbatched.submit("k", [2, 3], 1).results == [20, 30], "beside a running call"
+    assert unbatched.submit("k", [4], 1).results == [40]
     run.release.set()
     assert first.result() == [10]
-    assert sorted(items for _, items in run.batches) == [[1], [2, 3]]
+    assert sorted(items for _, items in run.batches) == [[1], [2, 3], [4]]
 
 
-def test_the_counts_add_up_the_model_calls_of_both_batchers():
+def test_the_counts_add_up_the_model_calls():
     run = RecordingRun(hold=[0])
     batcher = batcher_for(run)
     queue_behind_a_held_batch(run, batcher, [("a", [1]), ("a", [2, 3]), ("b", [4])])
-    batched = batcher.counts.totals()
-    assert (batched["calls"], batched["items"]) == (len(run.batches), 5) == (3, 5)
-    unbatched = Unbatched(RecordingRun(fail_on=2))
+    batched = batcher.totals()
+    assert (batched["calls"], batched["items"], batched["running"]) == (len(run.batches), 5, 0)
+    assert len(run.batches) == 3
+    unbatched = batcher_for(RecordingRun(fail_on=2), concurrency=float("inf"))
     unbatched.submit("k", [1], 1)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(BatchFailed):
         unbatched.submit("k", [2, 3], 1)
-    assert (unbatched.counts.totals()["calls"], unbatched.counts.totals()["items"]) == (2, 3), \
+    assert (unbatched.totals()["calls"], unbatched.totals()["items"]) == (2, 3), \
         "a failed call counts too"
 
 
@@ -241,7 +244,7 @@ def test_every_request_of_a_batch_gets_the_time_of_its_call():
     assert [submitter.result() for submitter in queued] == [[10], [20]]
     assert held_for <= first.answer.call_seconds <= ran_within, "from its start to its end"
     assert queued[0].answer.call_seconds == queued[1].answer.call_seconds
-    assert batcher.counts.totals()["seconds"] == pytest.approx(
+    assert batcher.totals()["seconds"] == pytest.approx(
         first.answer.call_seconds + queued[0].answer.call_seconds)
 
 
