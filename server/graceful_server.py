@@ -113,7 +113,7 @@ class GracefulServer:
                                   self._server.effective_port)
 
     def request_stop(self, *_signal_args):
-        """Asks serve() to finish in-flight requests and return (a signal handler).""
+        """Asks serve() to finish in-flight requests and return (a signal handler)."""
         self._stopping.set()
         self._server.pull_trigger()
 
