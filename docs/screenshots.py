@@ -73,7 +73,13 @@ def started(command, ready_url, log_path):
     with open(log_path, "w") as log:
         process = subprocess.Popen(command, cwd=REPOSITORY, stdout=log, stderr=subprocess.STDOUT)
         try:
-            wait_for(ready_url, process)
+            try:
+                wait_for(ready_url, process)
+            except RuntimeError:
+                log.flush()
+                with open(log_path) as written:
+                    sys.stderr.write("".join(written.readlines()[-20:]))
+                raise
             yield process
         finally:
             process.terminate()
