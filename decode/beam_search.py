@@ -40,16 +40,17 @@ def top_k(values, k):
     Returns:
       (top_values [..., k], top_indices [..., k] int32), best first.
     """
-    if isinstance(k, int) and k == 1:  # greedy: the argmax, the first of ties like top_k
-        return (tf.reduce_max(values, -1, keepdims=True),
-                tf.argmax(values, -1, output_type=tf.int32)[..., None])
     n = values.shape.as_list()[-1]
-    sizes = [size for size in range(2, n or 0) if n % size == 0 and isinstance(k, int)]
+    if not isinstance(k, int) or n is None:
+        return tf.nn.top_k(values, k)
+    if k == 1:  # greedy: the argmax, the first of ties as top_k
+        best = tf.argmax(values, -1, output_type=tf.int32)[..., None]
+        return tf.reduce_max(values, -1, keepdims=True), best
+    sizes = [size for size in range(2, n) if n % size == 0]
     size = min(sizes, key=lambda size: n // size + k * size, default=None)
     if size is None or 4 * (n // size + k * size) > n:
         return tf.nn.top_k(values, k)
-    shape = get_shape(values)
-    batch_dims = len(shape) - 1
+    shape, batch_dims = get_shape(values), values.shape.ndims - 1
     chunks = tf.reshape(values, shape[:-1] + [n // size, size])                # [..., chunks, size]
     _, best_chunks = tf.nn.top_k(tf.reduce_max(chunks, axis=-1), k)           # [..., k]
     best_chunks = tf.sort(best_chunks, axis=-1)  # index order keeps tf.nn.top_k's tie order
@@ -68,8 +69,7 @@ def select_best(logits, beam, step, end_token_id, alpha, max_lengths=None):
       step: int or scalar int32 tensor, tokens generated before this step.
       end_token_id: int.
       alpha: length penalty weight.
-      max_lengths: None or [batch] int32: at a sentence's last allowed step its
-        alive hypotheses can only end, the end token at its true log-prob.
+      max_lengths: None or [batch] int32: at its limit a sentence's hypotheses must end.
     Returns:
       (beam, token_ids [batch, beam] int32, parent_ids [batch, beam] int32),
       the new Beam best first.
@@ -155,13 +155,11 @@ def _checked_length(sequence_length):
 def _advance(update_fn, state, ids, beam, step, end_token_id, alpha, max_lengths, trace):
     """One step: the model, select_best, the state reordered; returns (state, beam, record)."""
     new_state, logits = update_fn(state, ids)                                 # [b, k, vocab]
-    _check(logits.shape.ndims in (None, 3),
-           "update_fn must return logits [batch, beam, vocab], got %s", logits.shape)
-    vocab_size = logits.shape.as_list()[-1] if logits.shape.ndims else None
-    _check(0 <= end_token_id < (vocab_size or np.inf),
-           "end_token_id %r is outside the vocabulary of %s logits", end_token_id, vocab_size)
-    beam, token_ids, parent_ids = select_best(logits, beam, step, end_token_id, alpha,
-                                              max_lengths)
+    _check(logits.shape.ndims in (None, 3), "logits must be [batch, beam, vocab]: %s", logits.shape)
+    vocab_size = logits.shape.as_list()[-1] if logits.shape.ndims else None  # never ends if out
+    _check(0 <= end_token_id < (vocab_size or np.inf), "end_token_id %r outside vocab %s",
+           end_token_id, vocab_size)
+    beam, token_ids, parent_ids = select_best(logits, beam, step, end_token_id, alpha, max_lengths)
     if ids.shape[1] != 1:  # a beam of one has only its own parent
         new_state = tf.nest.map_structure(lambda s: batch_gather(s, parent_ids), new_state)
     record = {"token_ids": token_ids, "parent_ids": parent_ids}               # [b, k] each
@@ -176,8 +174,7 @@ def backtrack(parent_ids, *histories):
     """Follows the parent slots back from every last slot.
 
     Args:
-      parent_ids: [time, batch, beam] int32, the slot each slot extends.
-      *histories: [time, batch, beam, ...] tensors recorded per step and slot.
+      parent_ids: [time, batch, beam] int32; *histories: [time, batch, beam, ...].
     Returns:
       A list: each history along the final hypotheses, [batch, beam, time, ...].
     """
@@ -198,12 +195,11 @@ def backtrack(parent_ids, *histories):
 def _results(history, beam, end_token_id, alpha, trace):
     """(ids [b, k, t], scores [b, k], lengths [b, k]) and the trace dict if `trace`."""
     with tf.name_scope("results"):
-        keys = ["token_ids"] + (["attention"] if "attention" in history else [])
-        if beam.lengths.shape[1] == 1:  # greedy: no branches to follow
-            paths = [tf.transpose(history[key], [1, 2, 0] + list(range(3, history[key].shape.ndims)))
-                     for key in keys]                                           # [b, 1, t, ...]
+        histories = [history[key] for key in ("token_ids", "attention") if key in history]
+        if beam.lengths.shape[1] == 1:  # greedy: no branches to follow, [b, 1, t, ...]
+            paths = [tf.transpose(h, [1, 2, 0] + list(range(3, h.shape.ndims))) for h in histories]
         else:
-            paths = backtrack(history["parent_ids"], *[history[key] for key in keys])
+            paths = backtrack(history["parent_ids"], *histories)
         scores = beam_scores(beam, alpha)                                      # [b, k]
         possible = tf.greater(scores, -np.inf)  # -inf: beam filler, ids all end, length 0
         ids = tf.where_v2(possible[..., None], paths[0], end_token_id)        # [b, k, t]
@@ -231,11 +227,13 @@ def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width, begin
       length_penalty: alpha in ((5 + length) / 6) ** alpha.
       name: name scope.
       max_lengths: None or [batch] ints, each sentence's most tokens, end included.
-      trace: also return the trace dict of PLAN/DESIGN ("Search trace").
+      trace: also return what every step kept (DESIGN.md "Search trace").
     Returns:
-      (ids [batch, beam, time] int32, end token repeated after it; scores
-      [batch, beam] float32, best first; lengths [batch, beam] int32 counting
-      the end token), and the trace if `trace`.
+      ids [batch, beam, time] int32 (end token repeated after it), scores [batch,
+      beam] float32 best first, lengths [batch, beam] int32 (end token counted);
+      with `trace` also a dict of [batch, time, beam] "token_ids", "parent_ids"
+      (int32), "scores", "finished" after each step, and "attention" [batch, beam,
+      time, src] along each hypothesis when the state holds an "attention".
     """
     with tf.name_scope(name):
         sequence_length = _checked_length(sequence_length)
@@ -249,7 +247,7 @@ def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width, begin
             ids = record["token_ids"]                                          # [b, k]
             records.append(record)
         history = {key: tf.stack([record[key] for record in records]) for key in records[0]}
-        return _results(history, beam, end_token_id, length_penalty, trace)  # history [t, b, k, ...]
+        return _results(history, beam, end_token_id, length_penalty, trace)
 
 
 def while_loop_beam_search(update_fn, initial_state, sequence_length, beam_width,
@@ -266,8 +264,7 @@ def while_loop_beam_search(update_fn, initial_state, sequence_length, beam_width
         state, ids, beam, max_lengths = _start(initial_state, beam_width, begin_token_id,
                                                max_lengths)
         keys = {"token_ids": tf.int32, "parent_ids": tf.int32}
-        if beam_width == 1 and not trace:  # greedy: nothing to backtrack
-            del keys["parent_ids"]
+        keys = keys if beam_width > 1 or trace else {"token_ids": tf.int32}  # greedy: no tree
         if trace:
             keys.update(scores=tf.float32, finished=tf.bool)
             if isinstance(initial_state, dict) and "attention" in initial_state:
@@ -276,8 +273,7 @@ def while_loop_beam_search(update_fn, initial_state, sequence_length, beam_width
                    for key, dtype in keys.items()}
 
         def not_done(step, state, ids, beam, history):
-            return tf.logical_and(step < sequence_length,
-                                  tf.logical_not(tf.reduce_all(beam.finished)))
+            return tf.logical_and(step < sequence_length, ~tf.reduce_all(beam.finished))
 
         def body(step, state, ids, beam, history):
             state, beam, record = _advance(update_fn, state, ids, beam, step, end_token_id,
