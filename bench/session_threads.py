@@ -1,7 +1,7 @@
-"""Decoding session threads: the config's defaults against TensorFlow's own choice.
+"""Decoding session threads: thread settings of the Translator's session, compared.
 
 `decode.inter_op_threads` and `decode.intra_op_threads` set the decoding
-session's threads (see decode/session_config.py). TensorFlow fixes the
+session's threads (docs/DECODING-NOTES.md). TensorFlow fixes the
 intra-op pool of a process when its first session is created, so every
 setting is measured in a child process of its own; the settings take turns,
 `--rounds` times, and the table gives the median of each measure.
@@ -86,7 +86,7 @@ def benchmark_sentences(model_dir, count):
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model_dir", required=True, help="a model directory written by train.py")
-    parser.add_argument("--settings", default="-1/1,0/0",
+    parser.add_argument("--settings", default="0/0,-1/1",
                         help="inter_op/intra_op thread settings to compare")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sentences", type=int, default=96)

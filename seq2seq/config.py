@@ -76,14 +76,13 @@ DEFAULTS = {
         "max_length_extra": 10,  # tokens added to that limit, >= 1
         "max_beam_width": 16,  # the largest beam width a request or flag may ask for, >= 1
         "batch_size": 32,  # sentences per decoding batch (translate, compare), >= 1
-        # Threads of the decoding session (tensorflow/nmt's num_inter_threads
-        # and num_intra_threads). -1 runs every op of a run in the calling
-        # thread: concurrent requests then decode in parallel on their own
-        # threads, and a small model's ops skip the thread pool's hand-offs.
-        # 0 lets TensorFlow pick. The intra-op pool is the process's, sized
-        # by its first session (see decode/session_config.py).
-        "inter_op_threads": -1,  # >= -1 (-1: the caller's thread, 0: TensorFlow picks)
-        "intra_op_threads": 1,  # threads within one op, >= 0 (0: TensorFlow picks)
+        # Threads of the Translator's session (decode.translate, decode.compare):
+        # 0/0, TensorFlow's pools over every core: 3.9-4.9x the sentences/s of
+        # -1/1 at batch 32, same CPU (docs/BENCHMARKS.md "Decoding session threads").
+        # Read from the defaults and --hparams, never a model's config.yaml;
+        # serve.py passes its own. The intra-op pool is the process's first.
+        "inter_op_threads": 0,  # >= -1 (-1: the caller's thread, 0: TensorFlow picks)
+        "intra_op_threads": 0,  # threads within one op, >= 0 (0: TensorFlow picks)
     },
     "serve": {
         "max_body_bytes": 65536,  # largest POST /translate body in bytes (else 413), >= 1

@@ -145,18 +145,19 @@ def test_concurrent_calls_match_serial_ones(translator, dev_sentences, short_sen
 
 
 def test_session_threads_change_speed_not_results(translator, tiny_model_dir, dev_sentences):
-    # The default runs every op in the calling thread; an inter-op pool is the
-    # second path. (The intra-op pool is the process's, sized by its first
-    # session, which in this test process trained a model.)
-    assert translator.config["decode"]["inter_op_threads"] == -1
-    pooled = Translator(tiny_model_dir, hparams="decode.inter_op_threads=2")
-    assert pooled.config["decode"]["inter_op_threads"] == 2
+    # Every core by default (TensorFlow's pools); the calling thread alone is the
+    # second path. (The intra-op pool is the process's, sized by its first session.)
+    assert (translator.config["decode"]["inter_op_threads"],
+            translator.config["decode"]["intra_op_threads"]) == (0, 0)
+    in_caller = Translator(tiny_model_dir,
+                           hparams="decode.inter_op_threads=-1,decode.intra_op_threads=1")
+    assert in_caller.config["decode"]["inter_op_threads"] == -1
     try:
         for decoder in ("while_loop", "greedy"):
-            assert_same_n_best(pooled.translate(dev_sentences[:16], decoder),
+            assert_same_n_best(in_caller.translate(dev_sentences[:16], decoder),
                                translator.translate(dev_sentences[:16], decoder))
     finally:
-        pooled.close()
+        in_caller.close()
 
 
 @pytest.mark.parametrize("hparams, message", [
