@@ -139,17 +139,9 @@ class Seq2SeqModel:
 
     def teacher_forced_logits(self, encoder_output, target_input, training,
                               with_attention=False):
-        """The logits of every target step given the gold previous tokens.
-
-        Args:
-          encoder_output: `encode`'s result.
-          target_input: [batch, tgt_time] int32, begin token + target, 0-padded.
-          training: a Python bool (dropout on or off).
-          with_attention: also return the attention weights.
-        Returns:
-          [batch, tgt_time, V_t] float32 (mask steps past a length in the
-          loss); with_attention, also weights [batch, tgt_time, src_time].
-        """
+        """Teacher forcing: target_input [batch, tgt_time] int32 (begin token + target,
+        0-padded) -> logits [batch, tgt_time, V_t] (mask past the lengths in the loss),
+        with_attention also weights [batch, tgt_time, src_time]."""
         with tf.name_scope("decoder"):
             projected_inputs = self._cell.project_inputs(
                 self._embeddings.embed_target(target_input, training))
@@ -160,18 +152,9 @@ class Seq2SeqModel:
             return (logits, weights) if with_attention else logits
 
     def step(self, encoder_output, state, prev_ids, training=False, with_attention=False):
-        """One decoder step, from the templates teacher forcing uses.
-
-        Args:
-          encoder_output: an `EncoderOutput` with n rows (e.g. tiled for a beam).
-          state: {"h": [n, num_units]}.
-          prev_ids: [n] int32.
-          training: a Python bool (dropout on or off).
-          with_attention: also return the step's attention weights.
-        Returns:
-          new_state {"h": [n, num_units]} (with_attention: and "attention"
-          [n, src_time], zero at padding, summing to 1), logits [n, V_t].
-        """
+        """One decoder step of n rows (encoder_output tiled to n), the teacher-forcing templates:
+        state {"h": [n, num_units]}, prev_ids [n] int32 -> new_state {"h"} (with_attention also
+        "attention" [n, src_time], 0 on padding, summing to 1), logits [n, V_t]."""
         with tf.name_scope("decoder_step"):
             projected_input = self._cell.project_inputs(
                 self._embeddings.embed_target(prev_ids, training))
