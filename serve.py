@@ -55,20 +55,13 @@ def parse_args(argv):
     parser.add_argument("--warm_up_source_tokens",
                         type=bounded_int(0, float("inf"), "a number of tokens is 0 or more"),
                         default=DEFAULT_MAX_UNROLLED_TOKENS,
-                        help="the unrolled decoder serves sources of up to this many tokens, "
-                             "and its graphs for them are built before the server says it is "
-                             "ready (default: %d; 0: build none at the start, serve up to %d "
-                             "tokens, building graphs on first use)"
-                             % (DEFAULT_MAX_UNROLLED_TOKENS, DEFAULT_MAX_UNROLLED_TOKENS))
+                        help="the unrolled decoder serves sources of up to N tokens, its graphs "
+                             "built before 'ready' (default: %(default)s; 0: none built, 16 served)")
     return parser.parse_args(argv)
 
 
 def load_model(slot, args, config):
-    """Loads the Translator, builds its graphs for the default beam width, fills `slot`.
-
-    Returns:
-      Whether it loaded (else the error is logged).
-    """
+    """Loads the Translator and its graphs for the default beam width into `slot`; True if it did."""
     started = time.monotonic()
     try:
         import tensorflow.compat.v1 as tf  # seconds: /healthz already answers 503 meanwhile

@@ -86,11 +86,9 @@ class JsonErrorChannel(HTTPChannel):
 
 
 class GracefulServer:
-    """A waitress server on one socket, stopped by :meth:`request_stop`.
+    """A waitress server of `app` on host:port (0: any free port), stopped by `request_stop`.
 
     Args:
-      app: the WSGI application.
-      host, port: where to listen (port 0: any free port).
       threads: waitress worker threads, i.e. requests handled at once.
       max_body_bytes: the largest request body (larger: 413 at the headers).
       drain_timeout_s: the longest a stop waits for in-flight requests.
