@@ -169,7 +169,8 @@ def test_info_reports_the_model_and_the_limits(client, translator, config):
     batching = dict(info["batching"])
     counts = {name: batching.pop(name)
               for name in ("model_calls", "sentences", "model_call_seconds", "model_calls_running")}
-    assert batching == {"enabled": True, "concurrent_batches": os.cpu_count(),
+    assert batching == {"enabled": True,
+                        "concurrent_batches": serve["concurrent_batches"] or os.cpu_count(),
                         "max_batch_sentences": serve["max_batch_sentences"]}
     assert info["tracing"] is True
     assert counts["model_calls"] <= counts["sentences"]
