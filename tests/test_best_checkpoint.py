@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from decode.checkpoint_backend import find_checkpoint
+from decode.translator import find_checkpoint
 from seq2seq import best_checkpoint
 from seq2seq.best_checkpoint import BestCheckpointExporter, best_checkpoint_dir, read_best
 

@@ -16,8 +16,7 @@ import yaml
 
 import train
 from data_pipeline.tokenizer import Tokenizer
-from decode.length_limits import output_length_limit
-from decode.translator import Translator
+from decode.translator import Translator, output_length_limit
 
 SENTENCES = ["twenty one", "three hundred and five", "one", "forty two thousand"]
 

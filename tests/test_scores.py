@@ -20,9 +20,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from data_pipeline.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
-from decode.checkpoint_backend import find_checkpoint
-from decode.length_limits import output_length_limit
-from decode.translator import Translator
+from decode.translator import Translator, find_checkpoint, output_length_limit
 from seq2seq.config import load_config
 from seq2seq.model import Seq2SeqModel
 
