@@ -93,8 +93,8 @@ DEFAULTS = {
         "max_batch_sentences": 64,  # most sentences in one batch (a larger request runs alone), >= 1
         # Continuous batching; the figures behind these three: docs/BENCHMARKS.md ("Serving").
         "batching": True,  # batch concurrent requests (serve.py --no_batching: false)
-        "concurrent_batches": 1,  # batches running at once, >= 0 (0: one per CPU core)
-        "intra_op_threads": 0,  # threads within one op of a batch's model call, >= 0 (0: one per core)
+        "concurrent_batches": 0,  # batches running at once, >= 0 (0: one per CPU core)
+        "intra_op_threads": 1,  # threads within one op of a batch's model call, >= 0 (0: one per core)
         "batch_step_overhead": 3.0,  # a step's fixed cost in sentence-steps (length grouping), >= 0
     },
 }

@@ -337,6 +337,22 @@ def assert_as_alone(translator, text, translation, **options):
     assert (translation["text"], translation["unfamiliar"]) == (alone.text, alone.unfamiliar)
 
 
+def assert_same_trace(batched, alone):
+    """Equal structure, pieces, parents and flags; numbers within 1e-4 (batched arithmetic)."""
+    if isinstance(alone, dict):
+        assert sorted(batched) == sorted(alone)
+        for key in alone:
+            assert_same_trace(batched[key], alone[key])
+    elif isinstance(alone, (list, tuple)):
+        assert len(batched) == len(alone)
+        for batched_item, alone_item in zip(batched, alone):
+            assert_same_trace(batched_item, alone_item)
+    elif isinstance(alone, float):
+        assert batched == pytest.approx(alone, abs=1e-4)
+    else:
+        assert batched == alone
+
+
 @pytest.mark.parametrize("decoder", ["while_loop", "unrolled"])
 def test_queued_requests_are_batched_and_answered_as_if_alone(translator, decoder):
     counting = CountingTranslator(translator, hold_first=True)
@@ -372,7 +388,10 @@ def test_traced_requests_batch_only_with_traced_ones_and_keep_their_trace(transl
     for body, response in zip(bodies, responses):
         [translation] = response.get_json()["translations"]
         [alone] = translator.translate([body["text"]], trace=body["trace"])
-        assert translation.get("trace") == (alone.trace if body["trace"] else None)
+        if body["trace"]:
+            assert_same_trace(translation["trace"], alone.trace)
+        else:
+            assert "trace" not in translation
         assert_as_alone(translator, body["text"], translation)
 
 
