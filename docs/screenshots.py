@@ -122,8 +122,9 @@ def page_screenshot(driver, url, text, beam_width, n_best, path):
         driver.find_element(By.ID, field).send_keys(str(value))
     driver.find_element(By.ID, "trace").click()
     driver.find_element(By.ID, "translate").click()
-    wait.until(lambda _: len(driver.find_elements(By.CSS_SELECTOR, ".search-panel")) == 2)
-    wait.until(expected_conditions.element_to_be_clickable((By.ID, "translate")))
+    # Done when the page is idle again with something in the status line.
+    wait.until(lambda _: driver.find_element(By.ID, "translate").is_enabled() and
+               driver.find_element(By.ID, "status").text.endswith("."))
     error = driver.find_element(By.ID, "error")
     if error.is_displayed():
         raise RuntimeError("the page shows an error: " + error.text)
@@ -186,7 +187,7 @@ def main(argv=None):
                         help="the log directory of the graph tab (default: LOGDIR)")
     parser.add_argument("--out", default=os.path.join(REPOSITORY, "docs", "img"),
                         help="where the PNGs go")
-    parser.add_argument("--text", default="I have three hundred and twelve books.",
+    parser.add_argument("--text", default="the sixty-third door",
                         help="the sentence whose search the page shows")
     parser.add_argument("--beam_width", type=int, default=4)
     parser.add_argument("--n_best", type=int, default=2)
