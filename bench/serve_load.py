@@ -1,4 +1,4 @@
-"""Load test of serve.py: throughput and latency with micro-batching on and off.
+"""Load test of serve.py: throughput and latency with batching on and off.
 
 For each mode, starts `serve.py --model_dir D --host 127.0.0.1 --port 0` (with
 `--no_batching` for "off"), waits until /healthz says ready, asks every test
@@ -40,7 +40,7 @@ connection, no answer within 120 s, or an answer without a readable
 Content-Length; an answer whose body is not the JSON its check reads is a
 wrong answer. What went wrong is printed to stderr. Targets: zero 5xx, zero
 connection failures, zero differences; at 32 clients, batching on gives at
-least 3x the throughput of batching off, and its p99 latency stays under 10x
+least 1.5x the throughput of batching off, and its p99 latency stays under 10x
 its single-client p50.
 
 With --instant the servers are bench.instant_server, which decodes nothing:
@@ -79,7 +79,7 @@ START_TIMEOUT_S = 300
 EXIT_WAIT_S = 5
 INVALID_EVERY = 5
 SCORE_TOLERANCE = 1e-4
-TARGET_SPEEDUP = 3.0
+TARGET_SPEEDUP = 1.5  # issue 10
 TARGET_P99_OVER_P50 = 10.0
 
 Request = collections.namedtuple("Request", "method path body content_type sentence")
@@ -542,7 +542,7 @@ def verdicts(results):
                not any(r.server_errors or r.connection_failures or r.mismatches for r in results))]
     if ("on", most) in by_key and ("off", most) in by_key:
         speedup = ratio(throughput(by_key["on", most]), throughput(by_key["off", most]))
-        checks.append(("%d clients: batching on / off throughput >= %.0fx" % (most, TARGET_SPEEDUP),
+        checks.append(("%d clients: batching on / off throughput >= %.1fx" % (most, TARGET_SPEEDUP),
                        cell(speedup, "%.2fx", "not measured"),
                        speedup is not None and speedup >= TARGET_SPEEDUP))
     if ("on", most) in by_key and ("on", 1) in by_key:
