@@ -5,9 +5,7 @@
     python train.py --train_data my.tsv --dev_data dev.tsv --model_dir runs/mine
     python train.py --model_dir runs/default --schedule export
 
-Data is prepared first if needed; rerunning resumes. MODEL_DIR gets config.yaml, the
-SentencePiece model(s), checkpoints, TensorBoard events, best/ and export/<timestamp>/.
-Several machines: set TF_CONFIG (chief, worker, ps, evaluator), default schedule.
+Data is prepared first if needed; rerunning resumes; TF_CONFIG runs it on several machines.
 """
 
 import argparse
@@ -73,16 +71,6 @@ def write_model_dir(config, model_dir, tokenizer):
     shutil.rmtree(staging)
 
 
-def wait_for_model_dir(model_dir, poll_secs=1.0):
-    """Blocks until the chief has written the SentencePiece model(s) into `model_dir`."""
-    logger.info("waiting for the chief to write %s", model_dir)
-    while True:
-        try:
-            return Tokenizer.load(model_dir)
-        except FileNotFoundError:
-            time.sleep(poll_secs)
-
-
 def model_dir_files(model_dir):
     """The files besides the checkpoints that make `model_dir` self-contained."""
     return [CONFIG_FILE] + [os.path.basename(path)
@@ -109,8 +97,7 @@ def build_estimator(config, model_dir, num_towers):
 
 
 def export(estimator, model_dir):
-    """Writes a SavedModel of the latest checkpoint (config and SentencePiece models in
-    assets.extra/) to MODEL_DIR/export/<timestamp>/ and returns its path."""
+    """Writes the latest checkpoint's SavedModel to MODEL_DIR/export/<timestamp>/: its path."""
     path = estimator.export_saved_model(
         os.path.join(model_dir, "export"), serving_input_receiver_fn,
         assets_extra={name: os.path.join(model_dir, name) for name in model_dir_files(model_dir)})
@@ -141,10 +128,8 @@ def _train_and_evaluate(estimator, config, model_dir):
     if not estimator.config.is_chief:
         return {}
     if estimator.config.cluster_spec.jobs:  # a distributed chief only trains
-        return {"export_path": export(estimator, model_dir)}
-    metrics = result[0]
-    if metrics is None:  # max_steps already reached: nothing new was evaluated
-        metrics = _evaluate(estimator, config, model_dir)
+        return _export(estimator, config, model_dir)
+    metrics = result[0] or _evaluate(estimator, config, model_dir)  # None: max_steps reached
     return dict(metrics, export_path=export(estimator, model_dir))
 
 
@@ -154,20 +139,16 @@ def _export(estimator, config, model_dir):
 
 _SCHEDULES = {"train_and_evaluate": _train_and_evaluate, "train": _train,
               "evaluate": _evaluate, "export": _export}
-SCHEDULES = tuple(_SCHEDULES)
 
 
 def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=None):
     """Trains, evaluates or exports `config` in `model_dir` (preparing data first if needed).
 
     Args:
-      schedule: "train_and_evaluate" or "train" (then export), "evaluate" or "export"
-        the latest checkpoint; a TF_CONFIG cluster runs "train_and_evaluate" only.
+      schedule: a key of _SCHEDULES ("train_and_evaluate" only in a TF_CONFIG cluster).
       num_gpus: towers per batch. max_steps: overrides train.max_steps.
     Returns:
       The evaluation metrics, "global_step" ("train") and "export_path".
-    Raises:
-      ConfigError, CorpusError, NonFiniteLossError: one line each for main.
     """
     config = copy.deepcopy(config)
     if max_steps is not None:
@@ -184,8 +165,14 @@ def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=
     if schedule == "export":
         return _export(estimator, config, model_dir)
     if estimator.config.task_type != "ps":  # a parameter server only serves variables
-        if cluster and not estimator.config.is_chief:
-            wait_for_model_dir(model_dir)  # the chief prepares the data first
+        if cluster and not estimator.config.is_chief:  # the chief prepares the data first
+            logger.info("waiting for the chief to write %s", model_dir)
+            while True:
+                try:
+                    Tokenizer.load(model_dir)
+                    break
+                except FileNotFoundError:
+                    time.sleep(1.0)
         tokenizer = Tokenizer.load(prepare(config, verbose=True).data_dir)
         os.makedirs(model_dir, exist_ok=True)
         check_model_dir(config, model_dir, tokenizer)
@@ -200,16 +187,7 @@ def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=
         raise non_finite from None
 
 
-def quiet_tensorflow():
-    """TensorFlow and absl logging at WARNING, without deprecation notices."""
-    tf.logging.set_verbosity(tf.logging.WARN)
-    absl.logging.set_verbosity(absl.logging.WARNING)
-    tf.get_logger().addFilter(lambda record: "deprecated" not in record.getMessage())
-    tf.get_logger().propagate = False
-
-
 def positive_int(text):
-    """argparse type: an integer >= 1."""
     try:
         value = int(text)
     except ValueError:
@@ -242,14 +220,17 @@ def parse_args(argv):
                         help="towers per batch: GPUs, or virtual CPU devices without GPUs "
                              "(1: the CPU or one GPU)")
     parser.add_argument("--max_steps", type=positive_int, help="overrides train.max_steps")
-    parser.add_argument("--schedule", choices=SCHEDULES, default="train_and_evaluate")
+    parser.add_argument("--schedule", choices=tuple(_SCHEDULES), default="train_and_evaluate")
     return parser.parse_args(argv)
 
 
 def main(argv=None):
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
-    quiet_tensorflow()
+    tf.logging.set_verbosity(tf.logging.WARN)  # without TensorFlow's deprecation notices
+    absl.logging.set_verbosity(absl.logging.WARNING)
+    tf.get_logger().addFilter(lambda record: "deprecated" not in record.getMessage())
+    tf.get_logger().propagate = False
     tf.disable_v2_behavior()
     try:
         config = load_config(config_path(args), args.hparams,

@@ -1,8 +1,4 @@
-"""The model's templates: dense, dropout, embeddings, GRU, attention, output layer.
-
-Each layer creates its `tf.make_template`s once, in `__init__`, under its own
-variable scope: every call shares one set of variables (created on the first).
-"""
+"""The model's layers, each a set of `tf.make_template`s made once in `__init__`."""
 
 import tensorflow.compat.v1 as tf
 
@@ -20,7 +16,7 @@ def apply_kernel(inputs, kernel, bias=None, transpose_kernel=False):
 
 
 def dense(inputs, units, use_bias=True):
-    """[..., in] -> [..., units] with `kernel` (Glorot) and `bias` (zero) in the current scope."""
+    """[..., in] -> [..., units] with `kernel` and `bias` in the current scope."""
     kernel = tf.get_variable("kernel", [inputs.shape.as_list()[-1], units],
                              initializer=tf.glorot_uniform_initializer())
     bias = (tf.get_variable("bias", [units], initializer=tf.zeros_initializer())
@@ -29,7 +25,7 @@ def dense(inputs, units, use_bias=True):
 
 
 def dropout(inputs, rate, training):
-    """Inverted dropout at `rate` when `training` (Python bool), else the identity."""
+    """Dropout at `rate` when `training` (a Python bool), else the identity."""
     if not training or rate == 0.0:
         return inputs
     return tf.nn.dropout(inputs, rate=rate)
@@ -84,8 +80,7 @@ def _orthogonal_blocks(num_blocks):
 class GRU:
     """A "reset after" GRU: `input_projection/{kernel,bias}`, `recurrent/{kernel,bias}`.
 
-        [x_r, x_z, x_n] = x W_x + b_x       project_inputs
-        [h_r, h_z, h_n] = h W_h + b_h       step, one matmul for the three gates
+        [x_r, x_z, x_n] = x W_x + b_x (project_inputs); [h_r, h_z, h_n] = h W_h + b_h (step)
         r = sigmoid(x_r + h_r); z = sigmoid(x_z + h_z); n = tanh(x_n + r * h_n)
         h' = (1 - z) * n + z * h
     """
@@ -93,10 +88,8 @@ class GRU:
     def __init__(self, num_units, name="gru"):
         self.num_units = num_units
         with tf.variable_scope(None, default_name=name):
-            # [..., input_size] -> [..., 3 * num_units], all time steps at once.
             self.project_inputs = tf.make_template(
                 "input_projection", dense, create_scope_now_=True, units=3 * num_units)
-            # (projected_input [batch, 3 * num_units], state [batch, num_units]) -> state.
             self.step = tf.make_template("recurrent", self._recurrent_step, create_scope_now_=True)
 
     def _recurrent_step(self, projected_input, state):
@@ -112,15 +105,8 @@ class GRU:
 
 
 def unroll(step, projected_inputs, initial_state):
-    """Runs `step` over time in a tf.while_loop (no masking: read states at the lengths).
-
-    Args:
-      step: (projected_input [batch, in], state [batch, units]) -> state [batch, units].
-      projected_inputs: [batch, time, in].
-      initial_state: [batch, units].
-    Returns:
-      [batch, time, units], the state after every step.
-    """
+    """The states [batch, time, units] of `step` (input [batch, in], state [batch, units] ->
+    state) over projected_inputs [batch, time, in] from initial_state, unmasked."""
     with tf.name_scope("unroll"):
         time_major = tf.transpose(projected_inputs, [1, 0, 2])
         num_steps = tf.shape(time_major)[0]
@@ -144,12 +130,8 @@ def masked_softmax(scores, mask):
 
 
 class Attention:
-    """Bahdanau (additive) or Luong ("general") attention over the encoder memory.
-
-    bahdanau: score(q, s) = v . tanh(keys[s] + q W_q), keys = memory W_k + b_k;
-      variables `key_projection/{kernel,bias}`, `query_projection/kernel`, `score/v`.
-    luong: score(q, s) = q . keys[s], keys = memory W_k; variable `key_projection/kernel`.
-    """
+    """Bahdanau: score(q, s) = v . tanh(keys[s] + q W_q), keys = memory W_k + b_k; or
+    Luong ("general"): score(q, s) = q . keys[s], keys = memory W_k."""
 
     def __init__(self, kind, attention_size, query_size, name="attention"):
         self._kind = kind
@@ -172,16 +154,9 @@ class Attention:
             return self._project_keys(memory)
 
     def __call__(self, query, keys, memory, mask):
-        """Attends with every query at once.
-
-        Args:
-          query: [batch, queries, query_size].
-          keys: [batch, src_time, key_size], from `project_keys`.
-          memory: [batch, src_time, memory_size].
-          mask: [batch, src_time] float32, 1 at valid positions.
-        Returns:
-          context [batch, queries, memory_size] and weights [batch, queries, src_time].
-        """
+        """query [batch, queries, query_size], keys [batch, src_time, key_size], memory
+        [batch, src_time, M], mask [batch, src_time] -> context [batch, queries, M], weights
+        [batch, queries, src_time]."""
         with tf.name_scope("attention"):
             if self._kind == "luong":
                 scores = tf.matmul(query, keys, transpose_b=True)
@@ -200,16 +175,11 @@ def _additive_score(projected_query, keys):
 
 
 class OutputLayer:
-    """logits = dropout(tanh([h; c] W_o + b_o)) W_v + b_v; W_v the target table if tied.
-
-    Variables: `pre_output/{kernel,bias}`, `logits/bias`, and `logits/kernel` if untied.
-    """
+    """logits = dropout(tanh([h; c] W_o + b_o)) W_v + b_v; W_v the target table if tied."""
 
     def __init__(self, vocab_size, pre_output_size, dropout_rate, tied_table=None,
                  name="output_projection"):
-        self._dropout_rate = dropout_rate
-        self._vocab_size = vocab_size
-        self._tied_table = tied_table
+        self._dropout_rate, self._vocab_size, self._tied_table = dropout_rate, vocab_size, tied_table
         with tf.variable_scope(None, default_name=name):
             self._pre_output = tf.make_template(
                 "pre_output", dense, create_scope_now_=True, units=pre_output_size)

@@ -1,12 +1,7 @@
-"""The model: a bidirectional GRU encoder and an attention GRU decoder, one set of templates.
+"""A bidirectional GRU encoder and an attention GRU decoder, built from one set of templates.
 
-    h_0      = tanh([forward final; backward final] W_b + b_b)     the bridge
-    h_t      = GRU(embed(y_{t-1}), h_{t-1})
-    c_t      = attention(query=h_t, keys, memory, mask)
-    logits_t = OutputLayer(h_t, c_t)
-
-Training, evaluation, greedy decoding and both beam searches call the same
-templates, so they share one set of variables by construction.
+    h_0 = tanh([forward final; backward final] W_b + b_b); h_t = GRU(embed(y_{t-1}), h_{t-1})
+    c_t = attention(h_t, keys, memory, mask);              logits_t = OutputLayer(h_t, c_t)
 """
 
 import collections
@@ -18,19 +13,13 @@ from seq2seq.common import (batch_gather, get_shape, merge_beams, sequence_mask,
                             split_beams, tile_beams)
 from seq2seq.layers import GRU, Attention, Embeddings, OutputLayer, dense, dropout, unroll
 
+# memory [batch, src_time, 2 * encoder_units] (0 at padding), keys [batch, src_time, key_size],
+# mask [batch, src_time] float32 (1: valid), initial_state {"h": [batch, num_units]}.
 EncoderOutput = collections.namedtuple("EncoderOutput", ["memory", "keys", "mask", "initial_state"])
-EncoderOutput.__doc__ = """What the decoder reads of a source batch.
-
-Fields:
-  memory: [batch, src_time, M] (M = 2 * encoder_units), zero at padding.
-  keys: [batch, src_time, key_size], the memory projected once for attention.
-  mask: [batch, src_time] float32, 1 at valid source positions.
-  initial_state: {"h": [batch, num_units]}, the decoder's, bridged from the encoder.
-"""
 
 
 def encoder_units(model_params):
-    """Each encoder direction's GRU size: "encoder_units", or num_units // 2 if 0 or absent."""
+    """Each encoder direction's GRU size: encoder_units, or num_units // 2 if 0 or absent."""
     return model_params.get("encoder_units", 0) or model_params["num_units"] // 2
 
 
@@ -46,11 +35,7 @@ def _state_at_length(states, lengths):
 
 
 class BidirectionalEncoder:
-    """Stacked bidirectional GRU layers `layer_<i>/{forward,backward}/...`, num_units // 2 each.
-
-    The backward GRU reads each sentence reversed within its length, so padding
-    never reaches a valid position in either direction.
-    """
+    """Stacked bidirectional GRU layers `layer_<i>/{forward,backward}/...`, num_units // 2 each."""
 
     def __init__(self, num_units, num_layers, dropout_rate, name="encoder"):
         self._dropout_rate = dropout_rate
@@ -91,16 +76,8 @@ def _bridge(encoder_final_state, units):
 
 
 class Seq2SeqModel:
-    """The model of the config's "model" section; all variables under `scope_name`.
-
-    Args:
-      model_params: the "model" dict: embedding_size, num_units, encoder_units,
-        encoder_layers, attention, attention_size, share_embeddings,
-        tie_output_projection, dropout.
-      source_vocab_size: V_s.
-      target_vocab_size: V_t.
-      name: the variable scope, made unique if taken.
-    """
+    """The model of the config's "model" section (model_params), vocabularies of V_s and V_t
+    pieces; all variables under `scope_name` (`name`, made unique if taken)."""
 
     def __init__(self, model_params, source_vocab_size, target_vocab_size, name="seq2seq"):
         num_units, embedding_size = model_params["num_units"], model_params["embedding_size"]
@@ -139,9 +116,8 @@ class Seq2SeqModel:
 
     def teacher_forced_logits(self, encoder_output, target_input, training,
                               with_attention=False):
-        """Teacher forcing: target_input [batch, tgt_time] int32 (begin token + target,
-        0-padded) -> logits [batch, tgt_time, V_t] (mask past the lengths in the loss),
-        with_attention also weights [batch, tgt_time, src_time]."""
+        """target_input [batch, tgt_time] int32 (begin token + target) -> logits [batch,
+        tgt_time, V_t] (and with_attention, weights [batch, tgt_time, src_time])."""
         with tf.name_scope("decoder"):
             projected_inputs = self._cell.project_inputs(
                 self._embeddings.embed_target(target_input, training))
@@ -152,9 +128,8 @@ class Seq2SeqModel:
             return (logits, weights) if with_attention else logits
 
     def step(self, encoder_output, state, prev_ids, training=False, with_attention=False):
-        """One decoder step of n rows (encoder_output tiled to n), the teacher-forcing templates:
-        state {"h": [n, num_units]}, prev_ids [n] int32 -> new_state {"h"} (with_attention also
-        "attention" [n, src_time], 0 on padding, summing to 1), logits [n, V_t]."""
+        """state {"h": [n, num_units]}, prev_ids [n] int32 -> new_state {"h"} (with_attention
+        also "attention" [n, src_time]), logits [n, V_t]; encoder_output tiled to n rows."""
         with tf.name_scope("decoder_step"):
             projected_input = self._cell.project_inputs(
                 self._embeddings.embed_target(prev_ids, training))
@@ -170,8 +145,7 @@ class Seq2SeqModel:
         Args:
           encoder_output: `encode(..., training=False)`'s result, [batch, ...].
           beam_width: K (1 for greedy decoding).
-          with_attention: the states also hold "attention" [batch, K,
-            src_time], the step's weights (initial state: zeros [batch, src_time]).
+          with_attention: states also hold "attention" [batch, K, src_time] (initially 0).
         Returns:
           update_fn: (state {"h": [batch, K, num_units]}, ids [batch, K] int32)
             -> (new_state, logits [batch, K, V_t]).

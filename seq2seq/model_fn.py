@@ -1,4 +1,4 @@
-"""The Estimator model_fn: TRAIN (towers, Adam), EVAL (metrics, BLEU, heatmaps), PREDICT (n-best)."""
+"""The Estimator model_fn: TRAIN (towers, Adam), EVAL (metrics, BLEU, heatmaps), PREDICT."""
 
 import io
 import logging
@@ -45,23 +45,11 @@ def split_batch(inputs, num_towers):
             for i in range(num_towers)]
 
 
-def _sum_and_scale(gradients, scale):
-    """One variable's tower gradients, summed (sparse ones concatenated) and scaled."""
-    gradients = [g for g in gradients if g is not None]
-    if not gradients:
-        return None
-    if isinstance(gradients[0], tf.IndexedSlices):
-        return tf.IndexedSlices(tf.concat([g.values for g in gradients], axis=0) * scale,
-                                tf.concat([g.indices for g in gradients], axis=0),
-                                gradients[0].dense_shape)
-    return tf.add_n(gradients) * scale
-
-
 def parallel_gradients(loss_fn, inputs, num_towers):
     """(sum(loss_sum) / sum(weight), [(gradient, variable)]), each tower on its own device.
 
     Args:
-      loss_fn: inputs -> (loss_sum, weight), scalar float32; its variables in templates.
+      loss_fn: inputs -> (loss_sum, weight), scalars; its variables in templates.
       inputs: nested [batch, ...] tensors, batch divisible by num_towers.
       num_towers: int >= 1; with 1 no device is set (a distributed Estimator places).
     """
@@ -90,14 +78,21 @@ def parallel_gradients(loss_fn, inputs, num_towers):
         loss = tf.add_n(tower_sums) / total_weight
         grads_and_vars = []
         for variable, gradients in zip(variables, zip(*tower_gradients)):
+            gradients = [g for g in gradients if g is not None]
             with tf.colocate_with(variable):
-                grads_and_vars.append((_sum_and_scale(gradients, 1.0 / total_weight), variable))
+                scale, gradient = 1.0 / total_weight, None
+                if gradients and isinstance(gradients[0], tf.IndexedSlices):  # concatenated
+                    gradient = tf.IndexedSlices(
+                        tf.concat([g.values for g in gradients], axis=0) * scale,
+                        tf.concat([g.indices for g in gradients], axis=0), gradients[0].dense_shape)
+                elif gradients:
+                    gradient = tf.add_n(gradients) * scale
+            grads_and_vars.append((gradient, variable))
     return loss, grads_and_vars
 
 
 def learning_rate_schedule(step, peak_rate, warmup_steps, decay, max_steps):
-    """The next update's rate, scalar float32: linear warm-up over `warmup_steps` to
-    `peak_rate`, then decay "rsqrt", "constant" or "cosine" (to 0 at `max_steps`)."""
+    """The next update's rate, scalar: linear warm-up to `peak_rate`, then `decay`."""
     with tf.name_scope("learning_rate"):
         step = tf.cast(step, tf.float32) + 1.0
         warmup_steps = float(max(warmup_steps, 1))
@@ -170,8 +165,7 @@ def format_duration(seconds):
 
 
 class ProgressHook(tf.train.SessionRunHook):
-    """Every `every_n_steps`: a line (step, loss, lr, steps/s, tokens/s, ETA) and a
-    "tokens_per_sec" summary in `summary_dir` (None: no summary)."""
+    """Logs step, loss, lr, steps/s, tokens/s and ETA; a "tokens_per_sec" summary if summary_dir."""
 
     def __init__(self, loss, num_tokens, learning_rate, max_steps, every_n_steps,
                  summary_dir=None):
@@ -202,8 +196,7 @@ class ProgressHook(tf.train.SessionRunHook):
 
     def _report(self, step, learning_rate):
         elapsed = max(time.time() - self._last_time, 1e-9)
-        steps_per_sec = (step - self._last_step) / elapsed
-        tokens_per_sec = self._tokens / elapsed
+        steps_per_sec, tokens_per_sec = (step - self._last_step) / elapsed, self._tokens / elapsed
         eta = (format_duration(max(self._max_steps - step, 0) / steps_per_sec)
                if steps_per_sec > 0 else "?")
         logger.info("step %d/%d  loss %.3f  lr %.2e  %.2f steps/s  %.0f tokens/s  ETA %s",
@@ -256,7 +249,6 @@ def _train_spec(model, features, labels, params, run_config):
         gradients, variables = zip(*grads_and_vars)
         clipped, gradient_norm = clip_gradients(gradients, train_params["clip_gradient_norm"])
         with tf.control_dependencies([assert_finite_step(loss, gradient_norm, global_step)]):
-            # beta2 0.98 (Vaswani et al. 2017): docs/BENCHMARKS.md, "Training and model notes".
             optimizer = tf.train.AdamOptimizer(learning_rate, beta1=0.9, beta2=0.98,
                                                epsilon=1e-9)
             train_op = optimizer.apply_gradients(zip(clipped, variables), global_step=global_step)
@@ -304,16 +296,15 @@ def _append_first(limit, tensors_fn, variables):
 
 
 def _sacrebleu(hypotheses, references):
-    hypotheses = [h.decode("utf-8") for h in hypotheses]
-    references = [r.decode("utf-8") for r in references]
-    if not hypotheses:
+    if not len(hypotheses):
         return np.float32(0.0)
-    return np.float32(sacrebleu.corpus_bleu(hypotheses, [references]).score)
+    return np.float32(sacrebleu.corpus_bleu([h.decode("utf-8") for h in hypotheses],
+                                            [[r.decode("utf-8") for r in references]]).score)
 
 
 def corpus_bleu(hypotheses_fn, references, max_sentences=0):
-    """(bleu, update_op): sacrebleu's corpus BLEU of the first `max_sentences` (0: all);
-    hypotheses_fn () -> [batch] strings runs in a tf.cond, only until they are collected."""
+    """(bleu, update_op): the corpus BLEU of the first `max_sentences` (0: all) sentences;
+    hypotheses_fn () -> [batch] strings runs only until they are collected."""
     with tf.name_scope("bleu"):
         stored = [_local_variable(tf.constant([], tf.string), name)
                   for name in ("hypotheses", "references")]
@@ -344,8 +335,8 @@ def _heatmap_png(weights, source_pieces, target_pieces):
 
 
 def attention_images(features, labels, attention, tokenizer, count):
-    """(serialized image Summary, update_op): the teacher-forced attention [batch, tgt_time,
-    src_time] of the first `count` dev sentences as heatmaps, rendered in a py_func."""
+    """(serialized image Summary, update_op): attention [batch, tgt_time, src_time] of the
+    first `count` dev sentences as heatmaps."""
     def render(source_ids, source_length, target_ids, target_length, weights):
         return np.array([_heatmap_png(
             w[:tl, :sl], tokenizer.source_pieces(s[:sl]), tokenizer.target_pieces(t[:tl]))
@@ -359,7 +350,6 @@ def attention_images(features, labels, attention, tokenizer, count):
 
     with tf.name_scope("attention_images"):
         stored = _local_variable(tf.constant([], tf.string), "pngs")
-
         inputs = [features["source_ids"], features["source_length"],
                   labels["target_output"], labels["target_length"], attention]
         update_op = _append_first(count, lambda: [tf.py_func(
@@ -379,8 +369,7 @@ def _references(labels, tokenizer):
 
 
 def beam_search(model, encoder_output, source_length, decode_params):
-    """(ids [batch, K, time], scores [batch, K], lengths [batch, K]): the while_loop search,
-    K = decode.beam_width, as the Translator builds it."""
+    """(ids [batch, K, time], scores [batch, K], lengths [batch, K]), K = decode.beam_width."""
     return search_encoded(model, encoder_output, source_length, decode_params,
                           "while_loop", decode_params["beam_width"])
 
@@ -437,9 +426,7 @@ def model_fn(features, labels, mode, params, config):
       features: {"source_ids": [batch, src_time] int32, "source_length": [batch] int32}.
       labels: {"target_input", "target_output": [batch, tgt_time] int32, "target_length":
         [batch] int32, in EVAL "target_text": [batch] string}; None in PREDICT.
-      mode: a `tf.estimator.ModeKeys`.
       params: the resolved config plus "num_towers" (default 1).
-      config: the Estimator's RunConfig.
     Returns:
       An EstimatorSpec; PREDICT's {"ids", "scores", "lengths"} are `beam_search`'s.
     """
@@ -454,8 +441,7 @@ def model_fn(features, labels, mode, params, config):
 
 
 def serving_input_receiver_fn():
-    """The SavedModel's inputs: "source_ids" [batch, src_time] int32 (0-padded, no BOS/EOS)
-    and "source_length" [batch] int32."""
+    """The SavedModel's inputs: "source_ids" [batch, src_time] int32, "source_length" [batch]."""
     inputs = {
         "source_ids": tf.placeholder(tf.int32, [None, None], name="source_ids"),
         "source_length": tf.placeholder(tf.int32, [None], name="source_length"),
