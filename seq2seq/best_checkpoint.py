@@ -75,8 +75,7 @@ def _checkpoint_files(checkpoint_path):
 def _copy_checkpoint(checkpoint_path, model_dir_files, record, best_dir):
     """Copies the checkpoint, `model_dir_files` and the record into `best_dir` (via best.tmp);
     False, best_dir left as it was, if the checkpoint's files are gone."""
-    # Absolute: update_checkpoint_state then records the bare checkpoint name.
-    best_dir = os.path.abspath(best_dir)
+    best_dir = os.path.abspath(best_dir)  # update_checkpoint_state records the bare name
     staging = best_dir + _STAGING_SUFFIX
     files = _checkpoint_files(checkpoint_path)
     if files is None:
@@ -114,12 +113,11 @@ def _improves(value, perplexity, best):
 
 
 class BestCheckpointExporter(tf.estimator.Exporter):
-    """After each evaluation: logs the metrics, copies the checkpoint to best/ if it is the
-    best `metric`, with the files `model_dir_files(model_dir)` names (config, SentencePiece)."""
+    """Logs each evaluation; copies the checkpoint to best/ if its `metric` is the best, with
+    the files `model_dir_files(model_dir)` names."""
 
     def __init__(self, model_dir_files, metric="bleu"):
-        self._model_dir_files = model_dir_files
-        self._metric = metric
+        self._model_dir_files, self._metric = model_dir_files, metric
 
     @property
     def name(self):
@@ -127,7 +125,6 @@ class BestCheckpointExporter(tf.estimator.Exporter):
 
     def export(self, estimator, export_path, checkpoint_path, eval_result,
                is_the_final_export):
-        """Returns best/ if `checkpoint_path` was copied there, else None."""
         step = int(eval_result[tf.GraphKeys.GLOBAL_STEP])
         logger.info(format_metrics_table(eval_result, "evaluation at step %d" % step))
         best_dir = os.path.join(estimator.model_dir, BEST_DIR)

@@ -38,8 +38,7 @@ def sequence_mask(lengths, maxlen, dtype=tf.float32):
 
 
 def batch_free_shape_invariants(loop_vars):
-    """tf.while_loop shape invariants for nested loop_vars: all fixed but the batch size
-    (None for a TensorArray, whose invariant the loop infers)."""
+    """tf.while_loop shape invariants for nested loop_vars: all fixed but the batch size."""
     def invariant(var):
         if isinstance(var, tf.TensorArray):
             return None

@@ -1,9 +1,4 @@
-"""The one config schema: every key, its default and its type.
-
-YAML files and ``--hparams`` (``section.key=value,...``; a bare key if it is in
-one section; values as typed, commas allowed inside a value) are merged over
-DEFAULTS and type-checked, so an unknown or mistyped key is an error naming it.
-"""
+"""The config schema: DEFAULTS, with a YAML file and ``--hparams`` merged over it, type-checked."""
 
 import copy
 import hashlib
@@ -116,9 +111,7 @@ class ConfigError(ValueError):
     """A config file or override that does not fit the schema."""
 
 
-# The "data" keys that shape what prepare writes, by corpus kind (data_dir is
-# where, not what): data_pipeline/manifest.py fingerprints them, and "files"
-# configs that differ in one of them get different default data_dirs.
+# The "data" keys that shape what prepare writes (fingerprinted), by corpus kind.
 _PREPARED_COMMON_KEYS = ("corpus", "spm_model_type", "joint_vocab", "vocab_size", "num_shards",
                          "max_source_length", "max_target_length", "lowercase_source")
 PREPARED_DATA_KEYS = {
@@ -128,8 +121,7 @@ PREPARED_DATA_KEYS = {
 }
 FILES_CORPUS_KEYS = PREPARED_DATA_KEYS["files"]
 
-# An --hparams item ends at a comma followed by the next "key=" (commas
-# inside a value stay in it); extra commas between items are dropped.
+# An --hparams item ends at a comma before the next "key=": a value may hold commas.
 _HPARAMS_SEPARATOR = re.compile(r",[\s,]*(?=[A-Za-z_][\w.]*\s*=)")
 
 _TRUE = ("true", "yes", "on", "1")
@@ -137,7 +129,7 @@ _FALSE = ("false", "no", "off", "0")
 
 
 def _number(value):
-    """A non-bool int or float, or a str parsed as one ("1e3" is 1000.0), else None."""
+    """A non-bool int or float, or a str parsed as one, else None."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return value
     if isinstance(value, str):
@@ -183,7 +175,7 @@ def _coerce(path, value, default):
 
 
 def _merge(config, overrides, origin):
-    """Merges a nested mapping of overrides into `config` (in place)."""
+    """Merges a nested mapping into `config`, type-checked."""
     if not isinstance(overrides, dict):
         raise ConfigError("%s: the top level must be a mapping" % origin)
     for key, value in overrides.items():
@@ -240,22 +232,13 @@ def corpus_overrides(train_data="", dev_data="", test_data=""):
     return {"data": dict(files, corpus="files")}
 
 
-def corpus_data_dir(data):
-    """data/corpus-<hash of FILES_CORPUS_KEYS>, a "files" corpus's own data_dir, from the
-    resolved "data" section: never another corpus's or another vocab_size's."""
-    return os.path.join("data", "corpus-" + fingerprint(
-        {key: data[key] for key in FILES_CORPUS_KEYS})[:8])
-
-
 # The first line of save_config's files: load_config keeps their data_dir as written.
 RESOLVED_HEADER = ("# A resolved config, written by seq2seq.config.save_config: its data_dir is"
                    " used as written. Delete this line to use it as a config of your own.\n")
 
 
 def _sets_data_dir(kind, layer):
-    """Whether a layer ("yaml", "resolved", "hparams", "overrides") sets a "files" corpus's
-    data_dir: --hparams and the command line do; a resolved config with corpus: files
-    does; a YAML file does with corpus: files and a data_dir other than data/default."""
+    """Whether a layer sets a "files" corpus's data_dir (a YAML file: not data/default)."""
     data = layer.get("data") or {}
     if "data_dir" not in data:
         return False
@@ -266,14 +249,9 @@ def _sets_data_dir(kind, layer):
 
 
 def load_config(path=None, hparams="", overrides=None):
-    """The resolved config: DEFAULTS, then the YAML file, --hparams, then overrides.
+    """DEFAULTS, then the YAML file at `path`, `hparams`, then `overrides` (a nested mapping).
 
-    Args:
-      path: a YAML file, or None for the defaults alone.
-      hparams: a ``--hparams`` string.
-      overrides: a nested mapping applied last (used by the CLIs' own flags).
-    Raises:
-      ConfigError: naming the file and key that does not fit.
+    A "files" corpus without a data_dir of its own gets data/corpus-<hash>.
     """
     config = copy.deepcopy(DEFAULTS)
     layers = []
@@ -296,7 +274,8 @@ def load_config(path=None, hparams="", overrides=None):
     data = config["data"]
     if data["corpus"] == "files" and not any(_sets_data_dir(kind, layer)
                                              for kind, _, layer in layers):
-        data["data_dir"] = corpus_data_dir(data)
+        data["data_dir"] = os.path.join("data", "corpus-" + fingerprint(
+            {key: data[key] for key in FILES_CORPUS_KEYS})[:8])
     _validate(config)
     return config
 
@@ -351,10 +330,8 @@ def _validate(config):
 
 def get(config, dotted):
     """config["section"]["key"] for "section.key"."""
-    node = config
-    for part in dotted.split("."):
-        node = node[part]
-    return node
+    section, key = dotted.split(".")
+    return config[section][key]
 
 
 def shape_mismatches(old, new):
@@ -370,7 +347,7 @@ def fingerprint(mapping):
 
 
 def save_config(config, path):
-    """Writes the resolved config as YAML under RESOLVED_HEADER (load_config reads it back as is)."""
+    """Writes the resolved config as YAML under RESOLVED_HEADER."""
     with open(path, "w", encoding="utf-8") as f:
         f.write(RESOLVED_HEADER)
         yaml.safe_dump(config, f, sort_keys=False, allow_unicode=True)

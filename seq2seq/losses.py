@@ -6,9 +6,7 @@ import tensorflow.compat.v1 as tf
 
 from seq2seq.common import get_shape, sequence_mask
 
-# Scalars summed over the valid tokens, so that batches and towers add up:
-# loss_sum the label-smoothed loss (training's), nll_sum -log p(label)
-# (perplexity's), num_tokens float32.
+# Scalar sums over the valid tokens: the label-smoothed loss, -log p(label), the token count.
 CrossEntropy = collections.namedtuple("CrossEntropy", ["loss_sum", "nll_sum", "num_tokens"])
 
 
@@ -24,16 +22,8 @@ def token_mean(total, num_tokens):
 
 
 def sequence_cross_entropy(logits, labels, lengths, label_smoothing=0.0):
-    """-(1 - eps) log p(label) - eps mean_v log p(v) over the valid steps, and the plain NLL.
-
-    Args:
-      logits: [batch, time, V] float32.
-      labels: [batch, time] int32 in [0, V), padding included.
-      lengths: [batch] int32.
-      label_smoothing: eps in [0, 1): that mass spread over the whole vocabulary.
-    Returns:
-      A `CrossEntropy` of scalars.
-    """
+    """A CrossEntropy of logits [batch, time, V], labels [batch, time], lengths [batch]:
+    the loss -(1 - eps) log p(label) - eps mean_v log p(v), eps = label_smoothing."""
     with tf.name_scope("sequence_cross_entropy"):
         log_probs = tf.nn.log_softmax(logits)
         token_nll = -tf.gather(log_probs, labels[:, :, None], batch_dims=2)[:, :, 0]
@@ -48,13 +38,8 @@ def sequence_cross_entropy(logits, labels, lengths, label_smoothing=0.0):
 
 
 def batch_token_accuracy(logits, labels, lengths):
-    """(fraction of the valid steps whose argmax is the label, their number), scalars.
-
-    Args:
-      logits: [batch, time, V] float32.
-      labels: [batch, time] int32.
-      lengths: [batch] int32.
-    """
+    """(fraction of the valid steps whose argmax is the label, their number): logits [batch,
+    time, V], labels [batch, time], lengths [batch]."""
     with tf.name_scope("batch_token_accuracy"):
         correct = tf.equal(tf.argmax(logits, axis=-1, output_type=labels.dtype), labels)
         hits, num_tokens = _masked_sum(tf.cast(correct, tf.float32), lengths)
