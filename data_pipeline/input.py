@@ -9,12 +9,7 @@ Each element is (features, labels), padded with PAD_ID (0):
   labels["target_length"]    [B]    int32  len(y) + 1
   labels["target_text"]      [B]    string the reference text (EVAL only)
 
-TRAIN interleaves the shards, shuffles, repeats and batches pairs of one
-``train.bucket_width``-wide length bucket, about ``train.batch_tokens`` padded
-tokens a batch (``train.batch_size`` pairs when 0), a multiple of
-params["num_towers"] rows. EVAL reads a split once, in order. With TF_CONFIG
-each training task reads its own 1/N of the pairs; a resumed run shuffles
-with train.seed + the step it resumes from.
+TRAIN: shuffled, endless, length-bucketed; EVAL: one pass in order (docs/DATA-NOTES.md).
 """
 
 import collections
@@ -67,12 +62,7 @@ def make_input_fn(config, split, mode):
 
 
 def make_dataset(config, split, mode, share=SINGLE_TASK):
-    """The dataset of (features, labels) of one split: TRAIN shuffled and endless, EVAL one pass.
-
-    Raises:
-      ConfigError: data not prepared, prepared with other settings, or a batch
-        size not divisible by num_towers.
-    """
+    """The (features, labels) dataset of one split; ConfigError if the data is not prepared as configured."""
     files = prepared_shards(config, split)
     training, train = mode == TRAIN, config["train"]
     with tf.name_scope("input_%s" % split):
@@ -83,7 +73,6 @@ def make_dataset(config, split, mode, share=SINGLE_TASK):
                 dataset = dataset.shard(share.num_tasks, share.task_index)
         else:
             dataset = tf.data.TFRecordDataset(files)
-        # Small enough to cache once parsed; training never reads the reference text.
         dataset = dataset.map(lambda record: _model_inputs(record, not training),
                               num_parallel_calls=tf.data.AUTOTUNE).cache()
         if training:
@@ -95,7 +84,6 @@ def make_dataset(config, split, mode, share=SINGLE_TASK):
 
 
 def prepared_shards(config, split):
-    """The shard files of a split, checked against the config's data settings."""
     data_dir = config["data"]["data_dir"]
     manifest = load_manifest(data_dir)
     if manifest is None:
@@ -109,8 +97,7 @@ def prepared_shards(config, split):
 
 
 def parse_example(serialized):
-    """A serialised example -> {"source_ids": [S] int32, "target_ids": [T] int32, "target_text": []
-    string ("" in train)}."""
+    """A serialised example -> {"source_ids": [S] int32, "target_ids": [T] int32, "target_text": [] string}."""
     features = tf.io.parse_single_example(serialized, {
         SOURCE_IDS: tf.io.VarLenFeature(tf.int64), TARGET_IDS: tf.io.VarLenFeature(tf.int64),
         TARGET_TEXT: tf.io.FixedLenFeature([], tf.string, default_value="")})
@@ -125,8 +112,7 @@ def bucket_boundaries(max_length, bucket_width):
 
 
 def bucket_batch_sizes(boundaries, max_length, batch_tokens, num_towers):
-    """Pairs per batch in each bucket for about `batch_tokens` padded source + target tokens
-    (a pair of longest length m costs 2 m), each a multiple of num_towers, at least num_towers."""
+    """Pairs per batch in each bucket for about `batch_tokens` padded tokens (2 m a pair), a multiple of num_towers."""
     longest = [boundary - 1 for boundary in boundaries] + [max_length]
     return [max(num_towers, batch_tokens // (2 * m) // num_towers * num_towers) for m in longest]
 

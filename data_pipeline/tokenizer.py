@@ -1,8 +1,7 @@
 """SentencePiece training, the one wrapper (training, decoding, serving) and familiarity.
 
-A tokenizer is ``spm.model`` (joint) or ``source.model`` + ``target.model``, and
-``tokenizer.json``: whether the source is lower-cased, and the piece bigram model that
-flags unfamiliar sources. Encoding adds no BOS/EOS. Why: docs/DATA-NOTES.md.
+Files: ``spm.model`` (joint) or ``source.model`` + ``target.model``, and ``tokenizer.json``
+(source lower-casing, the familiarity bigram model). Why: docs/DATA-NOTES.md.
 """
 
 import collections
@@ -21,9 +20,7 @@ from seq2seq.config import ConfigError
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 JOINT_MODEL, SOURCE_MODEL, TARGET_MODEL = "spm.model", "source.model", "target.model"
 OPTIONS = "tokenizer.json"
-# The share of dev sources the familiarity threshold flags: under the 5% the
-# contract allows, so that other held-out sources stay under it too.
-DEV_FLAGGED_SHARE = 0.03
+DEV_FLAGGED_SHARE = 0.03  # of dev sources over the familiarity threshold
 _ORDINAL_INDICATORS = re.compile("([ºª])")  # NFKC would turn "1º" into "1o"
 _INVISIBLE = ("Cc", "Cf")  # controls; zero-width spaces, direction marks, BOMs, soft hyphens
 
@@ -56,11 +53,7 @@ class Tokenizer:
 
     @classmethod
     def load(cls, directory):
-        """Loads spm.model, else source.model and target.model, and tokenizer.json if there.
-
-        Raises:
-          FileNotFoundError: naming the directory and the files looked for.
-        """
+        """Loads spm.model, else source.model and target.model, and tokenizer.json if there."""
         options = os.path.join(directory, OPTIONS)
         joint = os.path.join(directory, JOINT_MODEL)
         if os.path.isfile(joint):
@@ -84,14 +77,10 @@ class Tokenizer:
     def target_vocab_size(self):
         return self._target.get_piece_size()
 
-    def source_text(self, text):
-        """Source text as the source model sees it (lower case if the options say so)."""
-        text = model_text(text)
-        return text.lower() if self.options.get("lowercase_source") else text
-
     def encode_source(self, text):
         """Source text -> list of int ids, without BOS or EOS."""
-        return self._source.encode(self.source_text(text))
+        text = model_text(text)
+        return self._source.encode(text.lower() if self.options.get("lowercase_source") else text)
 
     def encode_target(self, text):
         """Target text -> list of int ids, without BOS or EOS."""
@@ -117,10 +106,7 @@ class Tokenizer:
         return self._familiarity.score(source_ids) if self._familiarity else 0.0
 
     def is_unfamiliar(self, source_ids):
-        """Whether a source (ids, EOS and padding ignored) is unlike the training sources.
-
-        Always False without a familiarity model (a model directory from before it).
-        """
+        """Whether a source (ids) is unlike the training sources; False without a familiarity model."""
         return bool(self._familiarity) and self.unfamiliarity(source_ids) > self._familiarity.threshold
 
     def copy_to(self, directory):
@@ -159,7 +145,7 @@ def train_tokenizer(pairs, directory, vocab_size, model_type, joint, lowercase_s
     for name, sentences in [(JOINT_MODEL, sources + targets)] if joint else [(SOURCE_MODEL, sources),
                                                                                (TARGET_MODEL, targets)]:
         _train_model(sentences, os.path.join(directory, name), vocab_size, model_type)
-    if dev_sources:  # the threshold: a quantile of the held-out dev sources' scores
+    if dev_sources:
         source_model = spm.SentencePieceProcessor(model_file=os.path.join(directory, (
             JOINT_MODEL if joint else SOURCE_MODEL)))
         familiarity = _Familiarity.fit(source_model.encode(sources))
@@ -172,11 +158,7 @@ def train_tokenizer(pairs, directory, vocab_size, model_type, joint, lowercase_s
 
 
 class _Familiarity:
-    """An interpolated (Witten-Bell) piece bigram model of the training sources.
-
-    A source's score is its mean -log P per piece, end of sentence included;
-    above `threshold` (a dev-split quantile) it is unfamiliar.
-    """
+    """An interpolated (Witten-Bell) piece bigram model of the training sources; docs/DATA-NOTES.md."""
 
     def __init__(self, data):
         self.unigrams = {int(piece): count for piece, count in data["unigrams"].items()}
@@ -247,10 +229,6 @@ def _train_model(sentences, path, vocab_size, model_type):
 
 def _content_ids(ids):
     """The ids before the first EOS_ID, without PAD_ID and BOS_ID, as Python ints."""
-    content = []
-    for token in ids:
-        if int(token) == EOS_ID:
-            break
-        if int(token) not in (PAD_ID, BOS_ID):
-            content.append(int(token))
-    return content
+    ids = [int(token) for token in ids]
+    ids = ids[:ids.index(EOS_ID)] if EOS_ID in ids else ids
+    return [token for token in ids if token not in (PAD_ID, BOS_ID)]
