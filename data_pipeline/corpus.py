@@ -1,8 +1,6 @@
 """Readers for user corpora (a TSV file or two aligned text files) and the one line splitter.
 
-Strict about encoding (an undecodable byte or a UTF-16 file is an error naming the file and
-line), lenient about content: a blank line, a line without a tab or a pair with an empty side
-is skipped and counted. Lines end at LF, as for `wc -l` (docs/DATA-NOTES.md says why).
+Strict about encoding, lenient about content (skipped lines are counted); docs/DATA-NOTES.md.
 """
 
 import collections
@@ -44,38 +42,32 @@ def read_corpus(spec):
     Raises:
       CorpusError: a missing file, an undecodable byte, files of different lengths, no usable pair.
     """
-    paths = split_spec(spec)
-    corpus = read_tsv(paths[0]) if len(paths) == 1 else read_parallel(*paths)
-    if not corpus.pairs:
-        raise CorpusError("%s has no usable sentence pair (skipped: %s)"
-                          % (spec, format_skipped(corpus.skipped) or "nothing, the file is empty"))
-    return corpus
-
-
-def read_tsv(path):
-    """Reads ``source<TAB>target`` lines; blank lines count as "blank_line", others without a tab "no_tab"."""
-    pairs, skipped = [], collections.Counter()
-    for line in _read_lines(path):
-        if not line.strip():
-            skipped[BLANK_LINE] += 1
-        elif "\t" not in line:
-            skipped[NO_TAB] += 1
-        else:
-            source, target = line.split("\t")[:2]
-            _keep_pair(normalize(source), normalize(target), pairs, skipped)
-    return Corpus(pairs, skipped, [path])
-
-
-def read_parallel(source_path, target_path):
-    """Reads two files whose lines are translations of each other (a blank side: "empty_side")."""
-    source_lines, target_lines = list(_read_lines(source_path)), list(_read_lines(target_path))
-    if len(source_lines) != len(target_lines):
+    paths, skipped, raw_pairs = split_spec(spec), collections.Counter(), []
+    lines = [list(_read_lines(path)) for path in paths]
+    if len(paths) == 1:
+        for line in lines[0]:
+            if not line.strip():
+                skipped[BLANK_LINE] += 1
+            elif "\t" not in line:
+                skipped[NO_TAB] += 1
+            else:
+                raw_pairs.append(line.split("\t")[:2])
+    elif len(lines[0]) != len(lines[1]):
         raise CorpusError("%s has %d lines but %s has %d: the files must be aligned line by line"
-                          % (source_path, len(source_lines), target_path, len(target_lines)))
-    pairs, skipped = [], collections.Counter()
-    for source, target in zip(source_lines, target_lines):
-        _keep_pair(normalize(source), normalize(target), pairs, skipped)
-    return Corpus(pairs, skipped, [source_path, target_path])
+                          % (paths[0], len(lines[0]), paths[1], len(lines[1])))
+    else:
+        raw_pairs = zip(*lines)
+    pairs = []
+    for source, target in raw_pairs:
+        source, target = normalize(source), normalize(target)
+        if source and target:
+            pairs.append((source, target))
+        else:
+            skipped[EMPTY_SIDE] += 1
+    if not pairs:
+        raise CorpusError("%s has no usable sentence pair (skipped: %s)"
+                          % (spec, format_skipped(skipped) or "nothing, the file is empty"))
+    return Corpus(pairs, skipped, paths)
 
 
 def format_skipped(skipped):
@@ -84,21 +76,13 @@ def format_skipped(skipped):
 
 
 def read_text_lines(path):
-    """The lines of a strictly UTF-8 text file, without line endings, not normalised.
-
-    Raises:
-      OSError: the file cannot be opened.
-      CorpusError: as iter_text_lines.
-    """
+    """The lines of a strictly UTF-8 text file, without line endings, not normalised."""
     with open(path, "rb") as f:
         return list(iter_text_lines(f, path))
 
 
 def iter_text_lines(stream, name):
-    """Yields the lines of a binary stream of UTF-8 text, one at a time, without line endings.
-
-    Lines end at LF (CR LF too; CR alone in a file without any LF); a CR or other separator
-    inside a line stays in it. A leading UTF-8 byte-order mark is dropped.
+    """Yields the lines (LF or CR LF ends them) of a binary stream of UTF-8 text, one at a time.
 
     Args:
       stream: a binary file object, e.g. ``sys.stdin.buffer``.
@@ -129,13 +113,6 @@ def iter_text_lines(stream, name):
             column = len(raw[:e.start].decode("utf-8")) + 1  # in characters, as an editor shows it
             raise CorpusError("%s:%d: not valid UTF-8 (byte 0x%02x at column %d)"
                               % (name, number, raw[e.start], column)) from e
-
-
-def _keep_pair(source, target, pairs, skipped):
-    if source and target:
-        pairs.append((source, target))
-    else:
-        skipped[EMPTY_SIDE] += 1
 
 
 def _read_lines(path):
