@@ -254,9 +254,7 @@ def weekday_plural(name):
 
 
 def at_time(hour):
-    """"à" before 1 o'clock ("à 01:30"), "às" before the others; 0 is "à meia-noite"."""
-    if hour == 0:
-        raise ValueError("'at' before 00:xx reads 'à meia-noite': leave hour 0 out")
+    """"à" before 1 o'clock ("à 01:30"), "às" before the others (hour 0, "à meia-noite", never comes)."""
     return "à" if hour == 1 else "às"
 
 

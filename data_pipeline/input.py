@@ -63,7 +63,16 @@ def make_input_fn(config, split, mode):
 
 def make_dataset(config, split, mode, share=SINGLE_TASK):
     """The (features, labels) dataset of one split; ConfigError if the data is not prepared as configured."""
-    files = prepared_shards(config, split)
+    data_dir = config["data"]["data_dir"]
+    manifest = load_manifest(data_dir)
+    if manifest is None:
+        raise ConfigError("no prepared data in %s: run python -m data_pipeline.prepare "
+                          "with the same config first" % data_dir)
+    mismatches = settings_mismatches(manifest, config)
+    if mismatches:
+        raise ConfigError("the data in %s was prepared with other settings (%s): "
+                          "run python -m data_pipeline.prepare again" % (data_dir, "; ".join(mismatches)))
+    files = [os.path.join(data_dir, name) for name in manifest["splits"][split]["shards"]]
     training, train = mode == TRAIN, config["train"]
     with tf.name_scope("input_%s" % split):
         if training:
@@ -81,19 +90,6 @@ def make_dataset(config, split, mode, share=SINGLE_TASK):
         else:
             dataset = dataset.padded_batch(train["eval_batch_size"])
         return dataset.map(_features_and_labels).prefetch(tf.data.AUTOTUNE)
-
-
-def prepared_shards(config, split):
-    data_dir = config["data"]["data_dir"]
-    manifest = load_manifest(data_dir)
-    if manifest is None:
-        raise ConfigError("no prepared data in %s: run python -m data_pipeline.prepare "
-                          "with the same config first" % data_dir)
-    mismatches = settings_mismatches(manifest, config)
-    if mismatches:
-        raise ConfigError("the data in %s was prepared with other settings (%s): "
-                          "run python -m data_pipeline.prepare again" % (data_dir, "; ".join(mismatches)))
-    return [os.path.join(data_dir, name) for name in manifest["splits"][split]["shards"]]
 
 
 def parse_example(serialized):

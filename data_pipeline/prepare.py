@@ -4,10 +4,8 @@
     python -m data_pipeline.prepare --config C --train_data corpus.tsv
     python -m data_pipeline.prepare --config C --train_data a.en,a.pt --dev_data d.en,d.pt
 
-Writes into data.data_dir: the tokenizer files, ``{train,dev,test}-NNNNN-of-NNNNN.tfrecord``
-(tf.train.Examples of "source_ids", "target_ids" and, in dev and test, the reference
-"target_text"), ``{dev,test}.{src,tgt}`` and manifest.json, written last: rerunning
-with the same data settings and input files does nothing; a change rebuilds everything.
+Writes into data.data_dir the tokenizer, ``{train,dev,test}-NNNNN-of-NNNNN.tfrecord``,
+``{dev,test}.{src,tgt}`` and manifest.json; docs/DATA-NOTES.md has the layout.
 """
 
 import argparse
@@ -31,8 +29,7 @@ from seq2seq.config import PREPARED_DATA_KEYS, corpus_overrides, fingerprint, lo
 SPLITS = ("train", "dev", "test")
 SOURCE_IDS, TARGET_IDS, TARGET_TEXT = "source_ids", "target_ids", "target_text"
 MANIFEST = "manifest.json"
-# Bump when the same settings would now write other data (history: docs/DESIGN-NOTES.md).
-FORMAT_VERSION = 4
+FORMAT_VERSION = 4  # bumped when the same settings would write other data (docs/DATA-NOTES.md)
 TOO_LONG, SOURCE_IN_DEV_TEST = "too_long", "source_in_dev_test"
 CARVE_SHARE, CARVE_MAX = 0.02, 1000  # dev and test carved out of train_data: share of sources, cap
 CARVE_SEED, TRAIN_ORDER_SEED = 20240101, 20261121  # fixed: the corpus's property, not the run's
@@ -51,9 +48,6 @@ def prepare(config, verbose=True):
       verbose: print what is kept and skipped, with progress bars.
     Returns:
       A PreparedData: paths, the manifest, and the real vocabulary sizes.
-    Raises:
-      CorpusError: a corpus that cannot be read or ends up empty.
-      ConfigError: an embedded-corpus setting that cannot be met.
     """
     log = print if verbose else (lambda *args: None)
     started, data_dir = time.time(), config["data"]["data_dir"]
@@ -130,8 +124,7 @@ def serialize_example(source_ids, target_ids, target_text=None):
 
 
 def write_shards(examples, paths, description, verbose):
-    """Writes examples ((source_ids, target_ids[, target_text])) into the shards, shard k the
-    k-th contiguous slice, so that reading them in order gives the examples in order."""
+    """Writes examples ((source_ids, target_ids[, target_text])) in order, shard k the k-th slice."""
     with tqdm(total=len(examples), desc=description, unit=" pairs", disable=not verbose) as progress:
         for index, path in enumerate(paths):
             begin, end = (k * len(examples) // len(paths) for k in (index, index + 1))
@@ -169,8 +162,7 @@ def _listed_files(manifest):
 
 
 def _install(staging, data_dir, previous, manifest):
-    """Replaces the previous outputs by the staged ones: the old manifest goes first, the new
-    one comes last; stale tokenizer files go too (a stale spm.model would shadow new per-side ones)."""
+    """Replaces the previous outputs (and any tokenizer file) by the staged ones, the manifest last."""
     if previous is not None:
         os.remove(os.path.join(data_dir, MANIFEST))
     stale = set(_listed_files(previous)) if previous else set()
@@ -234,8 +226,7 @@ def _file_splits(data):
 
 
 def _carve(pairs, num_sets):
-    """`num_sets` held-out lists of pairs with distinct sources, the remaining pairs, and the
-    number of further pairs dropped for repeating a held-out source."""
+    """`num_sets` held-out lists of distinct-source pairs, the remaining pairs, the count dropped."""
     first_pair = {}
     for source, target in pairs:
         first_pair.setdefault(source, (source, target))
@@ -264,7 +255,7 @@ def _write_split(split, corpus_split, tokenizer, data, directory, verbose):
         raise CorpusError("the %s split is empty after skipping %s (limits: data.max_source_length %d, "
                           "data.max_target_length %d)" % (split, format_skipped(skipped),
                                                           data["max_source_length"], data["max_target_length"]))
-    if split == "train":  # user corpora often come sorted; the shuffle buffer mixes only what is near
+    if split == "train":
         random.Random(TRAIN_ORDER_SEED).shuffle(encoded)
     shards = shard_names(split, min(data["num_shards"], len(encoded)) if split == "train" else 1)
     write_shards(encoded, [os.path.join(directory, name) for name in shards], "writing %s" % split, verbose)

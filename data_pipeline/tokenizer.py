@@ -35,9 +35,6 @@ class Tokenizer:
     """
 
     def __init__(self, source_model, target_model=None, options_file=None):
-        for path in [source_model, target_model] if target_model else [source_model]:
-            if not os.path.isfile(path):
-                raise FileNotFoundError("SentencePiece model not found: %s" % path)
         self._source = spm.SentencePieceProcessor(model_file=source_model)
         self._target = spm.SentencePieceProcessor(model_file=target_model) if target_model else self._source
         self._files = [source_model] + ([target_model] if target_model else [])
