@@ -147,8 +147,8 @@ def train_tokenizer(pairs, directory, vocab_size, model_type, joint, lowercase_s
             JOINT_MODEL if joint else SOURCE_MODEL)))
         familiarity = _Familiarity.fit(source_model.encode(sources))
         scores = sorted(familiarity.score(source_model.encode(fold(model_text(source)))) for source in dev_sources)
-        familiarity.threshold = scores[min(len(scores) - 1, int(len(scores) * (1 - DEV_FLAGGED_SHARE)))]
-        options["familiarity"] = familiarity.to_json()
+        familiarity.data["threshold"] = scores[min(len(scores) - 1, int(len(scores) * (1 - DEV_FLAGGED_SHARE)))]
+        options["familiarity"] = familiarity.data
     with open(os.path.join(directory, OPTIONS), "w", encoding="utf-8") as f:
         json.dump(options, f, sort_keys=True)
     return Tokenizer.load(directory)
@@ -158,6 +158,7 @@ class _Familiarity:
     """An interpolated (Witten-Bell) piece bigram model of the training sources; docs/DATA-NOTES.md."""
 
     def __init__(self, data):
+        self.data = data  # as tokenizer.json holds it: {"unigrams": {"id": count}, "bigrams": {"id id": count}}
         self.unigrams = {int(piece): count for piece, count in data["unigrams"].items()}
         self.bigrams = {tuple(map(int, key.split())): count for key, count in data["bigrams"].items()}
         self.threshold = data.get("threshold", math.inf)
@@ -172,17 +173,12 @@ class _Familiarity:
         unigrams, bigrams = collections.Counter(), collections.Counter()
         for ids in sources_ids:
             ids = [BOS_ID] + list(ids) + [EOS_ID]
-            unigrams.update(ids[1:])
-            bigrams.update(zip(ids, ids[1:]))
-        return cls({"unigrams": unigrams, "bigrams": {"%d %d" % key: v for key, v in bigrams.items()}})
-
-    def to_json(self):
-        return {"unigrams": {str(k): v for k, v in sorted(self.unigrams.items())},
-                "bigrams": {"%d %d" % key: v for key, v in sorted(self.bigrams.items())},
-                "threshold": self.threshold}
+            unigrams.update(str(piece) for piece in ids[1:])
+            bigrams.update("%d %d" % pair for pair in zip(ids, ids[1:]))
+        return cls({"unigrams": unigrams, "bigrams": bigrams})
 
     def score(self, source_ids):
-        ids = [BOS_ID] + [int(token) for token in _content_ids(source_ids)] + [EOS_ID]
+        ids = [BOS_ID] + _content_ids(source_ids) + [EOS_ID]
         total = 0.0
         for previous, piece in zip(ids, ids[1:]):
             # Add-one unigram over the seen pieces and one unseen, then Witten-Bell.
