@@ -197,19 +197,9 @@ def spell_ordinal(number, lang):
     return " ".join(num2words(number, lang=lang, to="ordinal").replace(",", "").split())
 
 
-def english_ordinal_suffix(number):
-    """21 -> "21st", 12 -> "12th"."""
-    suffix = "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
-    return "%d%s" % (number, suffix)
-
-
 def with_indefinite_article(phrase):
     """"a" or "an" by the first letter: right for every lexicon word (not "hour", "unit")."""
     return ("an " if phrase[:1] in "aeiou" else "a ") + phrase
-
-
-def capitalize_first(sentence):
-    return sentence[:1].upper() + sentence[1:]
 
 
 # ---- Portuguese agreement that CLDR and num2words lack.
@@ -244,15 +234,6 @@ def with_preposition(preposition, phrase):
     return "de " + phrase if contracted is None else contracted + (" " + rest if rest else "")
 
 
-def weekday_gender(weekday):
-    return "m" if weekday in MASCULINE_WEEKDAYS else "f"
-
-
-def weekday_plural(name):
-    """"segunda-feira" -> "segundas-feiras"."""
-    return "-".join(part + "s" for part in name.split("-"))
-
-
 def at_time(hour):
     """"à" before 1 o'clock ("à 01:30"), "às" before the others (hour 0, "à meia-noite", never comes)."""
     return "à" if hour == 1 else "às"
@@ -264,12 +245,6 @@ def first_of_month(date_text, locale):
     if parsed.language != "pt" or parsed.territory not in (None, "BR"):
         return date_text
     return re.sub(r"(?<!\d)1 de ", "1º de ", date_text, count=1)
-
-
-def currency_name(code, count, locale):
-    """CLDR's currency name in running-text case: "dólares americanos"."""
-    name = get_currency_name(code, count=count, locale=locale)
-    return name[:1].lower() + name[1:]
 
 
 # ---- The families: (random.Random, target_locale) -> (english, target).
@@ -304,8 +279,9 @@ def dates(rng, locale):
     else:
         english = _DATE_FORMS[form - 4]
         target = _plain_spaces(format_skeleton("yMMMMd" if "{y}" in english else "MMMMd", day, locale=locale))
+        suffix = "th" if 10 <= day.day <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(day.day % 10, "th")
         english = english.format(m=get_month_names("wide", locale=ENGLISH)[day.month], d=day.day, y=day.year,
-                                 o=english_ordinal_suffix(day.day), w=spell_ordinal(day.day, ENGLISH))
+                                 o="%d%s" % (day.day, suffix), w=spell_ordinal(day.day, ENGLISH))
     if day.day == 1:
         target = first_of_month(target, locale)
     if form != 3 and rng.random() < 0.3:
@@ -388,9 +364,10 @@ def weekdays(rng, locale):
     """"next Saturday at 3:45 PM" -> "no próximo sábado às 15:45"; "last Monday" -> "na segunda-feira passada"."""
     weekday, phrase = rng.randrange(7), rng.choice(WEEKDAY_PHRASES)
     target_day = get_day_names("wide", locale=locale)[weekday]
+    if phrase.plural:  # "segunda-feira" -> "segundas-feiras"
+        target_day = "-".join(part + "s" for part in target_day.split("-"))
     english = phrase.english.format(get_day_names("wide", locale=ENGLISH)[weekday])
-    target = (phrase.feminine if weekday_gender(weekday) == "f" else phrase.masculine).format(
-        weekday_plural(target_day) if phrase.plural else target_day)
+    target = (phrase.masculine if weekday in MASCULINE_WEEKDAYS else phrase.feminine).format(target_day)
     if rng.random() < 0.5:
         moment = datetime.time(rng.randint(1, 23), rng.randrange(60))
         english += " at " + _plain_spaces(format_time(moment, "short", locale=ENGLISH))
@@ -408,8 +385,9 @@ def money_in_words(rng, locale):
     figures = rng.random() < 0.2
     english = "%s %s" % (units if figures else spell_cardinal(units, ENGLISH),
                          get_currency_name(currency.code, count=units, locale=ENGLISH))
+    name = get_currency_name(currency.code, count=units, locale=locale)  # "Dólares americanos"
     target = "%s %s" % (units if figures else cardinal(units, currency.gender, locale),
-                        currency_name(currency.code, units, locale))
+                        name[:1].lower() + name[1:])
     if currency.english_minor and rng.random() < 0.6:
         cents = rng.randint(1, 99)
         english += " and %s %s" % (cents if figures else spell_cardinal(cents, ENGLISH),
@@ -463,7 +441,7 @@ def _in_sentence(rng, noun, plural, determiner, english_modifiers, portuguese_mo
         english = (frame.english_plural if plural else frame.english).format(english)
         target = (frame.portuguese_plural if plural else frame.portuguese).format(
             with_preposition(frame.preposition, target))
-    return capitalize_first(english), capitalize_first(target)
+    return english[:1].upper() + english[1:], target[:1].upper() + target[1:]
 
 
 def _random_amount(rng, with_minor):

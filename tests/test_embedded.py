@@ -114,10 +114,9 @@ def test_portuguese_contractions_and_weekdays():
     assert portuguese.with_preposition("de", "esta casa") == "desta casa"
     assert portuguese.with_preposition("de", "dois carros") == "de dois carros"
     assert portuguese.with_preposition("", "a casa") == "a casa"
-    assert portuguese.weekday_plural("segunda-feira") == "segundas-feiras"
-    assert portuguese.weekday_gender(5) == "m" and portuguese.weekday_gender(0) == "f"
     assert portuguese.at_time(1) == "à" and portuguese.at_time(15) == "às"
-    assert portuguese.currency_name("USD", 2, "pt_BR") == "dólares americanos"
+    # Weekday plurals and genders, currency names: test_weekdays_match_the_hand_translation,
+    # test_money_in_words_matches_the_hand_translation.
 
 
 def test_the_first_of_a_month_is_an_ordinal_in_brazil_only():
