@@ -179,7 +179,8 @@ class OutputLayer:
 
     def __init__(self, vocab_size, pre_output_size, dropout_rate, tied_table=None,
                  name="output_projection"):
-        self._dropout_rate, self._vocab_size, self._tied_table = dropout_rate, vocab_size, tied_table
+        self._dropout_rate, self._vocab_size = dropout_rate, vocab_size
+        self._tied_table = tied_table
         with tf.variable_scope(None, default_name=name):
             self._pre_output = tf.make_template(
                 "pre_output", dense, create_scope_now_=True, units=pre_output_size)

@@ -155,15 +155,6 @@ def as_non_finite_loss_error(error):
         "lower train.learning_rate or train.clip_gradient_norm." % what)
 
 
-def format_duration(seconds):
-    """3725 -> "1h02m", 125 -> "2m05s", 7 -> "7s"."""
-    hours, rest = divmod(int(round(seconds)), 3600)
-    minutes, seconds = divmod(rest, 60)
-    if hours:
-        return "%dh%02dm" % (hours, minutes)
-    return "%dm%02ds" % (minutes, seconds) if minutes else "%ds" % seconds
-
-
 class ProgressHook(tf.train.SessionRunHook):
     """Logs step, loss, lr, steps/s, tokens/s and ETA; a "tokens_per_sec" summary if summary_dir."""
 
@@ -197,8 +188,12 @@ class ProgressHook(tf.train.SessionRunHook):
     def _report(self, step, learning_rate):
         elapsed = max(time.time() - self._last_time, 1e-9)
         steps_per_sec, tokens_per_sec = (step - self._last_step) / elapsed, self._tokens / elapsed
-        eta = (format_duration(max(self._max_steps - step, 0) / steps_per_sec)
-               if steps_per_sec > 0 else "?")
+        eta = "?"
+        if steps_per_sec > 0:
+            hours, rest = divmod(int(round(max(self._max_steps - step, 0) / steps_per_sec)), 3600)
+            minutes, seconds = divmod(rest, 60)
+            eta = ("%dh%02dm" % (hours, minutes) if hours else
+                   "%dm%02ds" % (minutes, seconds) if minutes else "%ds" % seconds)
         logger.info("step %d/%d  loss %.3f  lr %.2e  %.2f steps/s  %.0f tokens/s  ETA %s",
                     step, self._max_steps, self._loss_sum / self._steps, learning_rate,
                     steps_per_sec, tokens_per_sec, eta)
