@@ -38,13 +38,11 @@ class Tokenizer:
         self._source = spm.SentencePieceProcessor(model_file=source_model)
         self._target = spm.SentencePieceProcessor(model_file=target_model) if target_model else self._source
         self._files = [source_model] + ([target_model] if target_model else [])
-        self._names = [SOURCE_MODEL, TARGET_MODEL] if target_model else [JOINT_MODEL]
         self.options = {}
         if options_file and os.path.isfile(options_file):
             with open(options_file, encoding="utf-8") as f:
                 self.options = json.load(f)
             self._files.append(options_file)
-            self._names.append(OPTIONS)
         self._familiarity = _Familiarity(self.options["familiarity"]) \
             if "familiarity" in self.options else None
 
@@ -107,11 +105,11 @@ class Tokenizer:
         return bool(self._familiarity) and self.unfamiliarity(source_ids) > self._familiarity.threshold
 
     def copy_to(self, directory):
-        """Copies model_files into `directory` under the names load() looks for; returns the copies."""
+        """Copies model_files into `directory`; returns the copies."""
         os.makedirs(directory, exist_ok=True)
         copies = []
-        for path, name in zip(self._files, self._names):
-            copy = os.path.join(directory, name)
+        for path in self._files:  # named as load() looks for them
+            copy = os.path.join(directory, os.path.basename(path))
             if os.path.realpath(copy) != os.path.realpath(path):  # a symbolic link is no copy
                 shutil.copyfile(path, copy)
             copies.append(copy)
