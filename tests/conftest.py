@@ -37,8 +37,9 @@ def tiny_data(tiny_config):
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tiny_config, tiny_data, tmp_path_factory):
-    """A model directory holding a tiny model trained for a few hundred steps."""
+    """A model directory holding a tiny model trained for 400 steps (enough to translate
+    the tiny corpus into non-empty Portuguese)."""
     import train
     model_dir = str(tmp_path_factory.mktemp("tiny_model"))
-    train.run(tiny_config, model_dir, schedule="train", max_steps=200)
+    train.run(tiny_config, model_dir, schedule="train", max_steps=400)
     return model_dir

@@ -74,7 +74,7 @@ def test_compare_cli_writes_a_json_report_and_a_png(tiny_model_dir, translator, 
         "--json", str(report_path), "--plot", str(plot_path)]) == 0
 
     report = json.loads(report_path.read_text(encoding="utf-8"))
-    assert report["model"]["step"] == 200
+    assert report["model"]["step"] == 400
     assert report["inputs"]["sentences"] == len(short_pairs)
     assert report["inputs"]["source_tokens"] == sum(map(len, token_ids))
     assert [(row["decoder"], row["beam_width"]) for row in report["results"]] == [

@@ -73,7 +73,7 @@ def test_loads_once_then_translates_without_reloading(translator, short_sentence
     assert translator.variants == built, "a cached variant was built again"
     assert all(isinstance(t, Translation) and isinstance(t.text, str) and t.text == t.n_best[0].text
                for t in again)
-    assert translator.step == 200
+    assert translator.step == 400
     assert translator.model_name == "tiny"
     assert translator.decoders == ("while_loop", "unrolled", "greedy")
     assert translator.beam_widths == range(1, 9)
