@@ -51,7 +51,9 @@ def prepare(config, verbose=True):
     """
     log = print if verbose else (lambda *args: None)
     started, data_dir = time.time(), config["data"]["data_dir"]
-    wanted, existing = data_fingerprint(config), load_manifest(data_dir)
+    settings, inputs = data_settings(config), _input_files(config["data"])  # user files' sizes and times
+    wanted = fingerprint({"format": FORMAT_VERSION, "settings": settings, "inputs": inputs})
+    existing = load_manifest(data_dir)
     if existing is not None and existing["fingerprint"] == wanted and all(
             os.path.isfile(os.path.join(data_dir, name)) for name in _listed_files(existing)):
         log("%s is up to date (fingerprint %s): nothing to do" % (data_dir, wanted))
@@ -63,8 +65,8 @@ def prepare(config, verbose=True):
     os.makedirs(data_dir, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=".staging-", dir=data_dir)
     try:
-        manifest = _build(config, splits, staging, log, verbose)
-        manifest.update(fingerprint=wanted, notes=notes)
+        manifest = _build(config["data"], splits, staging, log, verbose)
+        manifest.update(fingerprint=wanted, notes=notes, settings=settings, inputs=inputs)
         _install(staging, data_dir, existing, manifest)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -75,12 +77,6 @@ def prepare(config, verbose=True):
 def data_settings(config):
     """The data settings the prepared files depend on, as a flat dict."""
     return {key: config["data"][key] for key in PREPARED_DATA_KEYS[config["data"]["corpus"]]}
-
-
-def data_fingerprint(config):
-    """A hash of FORMAT_VERSION, the data settings and the user corpus files' sizes and times."""
-    return fingerprint({"format": FORMAT_VERSION, "settings": data_settings(config),
-                        "inputs": _input_files(config["data"])})
 
 
 def _input_files(data):
@@ -134,9 +130,8 @@ def write_shards(examples, paths, description, verbose):
             progress.update(end - begin)
 
 
-def _build(config, splits, directory, log, verbose):
+def _build(data, splits, directory, log, verbose):
     """Trains the tokenizer and writes every split into `directory`; returns the manifest."""
-    data = config["data"]
     tokenizer = train_tokenizer(splits["train"].pairs, directory, data["vocab_size"], data["spm_model_type"],
                                 data["joint_vocab"], data["lowercase_source"],
                                 [source for source, _ in splits["dev"].pairs])
@@ -150,8 +145,7 @@ def _build(config, splits, directory, log, verbose):
         skipped = sum(record["skipped"].values())
         log("%-5s kept %d, skipped %d%s" % (split, record["kept"], skipped,
                                           " (%s)" % format_skipped(record["skipped"]) if skipped else ""))
-    return {"settings": data_settings(config), "inputs": _input_files(data),
-            "tokenizer_files": [os.path.basename(path) for path in tokenizer.model_files],
+    return {"tokenizer_files": [os.path.basename(path) for path in tokenizer.model_files],
             "source_vocab_size": tokenizer.source_vocab_size,
             "target_vocab_size": tokenizer.target_vocab_size, "splits": records}
 
