@@ -94,19 +94,15 @@ def iter_text_lines(stream, name):
     if first.startswith(UTF16_BOMS):
         raise CorpusError("%s:1: starts with the UTF-16 byte-order mark 0x%02x 0x%02x: the file "
                           "looks like UTF-16; save it as UTF-8" % (name, first[0], first[1]))
-    if first.startswith(UTF8_BOM):
-        first = first[len(UTF8_BOM):]
+    first = first.removeprefix(UTF8_BOM)
     if not first:
         return
     if not first.endswith(b"\n") and b"\r" in first:  # no LF at all: an old Mac file
-        lines = first.split(b"\r")
-        if lines[-1] == b"":
-            lines.pop()
+        lines = first.removesuffix(b"\r").split(b"\r")
     else:
         lines = itertools.chain([first], iter(stream.readline, b""))
     for number, raw in enumerate(lines, start=1):
-        raw = raw[:-1] if raw.endswith(b"\n") else raw
-        raw = raw[:-1] if raw.endswith(b"\r") else raw
+        raw = raw.removesuffix(b"\n").removesuffix(b"\r")
         try:
             yield raw.decode("utf-8")
         except UnicodeDecodeError as e:

@@ -143,6 +143,5 @@ def _model_inputs(serialized, with_text):
 
 
 def _features_and_labels(batch):
-    labels = ("target_input", "target_output", "target_length", "target_text")
-    return ({key: batch[key] for key in ("source_ids", "source_length")},
-            {key: batch[key] for key in labels if key in batch})
+    features = {key: batch.pop(key) for key in ("source_ids", "source_length")}
+    return features, batch  # the labels: target_input, target_output, target_length[, target_text]

@@ -26,13 +26,7 @@ _INVISIBLE = ("Cc", "Cf")  # controls; zero-width spaces, direction marks, BOMs,
 
 
 class Tokenizer:
-    """Encodes source text and decodes target ids with SentencePiece.
-
-    Args:
-      source_model: path of the source-side (or joint) model.
-      target_model: path of the target-side model; None for a joint model.
-      options_file: path of tokenizer.json, or None (no folding, never unfamiliar).
-    """
+    """Encodes source text and decodes target ids with SentencePiece; made by load() or train_tokenizer()."""
 
     def __init__(self, source_model, target_model=None, options_file=None):
         self._source = spm.SentencePieceProcessor(model_file=source_model)
