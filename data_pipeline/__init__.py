@@ -1,2 +1,1 @@
-"""The data's path: corpus (user files) or embedded (the generated default corpus) ->
-tokenizer (SentencePiece + familiarity) -> prepare (TFRecords + manifest) -> input (tf.data)."""
+"""The data's path: corpus or embedded -> tokenizer -> prepare (TFRecords) -> input (tf.data)."""

@@ -35,12 +35,10 @@ def split_spec(spec):
 
 def read_corpus(spec):
     """Reads ``corpus.tsv`` (``source<TAB>target[<TAB>ignored...]``, the Tatoeba/Anki format) or
-    ``source.txt,target.txt`` (aligned by line).
+    ``source.txt,target.txt`` (aligned by line); CorpusError names the file and line of a problem.
 
     Returns:
       A Corpus.
-    Raises:
-      CorpusError: a missing file, an undecodable byte, files of different lengths, no usable pair.
     """
     paths, skipped, raw_pairs = split_spec(spec), collections.Counter(), []
     lines = [list(_read_lines(path)) for path in paths]

@@ -24,9 +24,8 @@ Noun = collections.namedtuple("Noun", ["english", "english_plural", "singular", 
 Adjective = collections.namedtuple(
     "Adjective", ["english", "masculine", "feminine", "masculine_plural", "feminine_plural"])
 Determiner = collections.namedtuple("Determiner", ["english", "masculine", "feminine"])
-Frame = collections.namedtuple(
-    "Frame", ["english", "english_plural", "portuguese", "portuguese_plural", "preposition"],
-    defaults=[""])
+Frame = collections.namedtuple("Frame", ["english", "english_plural", "portuguese", "portuguese_plural",
+                                         "preposition"], defaults=[""])
 Currency = collections.namedtuple("Currency", ["code", "gender", "english_minor", "portuguese_minor"])
 
 # The hand-written lexicon: words common to Brazilian and European Portuguese.
@@ -429,18 +428,16 @@ def _in_sentence(rng, noun, plural, determiner, english_modifiers, portuguese_mo
                       + ([agree(adjective, noun.gender, plural)] if adjective else []))
     if rng.random() < _BARE_SHARE:
         return english, target
-    frame_index = rng.randrange(len(NOUN_PHRASE_FRAMES) + 1)
-    if frame_index == len(NOUN_PHRASE_FRAMES):
+    frame = (NOUN_PHRASE_FRAMES + (PREDICATE_FRAME,))[rng.randrange(len(NOUN_PHRASE_FRAMES) + 1)]
+    english_frame, target_frame = (frame.english_plural, frame.portuguese_plural) if plural \
+        else (frame.english, frame.portuguese)
+    if frame is PREDICATE_FRAME:  # "The car is red.": another adjective, agreeing
         predicate = rng.choice([entry for entry in ADJECTIVES if entry is not adjective])
-        frame = PREDICATE_FRAME
-        english = (frame.english_plural if plural else frame.english).format(english, predicate.english)
-        target = (frame.portuguese_plural if plural else frame.portuguese).format(
-            target, agree(predicate, noun.gender, plural))
+        english = english_frame.format(english, predicate.english)
+        target = target_frame.format(target, agree(predicate, noun.gender, plural))
     else:
-        frame = NOUN_PHRASE_FRAMES[frame_index]
-        english = (frame.english_plural if plural else frame.english).format(english)
-        target = (frame.portuguese_plural if plural else frame.portuguese).format(
-            with_preposition(frame.preposition, target))
+        english = english_frame.format(english)
+        target = target_frame.format(with_preposition(frame.preposition, target))
     return english[:1].upper() + english[1:], target[:1].upper() + target[1:]
 
 
