@@ -174,8 +174,7 @@ def check_locale(target_locale):
     try:
         Locale.parse(target_locale)
     except (UnknownLocaleError, ValueError) as e:
-        raise ConfigError("data.target_locale %r is not a CLDR locale known to Babel"
-                          % target_locale) from e
+        raise ConfigError("data.target_locale %r is not a CLDR locale known to Babel" % target_locale) from e
     try:
         num2words(1, lang=target_locale)
     except NotImplementedError as e:

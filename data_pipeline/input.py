@@ -22,8 +22,7 @@ from data_pipeline.prepare import SOURCE_IDS, TARGET_IDS, TARGET_TEXT, load_mani
 from data_pipeline.tokenizer import BOS_ID, EOS_ID
 from seq2seq.config import ConfigError
 
-TRAIN = tf.estimator.ModeKeys.TRAIN
-EVAL = tf.estimator.ModeKeys.EVAL
+TRAIN, EVAL = tf.estimator.ModeKeys.TRAIN, tf.estimator.ModeKeys.EVAL
 TrainShare = collections.namedtuple("TrainShare", "num_tasks task_index resume_step")
 SINGLE_TASK = TrainShare(1, 0, 0)
 
