@@ -31,32 +31,26 @@ class Tokenizer:
     def __init__(self, source_model, target_model=None, options_file=None):
         self._source = spm.SentencePieceProcessor(model_file=source_model)
         self._target = spm.SentencePieceProcessor(model_file=target_model) if target_model else self._source
-        self._files = [source_model] + ([target_model] if target_model else [])
+        self.model_files = [source_model] + ([target_model] if target_model else [])  # then tokenizer.json if any
         self.options = {}
         if options_file and os.path.isfile(options_file):
             with open(options_file, encoding="utf-8") as f:
                 self.options = json.load(f)
-            self._files.append(options_file)
+            self.model_files.append(options_file)
         self._familiarity = _Familiarity(self.options["familiarity"]) \
             if "familiarity" in self.options else None
 
     @classmethod
     def load(cls, directory):
         """Loads spm.model, else source.model and target.model, and tokenizer.json if there."""
-        options = os.path.join(directory, OPTIONS)
-        joint = os.path.join(directory, JOINT_MODEL)
+        joint, source, target, options = (os.path.join(directory, name)
+                                          for name in (JOINT_MODEL, SOURCE_MODEL, TARGET_MODEL, OPTIONS))
         if os.path.isfile(joint):
             return cls(joint, options_file=options)
-        source, target = (os.path.join(directory, name) for name in (SOURCE_MODEL, TARGET_MODEL))
         if os.path.isfile(source) and os.path.isfile(target):
             return cls(source, target, options)
         raise FileNotFoundError("no SentencePiece model in %s: expected %s, or %s and %s"
                                 % (directory, JOINT_MODEL, SOURCE_MODEL, TARGET_MODEL))
-
-    @property
-    def model_files(self):
-        """The paths of the model file(s), then tokenizer.json if any."""
-        return list(self._files)
 
     @property
     def source_vocab_size(self):
@@ -102,7 +96,7 @@ class Tokenizer:
         """Copies model_files into `directory`; returns the copies."""
         os.makedirs(directory, exist_ok=True)
         copies = []
-        for path in self._files:  # named as load() looks for them
+        for path in self.model_files:  # named as load() looks for them
             copy = os.path.join(directory, os.path.basename(path))
             if os.path.realpath(copy) != os.path.realpath(path):  # a symbolic link is no copy
                 shutil.copyfile(path, copy)
