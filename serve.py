@@ -1,13 +1,7 @@
 """Serves a trained model over HTTP: the JSON API of DESIGN.md and a web page.
 
-    python serve.py --model_dir runs/default [--host 127.0.0.1] [--port 8080]
-                    [--export_dir E] [--no_batching] [--warm_up_source_tokens N]
-
-Waitress starts at once and answers /healthz with 503 while a thread loads the
-model; "ready: URL" is printed when it is loaded. SIGTERM or SIGINT stops the
-server once the requests in flight are answered. The unrolled decoder serves
-sources of up to --warm_up_source_tokens tokens (its graphs for them are built
-before "ready"; 0: none built, up to 16 served).
+/healthz answers 503 until the model is loaded ("ready: URL" is printed then).
+SIGTERM or SIGINT stops the server once the requests in flight are answered.
 """
 
 import argparse
@@ -23,11 +17,8 @@ from server.app import DEFAULT_MAX_UNROLLED_TOKENS, ModelSlot, create_app
 from server.graceful_server import GracefulServer
 
 LOG = logging.getLogger("seq2seq.serve")
-# Waitress threads beyond one per sentence of a full batch, so that /healthz
-# and the page are answered beside it.
-SPARE_THREADS = 4
-# Waitress's one I/O thread gets the GIL sooner (docs/BENCHMARKS.md).
-GIL_SWITCH_INTERVAL_S = 0.001
+SPARE_THREADS = 4  # waitress threads beyond a full batch's, for /healthz and the page
+GIL_SWITCH_INTERVAL_S = 0.001  # waitress's I/O thread gets the GIL sooner (BENCHMARKS.md)
 
 
 def bounded_int(low, high, range_text):
@@ -42,7 +33,8 @@ def bounded_int(low, high, range_text):
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model_dir", required=True, help="a model directory written by train.py")
+    parser.add_argument("--model_dir", required=True,
+                        help="a model directory written by train.py")
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default: 127.0.0.1, this machine only)")
     parser.add_argument("--port", type=bounded_int(0, 65535, "a port is 0..65535"), default=8080,
@@ -56,12 +48,13 @@ def parse_args(argv):
                         type=bounded_int(0, float("inf"), "a number of tokens is 0 or more"),
                         default=DEFAULT_MAX_UNROLLED_TOKENS,
                         help="the unrolled decoder serves sources of up to N tokens, its graphs "
-                             "built before 'ready' (default: %(default)s; 0: none built, 16 served)")
+                             "built before 'ready' (default: %(default)s; 0: none built, "
+                             "16 served)")
     return parser.parse_args(argv)
 
 
 def load_model(slot, args, config):
-    """Loads the Translator and its graphs for the default beam width into `slot`; True if it did."""
+    """Loads the Translator and its default-width graphs into `slot`; True if it did."""
     started = time.monotonic()
     try:
         import tensorflow.compat.v1 as tf  # seconds: /healthz already answers 503 meanwhile
@@ -77,7 +70,7 @@ def load_model(slot, args, config):
         translator.warm_up([d for d in translator.decoders if d != "unrolled"], widths)
         if args.warm_up_source_tokens and "unrolled" in translator.decoders:
             translator.warm_up(["unrolled"], widths, max_source_length=args.warm_up_source_tokens)
-    except Exception:  # whatever it is, the server cannot serve without a model
+    except Exception:
         LOG.exception("loading the model from %s failed", args.model_dir)
         return False
     slot.fill(translator)
@@ -122,15 +115,12 @@ def main(argv=None):
         else:
             server.request_stop()
 
-    # A daemon thread: a stop during loading does not wait for the load.
     loading = threading.Thread(target=load, name="model-loader", daemon=True)
     loading.start()
     server.serve()
     LOG.info("stopped")
     exit_code = 1 if outcome == [False] else 0
-    if loading.is_alive():
-        # Interpreter shutdown would end the loader inside TensorFlow's C++ code
-        # and abort the process (exit 134): leave without it.
+    if loading.is_alive():  # stopped while loading: see docs/SERVING-NOTES.md
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(exit_code)

@@ -1,8 +1,4 @@
-"""The Flask application: routes, request checks, JSON errors and the access log.
-
-The HTTP API is DESIGN.md's: POST /translate, GET /healthz, GET /v1/info and
-GET / (the page). Everything the routes need is made in `create_app`.
-"""
+"""The Flask app of DESIGN.md's HTTP API: routes, request checks, JSON errors, access log."""
 
 import collections
 import json
@@ -29,6 +25,9 @@ CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed",
          503: "unavailable"}
 DEFAULT_DECODER = "while_loop"
 FIELDS = ("text", "texts", "decoder", "beam_width", "n_best", "trace")
+# The optional fields of a type: the exact Python type JSON parses them to, and its name.
+TYPED_FIELDS = (("trace", bool, "true or false"), ("beam_width", int, "an integer"),
+                ("n_best", int, "an integer"))
 DEFAULT_MAX_UNROLLED_TOKENS = 16  # serve.py's --warm_up_source_tokens default
 MAX_EXAMPLES = 8
 MAX_LOGGED_CHARS = 200
@@ -36,10 +35,11 @@ MAX_METHOD_CHARS = 20
 MAX_SHOWN_CHARS = 40
 MAX_INTEGER_DIGITS = 100  # longer integers read as +-10**100: out of every range alike
 ALLOWED_CONTROLS = frozenset("\t\n\r")  # whitespace a pasted paragraph may carry
+# A lone surrogate ("\ud800") parses as JSON but cannot be encoded.
+REFUSED_CHARACTERS = {"Cc": "the control character", "Cs": "an unpaired surrogate"}
 
 Limits = collections.namedtuple(
     "Limits", "max_body_bytes max_texts max_chars max_tokens max_unrolled_tokens")
-# What requests must share to share a batch (n_best too when traced: see _batch_key).
 BatchKey = collections.namedtuple("BatchKey", "decoder beam_width trace n_best")
 ItemResult = collections.namedtuple("ItemResult", "translation graphs_built")
 
@@ -73,8 +73,9 @@ def shown(value, limit=MAX_SHOWN_CHARS):
 class ModelSlot:
     """Holds the translator and its page examples once `fill`ed (serve.py's loader)."""
 
+    ready = False
+
     def __init__(self, translator=None):
-        self.ready = False
         if translator is not None:
             self.fill(translator)
 
@@ -90,11 +91,7 @@ class ModelSlot:
 
 
 def read_examples(config, limit=MAX_EXAMPLES):
-    """Up to `limit` sentences of data.data_dir/test.src (else dev.src), evenly spread.
-
-    Returns:
-      A list of strings, empty (and the reason logged) when there are none.
-    """
+    """Up to `limit` sentences of data.data_dir/test.src (else dev.src), evenly spread."""
     configured = (config.get("data") or {}).get("data_dir")
     if not configured:
         LOG.info("no example sentences for the page: the config names no data.data_dir")
@@ -134,7 +131,20 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS):
     app.json.ensure_ascii = False
     limits = Limits(serve["max_body_bytes"], serve["max_texts"], serve["max_chars"],
                     serve["max_tokens"], max_unrolled_tokens)
-    batcher = app.extensions["batcher"] = _make_batcher(model, serve)
+
+    def run_batch(key, items):
+        translator = model.loaded()[0]
+        with translator.recording_builds() as built:
+            translations = translator.translate_tokens(
+                [ids for ids, _ in items], decoder=key.decoder, beam_width=key.beam_width,
+                n_best=max(n_best for _, n_best in items), trace=key.trace)
+        return [ItemResult(translation._replace(n_best=translation.n_best[:n_best]), len(built))
+                for translation, (_, n_best) in zip(translations, items)]
+
+    concurrency = serve["concurrent_batches"] or os.cpu_count() or 1
+    batcher = app.extensions["batcher"] = Batcher(
+        run_batch, concurrency if serve["batching"] else float("inf"),
+        serve["max_batch_sentences"], serve["batch_step_overhead"])
     with open(PAGE, encoding="utf-8") as page_file:
         page = page_file.read()
 
@@ -175,7 +185,12 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS):
     @app.post("/translate")
     def translate():
         translator = model.loaded()[0]
-        _check_content_type(request.mimetype, request.mimetype_params.get("charset"))
+        mimetype, charset = request.mimetype, request.mimetype_params.get("charset")
+        if mimetype != "application/json":
+            raise ApiError(415, "send the body as JSON with Content-Type: application/json, "
+                           "got %s" % (json.dumps(mimetype) if mimetype else "no Content-Type"))
+        if charset is not None and charset.lower() not in ("utf-8", "utf8"):
+            raise ApiError(415, "the body must be UTF-8, got charset=%s" % charset)
         fields = _parse_json_object(request.get_data(cache=False))
         token_ids, n_best, key = _parse_request(fields, limits, translator)
         g.sentences = len(token_ids)
@@ -189,27 +204,45 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS):
             graphs_built=answer.results[0].graphs_built,
             model={"name": translator.model_name, "step": translator.step})
 
-    _install_error_handlers(app)
-    _install_access_log(app)
+    app.register_error_handler(
+        ApiError, lambda error: (jsonify(error_document(error.status, error.message)), error.status))
+
+    @app.errorhandler(HTTPException)
+    def http_error(error):
+        if error.code == 404:
+            message = "no such path: %s; the paths are %s" % (shown(request.path), ROUTES)
+        elif error.code == 405:
+            method = request.method
+            if not (len(method) <= MAX_METHOD_CHARS and method.isascii()
+                    and method.replace("-", "").replace("_", "").isalnum()):
+                method = shown(method, MAX_METHOD_CHARS)
+            useful = sorted(set(error.valid_methods) - {"HEAD", "OPTIONS"})
+            message = "%s is not allowed on %s; use %s" % (method, request.path, ", ".join(useful))
+        elif error.code == 413:
+            message = body_over_limit_message(app.config["MAX_CONTENT_LENGTH"])
+        else:
+            message = error.description
+        allow = {"Allow": ", ".join(sorted(error.valid_methods))} if error.code == 405 else {}
+        return jsonify(error_document(error.code, message)), error.code, allow
+
+    @app.errorhandler(Exception)
+    def internal_error(error):
+        LOG.exception("%s %s failed", _loggable(request.method), _loggable(request.path))
+        return jsonify(error_document(500, "internal error; the server has logged the details")), 500
+
+    @app.before_request
+    def start_clock():
+        g.started = time.perf_counter()
+        g.sentences = 0
+
+    @app.after_request
+    def log_request(response):  # one line per request: method, path, status, ms, sentences
+        ACCESS_LOG.info("%s %s %d %.1fms sentences=%d", _loggable(request.method),
+                        _loggable(request.path), response.status_code, _elapsed_ms(),
+                        g.sentences)
+        return response
+
     return app
-
-
-def _make_batcher(model, serve):
-    """The Batcher of the model's calls: every request at once, alone, when batching is off."""
-
-    def run_batch(key, items):
-        translator = model.loaded()[0]
-        # Graphs built on first use take seconds of this call: the answer says so.
-        with translator.recording_builds() as built:
-            translations = translator.translate_tokens(
-                [ids for ids, _ in items], decoder=key.decoder, beam_width=key.beam_width,
-                n_best=max(n_best for _, n_best in items), trace=key.trace)
-        return [ItemResult(translation._replace(n_best=translation.n_best[:n_best]), len(built))
-                for translation, (_, n_best) in zip(translations, items)]
-
-    concurrency = serve["concurrent_batches"] or os.cpu_count() or 1
-    return Batcher(run_batch, concurrency if serve["batching"] else float("inf"),
-                   serve["max_batch_sentences"], serve["batch_step_overhead"])
 
 
 def _translation_json(translation):
@@ -220,14 +253,6 @@ def _translation_json(translation):
     if translation.trace is not None:
         answer["trace"] = translation.trace
     return answer
-
-
-def _check_content_type(mimetype, charset):
-    if mimetype != "application/json":
-        raise ApiError(415, "send the body as JSON with Content-Type: application/json, "
-                       "got %s" % (json.dumps(mimetype) if mimetype else "no Content-Type"))
-    if charset is not None and charset.lower() not in ("utf-8", "utf8"):
-        raise ApiError(415, "the body must be UTF-8, got charset=%s" % charset)
 
 
 def _reject_constant(name):
@@ -301,15 +326,14 @@ def _parse_request(fields, limits, translator):
                            % (len(texts), limits.max_texts))
         named = [("texts[%d]" % index, text) for index, text in enumerate(texts)]
     token_ids = [_token_ids(name, text, limits, translator) for name, text in named]
-    trace = fields.get("trace")
-    if trace not in (None, True, False):
-        raise ApiError(400, "trace must be true or false, got %s" % shown(trace))
+    for name, kind, kind_name in TYPED_FIELDS:
+        if fields.get(name) is not None and type(fields[name]) is not kind:
+            raise ApiError(400, "%s must be %s, got %s" % (name, kind_name, shown(fields[name])))
+    trace, beam_width = fields.get("trace"), fields.get("beam_width")
+    n_best = 1 if fields.get("n_best") is None else fields["n_best"]
     if trace and len(token_ids) != 1:
         raise ApiError(400, "trace needs exactly one text, got texts with %d" % len(token_ids))
-    decoder = fields.get("decoder")
-    decoder = DEFAULT_DECODER if decoder is None else decoder
-    beam_width, n_best = _optional_integer(fields, "beam_width"), _optional_integer(fields, "n_best")
-    n_best = 1 if n_best is None else n_best
+    decoder = DEFAULT_DECODER if fields.get("decoder") is None else fields["decoder"]
     try:
         beam_width = translator.check_options(decoder, beam_width, n_best)
     except ValueError as error:
@@ -320,7 +344,7 @@ def _parse_request(fields, limits, translator):
                 raise ApiError(400, "%s has %d tokens; the unrolled decoder's graph grows with "
                                "the length, so it serves up to %d source tokens here; use "
                                "while_loop" % (name, len(ids), limits.max_unrolled_tokens))
-    # Traced requests share a batch with those of the same n_best only: nothing to cut.
+    # Traced requests share a batch only with those of the same n_best: nothing to cut.
     return token_ids, n_best, BatchKey(decoder, beam_width, bool(trace), n_best if trace else None)
 
 
@@ -335,13 +359,10 @@ def _token_ids(name, text, limits, translator):
         raise ApiError(400, "%s has %d characters; the limit is %d"
                        % (name, len(text), limits.max_chars))
     for position, char in enumerate(text):
-        category = unicodedata.category(char)
-        if category == "Cc" and char not in ALLOWED_CONTROLS:
-            raise ApiError(400, "%s contains the control character U+%04X at position %d"
-                           % (name, ord(char), position))
-        if category == "Cs":  # a lone "\ud800" parses as JSON but cannot be encoded
-            raise ApiError(400, "%s contains an unpaired surrogate U+%04X at position %d"
-                           % (name, ord(char), position))
+        refused = REFUSED_CHARACTERS.get(unicodedata.category(char))
+        if refused and char not in ALLOWED_CONTROLS:
+            raise ApiError(400, "%s contains %s U+%04X at position %d"
+                           % (name, refused, ord(char), position))
     token_ids = translator.tokenize(text)
     if not token_ids:  # normalisation drops some characters (a zero-width space)
         raise ApiError(400, "%s is empty once tokenized: the tokenizer drops every "
@@ -352,66 +373,8 @@ def _token_ids(name, text, limits, translator):
     return token_ids
 
 
-def _optional_integer(fields, name):
-    """fields[name] if a JSON integer, None if absent or null, else ApiError."""
-    value = fields.get(name)
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-        raise ApiError(400, "%s must be an integer, got %s" % (name, shown(value)))
-    return value
-
-
-def _install_error_handlers(app):
-    """Every failure becomes DESIGN.md's JSON error; internals stay in the log."""
-    app.register_error_handler(
-        ApiError, lambda error: (jsonify(error_document(error.status, error.message)), error.status))
-
-    @app.errorhandler(HTTPException)
-    def http_error(error):
-        if error.code == 404:
-            message = "no such path: %s; the paths are %s" % (shown(request.path), ROUTES)
-        elif error.code == 405:
-            useful = sorted(set(error.valid_methods) - {"HEAD", "OPTIONS"})
-            message = "%s is not allowed on %s; use %s" % (
-                _method_shown(request.method), request.path, ", ".join(useful))
-        elif error.code == 413:
-            message = body_over_limit_message(app.config["MAX_CONTENT_LENGTH"])
-        else:
-            message = error.description
-        allow = {"Allow": ", ".join(sorted(error.valid_methods))} if error.code == 405 else {}
-        return jsonify(error_document(error.code, message)), error.code, allow
-
-    @app.errorhandler(Exception)
-    def internal_error(error):
-        LOG.exception("%s %s failed", _loggable(request.method), _loggable(request.path))
-        return jsonify(error_document(500, "internal error; the server has logged the details")), 500
-
-
-def _install_access_log(app):
-    """One log line per request: method, path, status, milliseconds, sentences."""
-
-    @app.before_request
-    def start_clock():
-        g.started = time.perf_counter()
-        g.sentences = 0
-
-    @app.after_request
-    def log_request(response):
-        ACCESS_LOG.info("%s %s %d %.1fms sentences=%d", _loggable(request.method),
-                        _loggable(request.path), response.status_code, _elapsed_ms(),
-                        g.sentences)
-        return response
-
-
 def _elapsed_ms():
     return (time.perf_counter() - g.started) * 1000.0
-
-
-def _method_shown(method):
-    """A short alphanumeric method as it is; any other cut short and quoted."""
-    if len(method) <= MAX_METHOD_CHARS and method.replace("-", "").replace("_", "").isalnum() \
-            and method.isascii():
-        return method
-    return shown(method, MAX_METHOD_CHARS)
 
 
 def _loggable(text):

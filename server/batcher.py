@@ -1,19 +1,13 @@
 """Continuous batching: concurrent requests with the same settings share model calls.
 
-A request that finds a free slot (fewer than `concurrency` batches running)
-runs at once. Otherwise it queues; when a batch ends, its slot passes to the
-oldest queued request, whose batch is every queued request of its key that
-fits (`max_batch_items`, and the length rule of `length_groups`). With an
-unbounded concurrency every request runs at once, alone (serve.py
---no_batching). docs/BENCHMARKS.md ("Serving") has the reasons and figures.
+The rules and their reasons: docs/BENCHMARKS.md, "Serving: continuous batching".
 """
 
 import collections
 import threading
 import time
 
-# results: run_batch's results for the submitted items; call_seconds: the wall time of
-# the call that computed them (the whole batch's, without the wait before it).
+# call_seconds: the wall time of the batch's model call, without the wait before it.
 Answer = collections.namedtuple("Answer", "results call_seconds")
 
 
@@ -26,18 +20,13 @@ class _Waiter:
 
     def __init__(self, key, items, length):
         self.key, self.items, self.length = key, items, length
-        self.batch = None  # set when this request is to run a batch
+        self.batch = None  # the batch this request is to run
         self.answer = self.error = None
         self.wake = threading.Event()
 
 
 def length_groups(waiters, max_items, step_overhead):
-    """Splits requests into batches where one batch would cost more than two.
-
-    A batch runs as many steps as its longest source, each costing about
-    `step_overhead + sentences` sentence-steps. From the shortest request to
-    the longest, one joins the current group when that costs less than a
-    group of its own: length * items <= longest * (step_overhead + items).
+    """Splits requests into groups: one joins when length * items <= longest * (overhead + items).
 
     Args:
       waiters: requests of one key (.items, .length).
@@ -60,7 +49,7 @@ def length_groups(waiters, max_items, step_overhead):
 
 
 class Batcher:
-    """Runs submissions in batches, up to `concurrency` at once (see the module doc).
+    """Runs submissions in batches, up to `concurrency` at once.
 
     Args:
       run_batch: (key, items) -> results, one per item, in order.
@@ -91,7 +80,7 @@ class Batcher:
             return self._queued.wait_for(lambda: len(self._queue) >= count, timeout)
 
     def submit(self, key, items, length):
-        """Returns the Answer for `items` (a request's, of source length `length`).
+        """Returns the Answer for a request's `items` (longest source: `length` tokens).
 
         Raises:
           BatchFailed: if its batch's call raised (the cause).
@@ -121,7 +110,7 @@ class Batcher:
         return waiter.answer
 
     def _take_batch(self):
-        """Removes and returns the oldest request's batch from the queue (under the lock)."""
+        """Removes the oldest request's batch from the queue and returns it (under the lock)."""
         oldest = self._queue[0]
         same_key = [waiter for waiter in self._queue if waiter.key == oldest.key]
         batch = next(group for group in length_groups(same_key, self._max_items,
@@ -137,7 +126,7 @@ class Batcher:
         started = time.perf_counter()
         try:
             results = self._run_batch(batch[0].key, items)
-        except Exception as error:  # whatever failed, every request of the batch hears of it
+        except Exception as error:
             results = None
             for waiter in batch:
                 waiter.error = error

@@ -1,11 +1,6 @@
 """Waitress with a graceful stop, JSON errors of its own, and a lingering close after a 413.
 
-On `request_stop` the server stops accepting, serves until no connection has a
-request queued, running or unsent (at most `drain_timeout_s`), then returns
-(waitress's own `run()` loses the answers in flight). A body over the limit is
-refused at its headers, then read and discarded (up to LINGER_BYTES or
-LINGER_S, as nginx's lingering close) so that a client still sending it reads
-the 413, not a reset.
+Why each: docs/SERVING-NOTES.md.
 """
 
 import json
@@ -26,13 +21,14 @@ POLL_TIMEOUT_S = 1.0
 DRAIN_POLL_TIMEOUT_S = 0.05
 LINGER_BYTES = 64 * 1024 * 1024
 LINGER_S = 30.0
+DRAIN_TIMEOUT_S = 30.0  # the longest a stop waits for in-flight requests
 
 
 class JsonErrorTask(ErrorTask):
     """Waitress's answer to a request it could not parse, as a JSON error."""
 
     def execute(self):
-        error = self.request.error  # a waitress.utilities.Error: code, reason, body
+        error = self.request.error
         if error.code == 413:
             message = body_over_limit_message(self.channel.adj.max_request_body_size - 1)
             self.channel.linger = True
@@ -51,7 +47,7 @@ class JsonErrorChannel(HTTPChannel):
 
     error_task_class = JsonErrorTask
     linger = False  # set by a 413: half-close and drain the body instead of closing
-    linger_until = None  # while draining: the monotonic time to stop at
+    linger_until = None
     drained = 0
 
     def handle_close(self):
@@ -91,14 +87,11 @@ class GracefulServer:
     Args:
       threads: waitress worker threads, i.e. requests handled at once.
       max_body_bytes: the largest request body (larger: 413 at the headers).
-      drain_timeout_s: the longest a stop waits for in-flight requests.
     """
 
-    def __init__(self, app, host, port, threads, max_body_bytes, drain_timeout_s=30.0):
+    def __init__(self, app, host, port, threads, max_body_bytes):
         self._stopping = threading.Event()
         self._socket_map = {}
-        self._drain_timeout_s = drain_timeout_s
-        # Waitress refuses a body of max_request_body_size bytes or more: + 1 means "over".
         self._server = waitress.create_server(app, map=self._socket_map, host=host, port=port,
                                               threads=threads,
                                               max_request_body_size=max_body_bytes + 1)
@@ -119,18 +112,14 @@ class GracefulServer:
         """Serves until request_stop() is called and the drain is over."""
         while not self._stopping.is_set():
             wasyncore.loop(timeout=POLL_TIMEOUT_S, map=self._socket_map, use_poll=True, count=1)
-        # The listening socket only: worker threads still pull the server's trigger.
-        wasyncore.dispatcher.close(self._server)
+        wasyncore.dispatcher.close(self._server)  # the listening socket, not the trigger
         LOG.info("stopping: new connections are refused; finishing the requests in flight")
-        deadline = time.monotonic() + self._drain_timeout_s
-        while True:
+        deadline = time.monotonic() + DRAIN_TIMEOUT_S
+        busy = True
+        while busy and time.monotonic() <= deadline:
             wasyncore.loop(timeout=DRAIN_POLL_TIMEOUT_S, map=self._socket_map, use_poll=True,
                            count=1)
-            if not self._has_unfinished_requests() or time.monotonic() > deadline:
-                break
+            busy = any(channel.requests or channel.total_outbufs_len
+                       for channel in list(self._server.active_channels.values()))
         self._server.task_dispatcher.shutdown()
         wasyncore.close_all(self._socket_map)
-
-    def _has_unfinished_requests(self):
-        return any(channel.requests or channel.total_outbufs_len
-                   for channel in list(self._server.active_channels.values()))

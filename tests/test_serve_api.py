@@ -329,6 +329,8 @@ BAD_REQUESTS = [
      "bad_request", "trace needs exactly one text, got texts with 2"),
     ("trace not a boolean", json_body({"text": "one", "trace": "yes"}), 400, "bad_request",
      'trace must be true or false, got "yes"'),
+    ("trace a number", json_body({"text": "one", "trace": 1}), 400, "bad_request",
+     "trace must be true or false, got 1"),
     ("blank text", json_body({"text": " \t "}), 400, "bad_request", "text is empty"),
     ("text not a string", json_body({"text": 12}), 400, "bad_request",
      "text must be a string, got a number"),
