@@ -52,9 +52,8 @@ def check_model_dir(config, model_dir, tokenizer):
         trained = Tokenizer.load(model_dir)
     except FileNotFoundError:
         return
-    def contents(paths):
-        return [pathlib.Path(path).read_bytes() for path in paths]
-    if contents(trained.model_files) != contents(tokenizer.model_files):
+    if ([pathlib.Path(path).read_bytes() for path in trained.model_files]
+            != [pathlib.Path(path).read_bytes() for path in tokenizer.model_files]):
         raise ConfigError(
             "the SentencePiece model(s) in %s differ from those the data in %s was prepared "
             "with; train into a new --model_dir" % (model_dir, config["data"]["data_dir"]))

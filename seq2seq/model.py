@@ -18,11 +18,6 @@ from seq2seq.layers import GRU, Attention, Embeddings, OutputLayer, dense, dropo
 EncoderOutput = collections.namedtuple("EncoderOutput", ["memory", "keys", "mask", "initial_state"])
 
 
-def encoder_units(model_params):
-    """Each encoder direction's GRU size: encoder_units, or num_units // 2 if 0 or absent."""
-    return model_params.get("encoder_units", 0) or model_params["num_units"] // 2
-
-
 def _reverse(sequences, lengths):
     """Reverses each [batch, time, ...] sequence within its length; padding stays last."""
     return tf.reverse_sequence(sequences, lengths, seq_axis=1, batch_axis=0)
@@ -88,7 +83,8 @@ class Seq2SeqModel:
                 source_vocab_size, target_vocab_size, embedding_size,
                 share=model_params["share_embeddings"], dropout_rate=dropout_rate)
             self._encoder = BidirectionalEncoder(
-                2 * encoder_units(model_params), model_params["encoder_layers"], dropout_rate)
+                2 * (model_params.get("encoder_units", 0) or num_units // 2),  # each direction's
+                model_params["encoder_layers"], dropout_rate)
             with tf.variable_scope(None, default_name="decoder"):
                 self._bridge = tf.make_template(
                     "bridge", _bridge, create_scope_now_=True, units=num_units)

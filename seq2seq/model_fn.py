@@ -204,22 +204,6 @@ class ProgressHook(tf.train.SessionRunHook):
         self._loss_sum, self._tokens, self._steps = 0.0, 0, 0
 
 
-def _histogram_hook(grads_and_vars, every_n_steps, model_dir):
-    """A hook writing weight and gradient histograms every `every_n_steps` steps."""
-    with tf.name_scope("histograms"):
-        summaries = []
-        for gradient, variable in grads_and_vars:
-            name = variable.op.name
-            summaries.append(tf.summary.histogram("weights/" + name, variable, collections=[]))
-            if isinstance(gradient, tf.IndexedSlices):
-                gradient = gradient.values
-            if gradient is not None:
-                summaries.append(tf.summary.histogram("gradients/" + name, gradient,
-                                                      collections=[]))
-    return tf.train.SummarySaverHook(save_steps=every_n_steps, output_dir=model_dir,
-                                     summary_op=tf.summary.merge(summaries))
-
-
 def _train_spec(model, features, labels, params, run_config):
     train_params = params["train"]
 
@@ -256,8 +240,19 @@ def _train_spec(model, features, labels, params, run_config):
     hooks = [ProgressHook(loss, num_tokens, learning_rate, train_params["max_steps"],
                           train_params["log_step_count_steps"], summary_dir=chief_dir)]
     if chief_dir and train_params["histogram_steps"] > 0:
-        hooks.append(_histogram_hook(zip(clipped, variables), train_params["histogram_steps"],
-                                     chief_dir))
+        with tf.name_scope("histograms"):  # weights and (clipped) gradients
+            summaries = []
+            for gradient, variable in zip(clipped, variables):
+                name = variable.op.name
+                summaries.append(tf.summary.histogram("weights/" + name, variable, collections=[]))
+                if isinstance(gradient, tf.IndexedSlices):
+                    gradient = gradient.values
+                if gradient is not None:
+                    summaries.append(tf.summary.histogram("gradients/" + name, gradient,
+                                                          collections=[]))
+        hooks.append(tf.train.SummarySaverHook(save_steps=train_params["histogram_steps"],
+                                               output_dir=chief_dir,
+                                               summary_op=tf.summary.merge(summaries)))
     return tf.estimator.EstimatorSpec(
         tf.estimator.ModeKeys.TRAIN, loss=loss, train_op=train_op, training_hooks=hooks)
 
