@@ -53,8 +53,8 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
-def load_model(slot, args, config):
-    """Loads the Translator and its default-width graphs into `slot`; True if it did."""
+def load_model(slot, args, config, server):
+    """Loads the Translator and its default-width graphs into `slot`, else stops `server`."""
     started = time.monotonic()
     try:
         import tensorflow.compat.v1 as tf  # seconds: /healthz already answers 503 meanwhile
@@ -72,11 +72,12 @@ def load_model(slot, args, config):
             translator.warm_up(["unrolled"], widths, max_source_length=args.warm_up_source_tokens)
     except Exception:
         LOG.exception("loading the model from %s failed", args.model_dir)
-        return False
+        server.request_stop()
+        return
     slot.fill(translator)
     LOG.info("model %s (step %d) loaded in %.1fs", translator.model_name, translator.step,
              time.monotonic() - started)
-    return True
+    print("ready: %s" % server.url, flush=True)
 
 
 def main(argv=None):
@@ -106,20 +107,12 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, server.request_stop)
     signal.signal(signal.SIGINT, server.request_stop)
     print("listening on %s (loading the model)" % server.url, flush=True)
-    outcome = []
-
-    def load():
-        outcome.append(load_model(model, args, config))
-        if outcome[0]:
-            print("ready: %s" % server.url, flush=True)
-        else:
-            server.request_stop()
-
-    loading = threading.Thread(target=load, name="model-loader", daemon=True)
+    loading = threading.Thread(target=load_model, args=(model, args, config, server),
+                               name="model-loader", daemon=True)
     loading.start()
     server.serve()
     LOG.info("stopped")
-    exit_code = 1 if outcome == [False] else 0
+    exit_code = 1 if not (model.ready or loading.is_alive()) else 0  # 1: the load failed
     if loading.is_alive():  # stopped while loading: see docs/SERVING-NOTES.md
         sys.stdout.flush()
         sys.stderr.flush()

@@ -19,10 +19,9 @@ ROUTES = "GET /, GET /healthz, GET /v1/info, POST /translate"
 # The page is self-contained: it may talk to this server and load nothing else.
 PAGE_POLICY = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
                "connect-src 'self'; img-src data:")
-CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed",
-         413: "payload_too_large", 415: "unsupported_media_type",
-         431: "request_header_fields_too_large", 500: "internal_error", 501: "not_implemented",
-         503: "unavailable"}
+CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "payload_too_large",
+         415: "unsupported_media_type", 431: "request_header_fields_too_large",
+         500: "internal_error", 501: "not_implemented", 503: "unavailable"}
 DEFAULT_DECODER = "while_loop"
 FIELDS = ("text", "texts", "decoder", "beam_width", "n_best", "trace")
 # The optional fields of a type: the exact Python type JSON parses them to, and its name.
@@ -37,6 +36,10 @@ MAX_INTEGER_DIGITS = 100  # longer integers read as +-10**100: out of every rang
 ALLOWED_CONTROLS = frozenset("\t\n\r")  # whitespace a pasted paragraph may carry
 # A lone surrogate ("\ud800") parses as JSON but cannot be encoded.
 REFUSED_CHARACTERS = {"Cc": "the control character", "Cs": "an unpaired surrogate"}
+
+JSON_TYPE_NAMES = {type(None): "null", bool: "a boolean", int: "a number", float: "a number",
+                   str: "a string", list: "an array", dict: "an object"}
+BODY_OVER_LIMIT = "the body is over the limit of %d bytes"  # also waitress's 413
 
 Limits = collections.namedtuple(
     "Limits", "max_body_bytes max_texts max_chars max_tokens max_unrolled_tokens")
@@ -55,11 +58,6 @@ class ApiError(Exception):
 def error_document(status, message):
     """DESIGN.md's JSON error body for an HTTP status."""
     return {"error": {"code": CODES.get(status, "error"), "message": message}}
-
-
-def body_over_limit_message(max_body_bytes):
-    """The 413 message, the same whether the app or waitress refuses the body."""
-    return "the body is over the limit of %d bytes" % max_body_bytes
 
 
 def shown(value, limit=MAX_SHOWN_CHARS):
@@ -196,9 +194,17 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS):
         g.sentences = len(token_ids)
         answer = batcher.submit(key, [(ids, n_best) for ids in token_ids],
                                 max(map(len, token_ids)))
+        translations = []
+        for translation, _ in answer.results:
+            hypotheses = [{"text": hypothesis.text, "score": float(hypothesis.score)}
+                          for hypothesis in translation.n_best]
+            translations.append({"text": translation.text, "score": float(translation.score),
+                                 "n_best": hypotheses,
+                                 "unfamiliar": bool(translation.unfamiliar)})
+            if translation.trace is not None:
+                translations[-1]["trace"] = translation.trace
         return jsonify(
-            translations=[_translation_json(result.translation) for result in answer.results],
-            decoder=key.decoder, beam_width=key.beam_width,
+            translations=translations, decoder=key.decoder, beam_width=key.beam_width,
             elapsed_ms=round(_elapsed_ms(), 2),
             decode_ms=round(answer.call_seconds * 1000.0, 2),
             graphs_built=answer.results[0].graphs_built,
@@ -219,7 +225,7 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS):
             useful = sorted(set(error.valid_methods) - {"HEAD", "OPTIONS"})
             message = "%s is not allowed on %s; use %s" % (method, request.path, ", ".join(useful))
         elif error.code == 413:
-            message = body_over_limit_message(app.config["MAX_CONTENT_LENGTH"])
+            message = BODY_OVER_LIMIT % app.config["MAX_CONTENT_LENGTH"]
         else:
             message = error.description
         allow = {"Allow": ", ".join(sorted(error.valid_methods))} if error.code == 405 else {}
@@ -245,47 +251,26 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS):
     return app
 
 
-def _translation_json(translation):
-    answer = {"text": translation.text, "score": float(translation.score),
-              "n_best": [{"text": hypothesis.text, "score": float(hypothesis.score)}
-                         for hypothesis in translation.n_best],
-              "unfamiliar": bool(translation.unfamiliar)}
-    if translation.trace is not None:
-        answer["trace"] = translation.trace
-    return answer
-
-
-def _reject_constant(name):
-    raise ValueError("%s is not a JSON value" % name)  # NaN, Infinity: Python's, not JSON
-
-
-def _parse_int(text):
-    if len(text.lstrip("-")) <= MAX_INTEGER_DIGITS:
-        return int(text)
-    return (-1 if text.startswith("-") else 1) * 10 ** MAX_INTEGER_DIGITS
-
-
-def _object_without_repeated_names(pairs):
-    """A JSON object as a dict; a repeated name has no one meaning across parsers: 400."""
-    value = {}
-    for name, member in pairs:
-        if name in value:
-            raise ApiError(400, "the field %s appears twice; give each field once" % shown(name))
-        value[name] = member
-    return value
-
-
-def json_type_name(value):
-    """The JSON name of a parsed value's type, for error messages."""
-    for kind, name in ((type(None), "null"), (bool, "a boolean"), ((int, float), "a number"),
-                       (str, "a string"), (list, "an array")):
-        if isinstance(value, kind):
-            return name
-    return "an object"
-
-
 def _parse_json_object(body):
     """Decodes a UTF-8 JSON object, or raises ApiError naming what is wrong."""
+
+    def reject_constant(name):  # NaN, Infinity: Python's, not JSON
+        raise ValueError("%s is not a JSON value" % name)
+
+    def parse_int(text):
+        if len(text.lstrip("-")) <= MAX_INTEGER_DIGITS:
+            return int(text)
+        return (-1 if text.startswith("-") else 1) * 10 ** MAX_INTEGER_DIGITS
+
+    def object_without_repeated_names(pairs):
+        value = {}
+        for name, member in pairs:
+            if name in value:
+                raise ApiError(400, "the field %s appears twice; give each field once"
+                               % shown(name))
+            value[name] = member
+        return value
+
     if not body.strip():
         raise ApiError(400, 'the body is empty; send a JSON object such as {"text": "Hello"}')
     try:
@@ -294,14 +279,14 @@ def _parse_json_object(body):
         raise ApiError(400, "the body is not valid UTF-8 (byte 0x%02x at offset %d)"
                        % (body[error.start], error.start)) from None
     try:
-        value = json.loads(document, parse_constant=_reject_constant, parse_int=_parse_int,
-                           object_pairs_hook=_object_without_repeated_names)
+        value = json.loads(document, parse_constant=reject_constant, parse_int=parse_int,
+                           object_pairs_hook=object_without_repeated_names)
     except ValueError as error:
         raise ApiError(400, "the body is not valid JSON: %s" % error) from None
     except RecursionError:
         raise ApiError(400, "the body is not valid JSON: nested too deeply") from None
     if not isinstance(value, dict):
-        raise ApiError(400, "the body must be a JSON object, got %s" % json_type_name(value))
+        raise ApiError(400, "the body must be a JSON object, got %s" % JSON_TYPE_NAMES[type(value)])
     return value
 
 
@@ -318,14 +303,36 @@ def _parse_request(fields, limits, translator):
     else:
         texts = fields["texts"]
         if not isinstance(texts, list):
-            raise ApiError(400, "texts must be a list of strings, got %s" % json_type_name(texts))
+            raise ApiError(400, "texts must be a list of strings, got %s"
+                           % JSON_TYPE_NAMES[type(texts)])
         if not texts:
             raise ApiError(400, "texts is empty")
         if len(texts) > limits.max_texts:
             raise ApiError(400, "texts has %d entries; the limit is %d"
                            % (len(texts), limits.max_texts))
         named = [("texts[%d]" % index, text) for index, text in enumerate(texts)]
-    token_ids = [_token_ids(name, text, limits, translator) for name, text in named]
+    token_ids = []
+    for name, text in named:
+        if not isinstance(text, str):
+            raise ApiError(400, "%s must be a string, got %s" % (name, JSON_TYPE_NAMES[type(text)]))
+        text = text.strip()
+        if not text:
+            raise ApiError(400, "%s is empty" % name)
+        if len(text) > limits.max_chars:
+            raise ApiError(400, "%s has %d characters; the limit is %d"
+                           % (name, len(text), limits.max_chars))
+        for position, char in enumerate(text):
+            refused = REFUSED_CHARACTERS.get(unicodedata.category(char))
+            if refused and char not in ALLOWED_CONTROLS:
+                raise ApiError(400, "%s contains %s U+%04X at position %d"
+                               % (name, refused, ord(char), position))
+        token_ids.append(translator.tokenize(text))
+        if not token_ids[-1]:  # normalisation drops some characters (a zero-width space)
+            raise ApiError(400, "%s is empty once tokenized: the tokenizer drops every "
+                           "character it has" % name)
+        if len(token_ids[-1]) > limits.max_tokens:
+            raise ApiError(400, "%s has %d tokens; the limit is %d (long words split into "
+                           "many tokens)" % (name, len(token_ids[-1]), limits.max_tokens))
     for name, kind, kind_name in TYPED_FIELDS:
         if fields.get(name) is not None and type(fields[name]) is not kind:
             raise ApiError(400, "%s must be %s, got %s" % (name, kind_name, shown(fields[name])))
@@ -346,31 +353,6 @@ def _parse_request(fields, limits, translator):
                                "while_loop" % (name, len(ids), limits.max_unrolled_tokens))
     # Traced requests share a batch only with those of the same n_best: nothing to cut.
     return token_ids, n_best, BatchKey(decoder, beam_width, bool(trace), n_best if trace else None)
-
-
-def _token_ids(name, text, limits, translator):
-    """Returns the source token ids of one text, or raises ApiError."""
-    if not isinstance(text, str):
-        raise ApiError(400, "%s must be a string, got %s" % (name, json_type_name(text)))
-    text = text.strip()
-    if not text:
-        raise ApiError(400, "%s is empty" % name)
-    if len(text) > limits.max_chars:
-        raise ApiError(400, "%s has %d characters; the limit is %d"
-                       % (name, len(text), limits.max_chars))
-    for position, char in enumerate(text):
-        refused = REFUSED_CHARACTERS.get(unicodedata.category(char))
-        if refused and char not in ALLOWED_CONTROLS:
-            raise ApiError(400, "%s contains %s U+%04X at position %d"
-                           % (name, refused, ord(char), position))
-    token_ids = translator.tokenize(text)
-    if not token_ids:  # normalisation drops some characters (a zero-width space)
-        raise ApiError(400, "%s is empty once tokenized: the tokenizer drops every "
-                       "character it has" % name)
-    if len(token_ids) > limits.max_tokens:
-        raise ApiError(400, "%s has %d tokens; the limit is %d (long words split into "
-                       "many tokens)" % (name, len(token_ids), limits.max_tokens))
-    return token_ids
 
 
 def _elapsed_ms():

@@ -1,6 +1,6 @@
-"""Continuous batching: concurrent requests with the same settings share model calls.
+"""Continuous batching: concurrent requests of the same settings share model calls.
 
-The rules and their reasons: docs/BENCHMARKS.md, "Serving: continuous batching".
+Rules and reasons: docs/BENCHMARKS.md, "Serving: continuous batching".
 """
 
 import collections
@@ -96,15 +96,13 @@ class Batcher:
         waiter.wake.wait()
         if waiter.batch is not None:
             self._run(waiter.batch, waiter)
-            with self._lock:
-                successor = None
+            with self._lock:  # the slot passes to the oldest queued request, if any
                 if self._queue:
                     batch = self._take_batch()
-                    successor, successor.batch = batch[0], batch
+                    batch[0].batch = batch
+                    batch[0].wake.set()
                 else:
                     self._running -= 1
-            if successor is not None:
-                successor.wake.set()
         if waiter.error is not None:
             raise BatchFailed("the model call of this request's batch failed") from waiter.error
         return waiter.answer

@@ -1,7 +1,4 @@
-"""Waitress with a graceful stop, JSON errors of its own, and a lingering close after a 413.
-
-Why each: docs/SERVING-NOTES.md.
-"""
+"""Waitress with a graceful stop, JSON errors and a 413 lingering close (docs/SERVING-NOTES.md)."""
 
 import json
 import logging
@@ -14,7 +11,7 @@ from waitress import wasyncore
 from waitress.channel import HTTPChannel
 from waitress.task import ErrorTask
 
-from server.app import body_over_limit_message, error_document
+from server.app import BODY_OVER_LIMIT, error_document
 
 LOG = logging.getLogger("seq2seq.serve")
 POLL_TIMEOUT_S = 1.0
@@ -30,7 +27,7 @@ class JsonErrorTask(ErrorTask):
     def execute(self):
         error = self.request.error
         if error.code == 413:
-            message = body_over_limit_message(self.channel.adj.max_request_body_size - 1)
+            message = BODY_OVER_LIMIT % (self.channel.adj.max_request_body_size - 1)
             self.channel.linger = True
         else:
             message = "%s: %s" % (error.reason, error.body)
@@ -96,12 +93,9 @@ class GracefulServer:
                                               threads=threads,
                                               max_request_body_size=max_body_bytes + 1)
         self._server.channel_class = JsonErrorChannel
-
-    @property
-    def url(self):
         host = self._server.effective_host
-        return "http://%s:%s/" % ("[%s]" % host if ":" in host else host,
-                                  self._server.effective_port)
+        self.url = "http://%s:%s/" % ("[%s]" % host if ":" in host else host,
+                                      self._server.effective_port)
 
     def request_stop(self, *_signal_args):
         """Asks serve() to finish in-flight requests and return (a signal handler)."""
