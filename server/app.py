@@ -48,11 +48,7 @@ ItemResult = collections.namedtuple("ItemResult", "translation graphs_built")
 
 
 class ApiError(Exception):
-    """A request the server refuses, with the status and message to send back."""
-
-    def __init__(self, status, message):
-        super().__init__(message)
-        self.status, self.message = status, message
+    """ApiError(status, message): a request the server refuses, and what to send back."""
 
 
 def error_document(status, message):
@@ -205,13 +201,15 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS):
                 translations[-1]["trace"] = translation.trace
         return jsonify(
             translations=translations, decoder=key.decoder, beam_width=key.beam_width,
-            elapsed_ms=round(_elapsed_ms(), 2),
+            elapsed_ms=round((time.perf_counter() - g.started) * 1000.0, 2),
             decode_ms=round(answer.call_seconds * 1000.0, 2),
             graphs_built=answer.results[0].graphs_built,
             model={"name": translator.model_name, "step": translator.step})
 
-    app.register_error_handler(
-        ApiError, lambda error: (jsonify(error_document(error.status, error.message)), error.status))
+    @app.errorhandler(ApiError)
+    def api_error(error):
+        status, message = error.args
+        return jsonify(error_document(status, message)), status
 
     @app.errorhandler(HTTPException)
     def http_error(error):
@@ -244,8 +242,8 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS):
     @app.after_request
     def log_request(response):  # one line per request: method, path, status, ms, sentences
         ACCESS_LOG.info("%s %s %d %.1fms sentences=%d", _loggable(request.method),
-                        _loggable(request.path), response.status_code, _elapsed_ms(),
-                        g.sentences)
+                        _loggable(request.path), response.status_code,
+                        (time.perf_counter() - g.started) * 1000.0, g.sentences)
         return response
 
     return app
@@ -286,7 +284,8 @@ def _parse_json_object(body):
     except RecursionError:
         raise ApiError(400, "the body is not valid JSON: nested too deeply") from None
     if not isinstance(value, dict):
-        raise ApiError(400, "the body must be a JSON object, got %s" % JSON_TYPE_NAMES[type(value)])
+        raise ApiError(400, "the body must be a JSON object, got %s"
+                       % JSON_TYPE_NAMES[type(value)])
     return value
 
 
@@ -311,28 +310,7 @@ def _parse_request(fields, limits, translator):
             raise ApiError(400, "texts has %d entries; the limit is %d"
                            % (len(texts), limits.max_texts))
         named = [("texts[%d]" % index, text) for index, text in enumerate(texts)]
-    token_ids = []
-    for name, text in named:
-        if not isinstance(text, str):
-            raise ApiError(400, "%s must be a string, got %s" % (name, JSON_TYPE_NAMES[type(text)]))
-        text = text.strip()
-        if not text:
-            raise ApiError(400, "%s is empty" % name)
-        if len(text) > limits.max_chars:
-            raise ApiError(400, "%s has %d characters; the limit is %d"
-                           % (name, len(text), limits.max_chars))
-        for position, char in enumerate(text):
-            refused = REFUSED_CHARACTERS.get(unicodedata.category(char))
-            if refused and char not in ALLOWED_CONTROLS:
-                raise ApiError(400, "%s contains %s U+%04X at position %d"
-                               % (name, refused, ord(char), position))
-        token_ids.append(translator.tokenize(text))
-        if not token_ids[-1]:  # normalisation drops some characters (a zero-width space)
-            raise ApiError(400, "%s is empty once tokenized: the tokenizer drops every "
-                           "character it has" % name)
-        if len(token_ids[-1]) > limits.max_tokens:
-            raise ApiError(400, "%s has %d tokens; the limit is %d (long words split into "
-                           "many tokens)" % (name, len(token_ids[-1]), limits.max_tokens))
+    token_ids = [_token_ids(name, text, limits, translator) for name, text in named]
     for name, kind, kind_name in TYPED_FIELDS:
         if fields.get(name) is not None and type(fields[name]) is not kind:
             raise ApiError(400, "%s must be %s, got %s" % (name, kind_name, shown(fields[name])))
@@ -355,8 +333,29 @@ def _parse_request(fields, limits, translator):
     return token_ids, n_best, BatchKey(decoder, beam_width, bool(trace), n_best if trace else None)
 
 
-def _elapsed_ms():
-    return (time.perf_counter() - g.started) * 1000.0
+def _token_ids(name, text, limits, translator):
+    """Returns the source token ids of one text, or raises ApiError."""
+    if not isinstance(text, str):
+        raise ApiError(400, "%s must be a string, got %s" % (name, JSON_TYPE_NAMES[type(text)]))
+    text = text.strip()
+    if not text:
+        raise ApiError(400, "%s is empty" % name)
+    if len(text) > limits.max_chars:
+        raise ApiError(400, "%s has %d characters; the limit is %d"
+                       % (name, len(text), limits.max_chars))
+    for position, char in enumerate(text):
+        refused = REFUSED_CHARACTERS.get(unicodedata.category(char))
+        if refused and char not in ALLOWED_CONTROLS:
+            raise ApiError(400, "%s contains %s U+%04X at position %d"
+                           % (name, refused, ord(char), position))
+    token_ids = translator.tokenize(text)
+    if not token_ids:  # normalisation drops some characters (a zero-width space)
+        raise ApiError(400, "%s is empty once tokenized: the tokenizer drops every "
+                       "character it has" % name)
+    if len(token_ids) > limits.max_tokens:
+        raise ApiError(400, "%s has %d tokens; the limit is %d (long words split into "
+                       "many tokens)" % (name, len(token_ids), limits.max_tokens))
+    return token_ids
 
 
 def _loggable(text):
