@@ -48,37 +48,17 @@ def best_checkpoint_dir(model_dir):
     return None
 
 
-def _clean_up_interrupted_update(best_dir):
-    """Puts best.old back when best/ is missing; deletes leftover best.old and best.tmp."""
-    previous = best_dir + _PREVIOUS_SUFFIX
-    if not os.path.exists(best_dir) and os.path.isdir(previous):
-        os.replace(previous, best_dir)
-        logger.warning("%s was missing after an interrupted update: restored it from %s",
-                       best_dir, previous)
-    shutil.rmtree(previous, ignore_errors=True)
-    shutil.rmtree(best_dir + _STAGING_SUFFIX, ignore_errors=True)
-
-
-def _checkpoint_files(checkpoint_path):
-    """The checkpoint's files, or None when its .index or a .data shard is missing."""
+def _copy_checkpoint(checkpoint_path, model_dir_files, record, best_dir):
+    """Copies the checkpoint, `model_dir_files` and the record into `best_dir` (via best.tmp);
+    False, best_dir left as it was, if its .index or a .data shard is gone."""
+    best_dir = os.path.abspath(best_dir)  # update_checkpoint_state records the bare name
+    staging = best_dir + _STAGING_SUFFIX
     files = sorted(glob.glob(glob.escape(checkpoint_path) + ".*"))
     suffixes = [path[len(checkpoint_path):] for path in files]
     shards = sorted((int(match.group(1)), int(match.group(2)))
                     for match in map(_DATA_SHARD.match, suffixes) if match)
-    if ".index" not in suffixes or not shards:
-        return None
-    if shards != [(index, shards[0][1]) for index in range(shards[0][1])]:
-        return None
-    return files
-
-
-def _copy_checkpoint(checkpoint_path, model_dir_files, record, best_dir):
-    """Copies the checkpoint, `model_dir_files` and the record into `best_dir` (via best.tmp);
-    False, best_dir left as it was, if the checkpoint's files are gone."""
-    best_dir = os.path.abspath(best_dir)  # update_checkpoint_state records the bare name
-    staging = best_dir + _STAGING_SUFFIX
-    files = _checkpoint_files(checkpoint_path)
-    if files is None:
+    if ".index" not in suffixes or not shards or shards != [
+            (index, shards[0][1]) for index in range(shards[0][1])]:
         logger.warning("checkpoint %s has no .index or misses a .data shard (deleted by "
                        "the trainer's keep_checkpoint_max?): %s kept as it was",
                        checkpoint_path, best_dir)
@@ -128,7 +108,13 @@ class BestCheckpointExporter(tf.estimator.Exporter):
         step = int(eval_result[tf.GraphKeys.GLOBAL_STEP])
         logger.info(format_metrics_table(eval_result, "evaluation at step %d" % step))
         best_dir = os.path.join(estimator.model_dir, BEST_DIR)
-        _clean_up_interrupted_update(best_dir)
+        previous = best_dir + _PREVIOUS_SUFFIX  # an update interrupted between its renames
+        if not os.path.exists(best_dir) and os.path.isdir(previous):
+            os.replace(previous, best_dir)
+            logger.warning("%s was missing after an interrupted update: restored it from %s",
+                           best_dir, previous)
+        shutil.rmtree(previous, ignore_errors=True)
+        shutil.rmtree(best_dir + _STAGING_SUFFIX, ignore_errors=True)
         value = float(eval_result[self._metric])
         best = read_best(best_dir)
         if best is not None and not _improves(value, float(eval_result["perplexity"]), best):

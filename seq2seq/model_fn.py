@@ -182,10 +182,9 @@ class ProgressHook(tf.train.SessionRunHook):
         self._tokens += int(results["tokens"])
         self._steps += 1
         self._expected_step += 1
-        if self._expected_step // self._every_n_steps > self._last_step // self._every_n_steps:
-            self._report(run_context.session.run(self._global_step), results["learning_rate"])
-
-    def _report(self, step, learning_rate):
+        if self._expected_step // self._every_n_steps <= self._last_step // self._every_n_steps:
+            return
+        step = run_context.session.run(self._global_step)
         elapsed = max(time.time() - self._last_time, 1e-9)
         steps_per_sec, tokens_per_sec = (step - self._last_step) / elapsed, self._tokens / elapsed
         eta = "?"
@@ -195,7 +194,7 @@ class ProgressHook(tf.train.SessionRunHook):
             eta = ("%dh%02dm" % (hours, minutes) if hours else
                    "%dm%02ds" % (minutes, seconds) if minutes else "%ds" % seconds)
         logger.info("step %d/%d  loss %.3f  lr %.2e  %.2f steps/s  %.0f tokens/s  ETA %s",
-                    step, self._max_steps, self._loss_sum / self._steps, learning_rate,
+                    step, self._max_steps, self._loss_sum / self._steps, results["learning_rate"],
                     steps_per_sec, tokens_per_sec, eta)
         if self._writer:
             self._writer.add_summary(tf.Summary(value=[tf.Summary.Value(
@@ -285,16 +284,15 @@ def _append_first(limit, tensors_fn, variables):
     return tf.cond(tf.shape(variables[0])[0] < limit, append, tf.no_op)
 
 
-def _sacrebleu(hypotheses, references):
-    if not len(hypotheses):
-        return np.float32(0.0)
-    return np.float32(sacrebleu.corpus_bleu([h.decode("utf-8") for h in hypotheses],
-                                            [[r.decode("utf-8") for r in references]]).score)
-
-
 def corpus_bleu(hypotheses_fn, references, max_sentences=0):
     """(bleu, update_op): the corpus BLEU of the first `max_sentences` (0: all) sentences;
     hypotheses_fn () -> [batch] strings runs only until they are collected."""
+    def _sacrebleu(hypotheses, references):
+        if not len(hypotheses):
+            return np.float32(0.0)
+        return np.float32(sacrebleu.corpus_bleu([h.decode("utf-8") for h in hypotheses],
+                                                [[r.decode("utf-8") for r in references]]).score)
+
     with tf.name_scope("bleu"):
         stored = [_local_variable(tf.constant([], tf.string), name)
                   for name in ("hypotheses", "references")]
@@ -307,31 +305,26 @@ def corpus_bleu(hypotheses_fn, references, max_sentences=0):
 IMAGE_SIZE = 320  # pixels, each side of an attention heatmap
 
 
-def _heatmap_png(weights, source_pieces, target_pieces):
-    """weights [tgt, src] -> PNG bytes: target pieces down, source pieces across."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    figure = Figure(figsize=(4, 4), dpi=IMAGE_SIZE / 4)
-    axes = figure.add_subplot(1, 1, 1)
-    axes.imshow(weights, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
-    axes.set_xticks(range(len(source_pieces)))
-    axes.set_xticklabels(source_pieces, rotation=90, fontsize=7)
-    axes.set_yticks(range(len(target_pieces)))
-    axes.set_yticklabels(target_pieces, fontsize=7)
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    FigureCanvasAgg(figure).print_png(buffer)
-    return buffer.getvalue()
-
-
 def attention_images(features, labels, attention, tokenizer, count):
     """(serialized image Summary, update_op): attention [batch, tgt_time, src_time] of the
-    first `count` dev sentences as heatmaps."""
+    first `count` dev sentences as heatmaps, target pieces down, source pieces across."""
     def render(source_ids, source_length, target_ids, target_length, weights):
-        return np.array([_heatmap_png(
-            w[:tl, :sl], tokenizer.source_pieces(s[:sl]), tokenizer.target_pieces(t[:tl]))
-            for s, sl, t, tl, w in zip(source_ids, source_length, target_ids, target_length,
-                                       weights)], dtype=object)
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+        pngs = []
+        for s, sl, t, tl, w in zip(source_ids, source_length, target_ids, target_length, weights):
+            figure = Figure(figsize=(4, 4), dpi=IMAGE_SIZE / 4)
+            axes = figure.add_subplot(1, 1, 1)
+            axes.imshow(w[:tl, :sl], cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
+            axes.set_xticks(range(sl))
+            axes.set_xticklabels(tokenizer.source_pieces(s[:sl]), rotation=90, fontsize=7)
+            axes.set_yticks(range(tl))
+            axes.set_yticklabels(tokenizer.target_pieces(t[:tl]), fontsize=7)
+            figure.tight_layout()
+            buffer = io.BytesIO()
+            FigureCanvasAgg(figure).print_png(buffer)
+            pngs.append(buffer.getvalue())
+        return np.array(pngs, dtype=object)
 
     def summary(pngs):
         return tf.Summary(value=[tf.Summary.Value(tag="attention", image=tf.Summary.Image(
@@ -358,12 +351,6 @@ def _references(labels, tokenizer):
     return tf.where(tf.equal(text, ""), detokenised, text)
 
 
-def beam_search(model, encoder_output, source_length, decode_params):
-    """(ids [batch, K, time], scores [batch, K], lengths [batch, K]), K = decode.beam_width."""
-    return search_encoded(model, encoder_output, source_length, decode_params,
-                          "while_loop", decode_params["beam_width"])
-
-
 def _eval_spec(model, tokenizer, features, labels, params):
     source_length = features["source_length"]
     encoder_output = model.encode(features["source_ids"], source_length, training=False)
@@ -380,7 +367,8 @@ def _eval_spec(model, tokenizer, features, labels, params):
     accuracy, _ = losses.batch_token_accuracy(logits, target_output, target_length)
 
     def translations():
-        ids, _, lengths = beam_search(model, encoder_output, source_length, params["decode"])
+        ids, _, lengths = search_encoded(model, encoder_output, source_length, params["decode"],
+                                         "while_loop", params["decode"]["beam_width"])
         return ids_to_text(ids[:, 0], lengths[:, 0], tokenizer.decode_target)
 
     with tf.name_scope("metrics"):
@@ -402,7 +390,9 @@ def _eval_spec(model, tokenizer, features, labels, params):
 def _predict_spec(model, features, params):
     source_length = features["source_length"]
     encoder_output = model.encode(features["source_ids"], source_length, training=False)
-    ids, scores, lengths = beam_search(model, encoder_output, source_length, params["decode"])
+    ids, scores, lengths = search_encoded(model, encoder_output, source_length,
+                                          params["decode"], "while_loop",
+                                          params["decode"]["beam_width"])
     predictions = {"ids": ids, "scores": scores, "lengths": lengths}
     return tf.estimator.EstimatorSpec(
         tf.estimator.ModeKeys.PREDICT, predictions=predictions,
@@ -418,7 +408,8 @@ def model_fn(features, labels, mode, params, config):
         [batch] int32, in EVAL "target_text": [batch] string}; None in PREDICT.
       params: the resolved config plus "num_towers" (default 1).
     Returns:
-      An EstimatorSpec; PREDICT's {"ids", "scores", "lengths"} are `beam_search`'s.
+      An EstimatorSpec; PREDICT's {"ids" [batch, K, time], "scores" [batch, K], "lengths"
+        [batch, K]} are the while_loop search's, K = decode.beam_width.
     """
     tokenizer = Tokenizer.load(config.model_dir)
     model = Seq2SeqModel(params["model"], tokenizer.source_vocab_size,
