@@ -181,17 +181,6 @@ def agreement(detokenizer, results, reference_results):
             "max_score_difference": max_difference}
 
 
-def sentence_latencies(translator, token_ids, decoder, beam_width, count, runs):
-    """The median ms of `runs` calls of each of `count` sentences alone, after a first one."""
-    points = []
-    for ids in token_ids[:count]:
-        result, _, timings = timed(lambda: translator.search([ids], decoder, beam_width)[0], runs)
-        points.append({"decoder": decoder, "beam_width": beam_width,
-                       "source_tokens": len(ids), "output_tokens": len(result.ids[0]),
-                       "ms": 1000 * statistics.median(timings)})
-    return points
-
-
 def format_table(rows, columns):
     """A plain-text table of `rows` (dicts); None values print as "-"."""
     cells = [[header for header, _, _ in columns]] + [
@@ -242,34 +231,6 @@ def progress_line(row, number, count):
                                 row["first_call_ms"], row["steady_ms"]))
 
 
-def compare(model_dir, detokenizer, token_ids, references, beam_widths, runs,
-            latency_sentences):
-    """The report's "results", "agreement" and "sentence_latency": each variant measured
-    with a fresh `Translator` (a first run costs in proportion to the whole graph)."""
-    from decode.translator import Translator  # imports TensorFlow: see main
-
-    latency_variants = {("greedy", 1), ("while_loop", beam_widths[-1]),
-                        ("unrolled", beam_widths[-1])}
-    rows, results, latencies = [], {}, []
-    variants = variants_to_compare(beam_widths)
-    for number, (decoder, width) in enumerate(variants, start=1):
-        translator = Translator(model_dir)
-        try:
-            row, results[decoder, width] = measure(
-                translator, token_ids, references, decoder, width, runs)
-            if (decoder, width) in latency_variants:
-                latencies += sentence_latencies(translator, token_ids, decoder, width,
-                                                latency_sentences, runs)
-        finally:
-            translator.close()
-        rows.append(row)
-        print(progress_line(row, number, len(variants)), file=sys.stderr, flush=True)
-    agreements = [dict({"variant": "%s@%d" % variant, "against": "%s@%d" % reference},
-                       **agreement(detokenizer, results[variant], results[reference]))
-                  for variant, reference in agreement_pairs(beam_widths)]
-    return {"results": rows, "agreement": agreements, "sentence_latency": latencies}
-
-
 def write_graphs(translator, logdir):
     """Writes the unrolled search at GRAPH_LENGTHS steps and the while_loop search as
     TensorBoard graphs in logdir/<name>; returns {name: op count}."""
@@ -311,9 +272,8 @@ def main(argv=None):
             return 0
         for width in args.beam_widths:
             translator.check_options("while_loop", width)
-        source_path, reference_path = args.input, args.reference
-        if not source_path:
-            source_path, reference_path = default_input_files(translator.config)
+        source_path, reference_path = ((args.input, args.reference) if args.input
+                                       else default_input_files(translator.config))
         token_ids, references = load_inputs(translator, source_path, reference_path,
                                             args.max_sentences)
     except (ValueError, OSError) as error:
@@ -328,8 +288,32 @@ def main(argv=None):
         "machine": {"platform": platform.platform(), "processor": platform.processor(),
                     "cpus": os.cpu_count(), "tensorflow": tf.__version__},
     }
-    report.update(compare(args.model_dir, translator, token_ids, references, args.beam_widths,
-                          args.runs, args.latency_sentences))
+    # Each variant is measured with a fresh Translator: a first run costs in proportion to
+    # the whole graph. Latency against output length: greedy and both searches, widest beam.
+    widest = args.beam_widths[-1]
+    results, variants = {}, variants_to_compare(args.beam_widths)
+    report.update(results=[], agreement=[], sentence_latency=[])
+    for number, (decoder, width) in enumerate(variants, start=1):
+        variant_translator = Translator(args.model_dir)
+        try:
+            row, results[decoder, width] = measure(
+                variant_translator, token_ids, references, decoder, width, args.runs)
+            if (decoder, width) in {("greedy", 1), ("while_loop", widest), ("unrolled", widest)}:
+                for ids in token_ids[:args.latency_sentences]:
+                    result, _, timings = timed(lambda: variant_translator.search(
+                        [ids], decoder, width)[0], args.runs)
+                    report["sentence_latency"].append({
+                        "decoder": decoder, "beam_width": width, "source_tokens": len(ids),
+                        "output_tokens": len(result.ids[0]),
+                        "ms": 1000 * statistics.median(timings)})
+        finally:
+            variant_translator.close()
+        report["results"].append(row)
+        print(progress_line(row, number, len(variants)), file=sys.stderr, flush=True)
+    report["agreement"] = [
+        dict({"variant": "%s@%d" % variant, "against": "%s@%d" % reference},
+             **agreement(translator, results[variant], results[reference]))
+        for variant, reference in agreement_pairs(args.beam_widths)]
     print("%s (step %d), %d sentences from %s, batch size %d, length penalty %g"
           % (translator.model_name, translator.step, len(token_ids), source_path,
              translator.config["decode"]["batch_size"],
