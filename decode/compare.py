@@ -121,15 +121,12 @@ def load_inputs(translator, source_path, reference_path, max_sentences):
 
 
 def variants_to_compare(beam_widths):
-    """(decoder, beam_width) pairs: greedy once, then both beam searches per width."""
-    return [("greedy", 1)] + [(decoder, width) for width in beam_widths
-                              for decoder in ("while_loop", "unrolled")]
-
-
-def agreement_pairs(beam_widths):
-    """(variant, reference variant) pairs whose results should be identical."""
+    """(variants: (decoder, beam_width) pairs, greedy once then both beam searches per width,
+    agreement pairs: (variant, reference variant) pairs whose results should be identical)."""
     pairs = [(("unrolled", width), ("while_loop", width)) for width in beam_widths]
-    return ([(("greedy", 1), ("while_loop", 1))] if 1 in beam_widths else []) + pairs
+    return ([("greedy", 1)] + [(decoder, width) for width in beam_widths
+                               for decoder in ("while_loop", "unrolled")],
+            ([(("greedy", 1), ("while_loop", 1))] if 1 in beam_widths else []) + pairs)
 
 
 def timed(function, runs):
@@ -291,7 +288,7 @@ def main(argv=None):
     # Each variant is measured with a fresh Translator: a first run costs in proportion to
     # the whole graph. Latency against output length: greedy and both searches, widest beam.
     widest = args.beam_widths[-1]
-    results, variants = {}, variants_to_compare(args.beam_widths)
+    results, (variants, agreement_pairs) = {}, variants_to_compare(args.beam_widths)
     report.update(results=[], agreement=[], sentence_latency=[])
     for number, (decoder, width) in enumerate(variants, start=1):
         variant_translator = Translator(args.model_dir)
@@ -313,7 +310,7 @@ def main(argv=None):
     report["agreement"] = [
         dict({"variant": "%s@%d" % variant, "against": "%s@%d" % reference},
              **agreement(translator, results[variant], results[reference]))
-        for variant, reference in agreement_pairs(args.beam_widths)]
+        for variant, reference in agreement_pairs]
     print("%s (step %d), %d sentences from %s, batch size %d, length penalty %g"
           % (translator.model_name, translator.step, len(token_ids), source_path,
              translator.config["decode"]["batch_size"],

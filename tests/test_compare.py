@@ -234,13 +234,12 @@ def test_load_inputs_with_only_blank_sources_is_an_error(tmp_path):
 
 
 def test_variants_and_agreement_pairs_without_beam_width_1_have_no_greedy_pair():
-    assert compare.agreement_pairs([4, 8]) == [
-        (("unrolled", 4), ("while_loop", 4)), (("unrolled", 8), ("while_loop", 8))]
-    assert compare.agreement_pairs([1, 4]) == [
+    assert compare.variants_to_compare([4, 8]) == ([
+        ("greedy", 1), ("while_loop", 4), ("unrolled", 4), ("while_loop", 8), ("unrolled", 8)], [
+        (("unrolled", 4), ("while_loop", 4)), (("unrolled", 8), ("while_loop", 8))])
+    assert compare.variants_to_compare([1, 4])[1] == [
         (("greedy", 1), ("while_loop", 1)), (("unrolled", 1), ("while_loop", 1)),
         (("unrolled", 4), ("while_loop", 4))]
-    assert compare.variants_to_compare([4, 8]) == [
-        ("greedy", 1), ("while_loop", 4), ("unrolled", 4), ("while_loop", 8), ("unrolled", 8)]
 
 
 def test_agreement_when_the_best_texts_differ():
