@@ -42,10 +42,8 @@ def read_best(best_dir):
 def best_checkpoint_dir(model_dir):
     """MODEL_DIR/best, else MODEL_DIR/best.old (an update died between its renames), else None."""
     best_dir = os.path.join(model_dir, BEST_DIR)
-    for directory in (best_dir, best_dir + _PREVIOUS_SUFFIX):
-        if os.path.isdir(directory):
-            return directory
-    return None
+    return next((directory for directory in (best_dir, best_dir + _PREVIOUS_SUFFIX)
+                 if os.path.isdir(directory)), None)
 
 
 def _copy_checkpoint(checkpoint_path, model_dir_files, record, best_dir):
@@ -96,12 +94,10 @@ class BestCheckpointExporter(tf.estimator.Exporter):
     """Logs each evaluation; copies the checkpoint to best/ if its `metric` is the best, with
     the files `model_dir_files(model_dir)` names."""
 
+    name = "best_checkpoint"
+
     def __init__(self, model_dir_files, metric="bleu"):
         self._model_dir_files, self._metric = model_dir_files, metric
-
-    @property
-    def name(self):
-        return "best_checkpoint"
 
     def export(self, estimator, export_path, checkpoint_path, eval_result,
                is_the_final_export):

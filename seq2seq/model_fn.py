@@ -108,19 +108,16 @@ def learning_rate_schedule(step, peak_rate, warmup_steps, decay, max_steps):
         return peak_rate * warmup * decayed
 
 
-def _sum_repeated_rows(gradient):
-    """An IndexedSlices with each row once (repeated rows summed); others unchanged."""
-    if not isinstance(gradient, tf.IndexedSlices):
-        return gradient
-    rows, slice_rows = tf.unique(gradient.indices)
-    values = tf.math.unsorted_segment_sum(gradient.values, slice_rows, tf.size(rows))
-    return tf.IndexedSlices(values, rows, gradient.dense_shape)
-
-
 def clip_gradients(gradients, clip_norm):
-    """(gradients scaled to a global norm <= clip_norm (<= 0: unclipped), the norm before)."""
+    """(gradients scaled to a global norm <= clip_norm (<= 0: unclipped), the norm before);
+    an IndexedSlices comes out with each row once (repeated rows summed)."""
     with tf.name_scope("clip_gradients"):
-        gradients = [_sum_repeated_rows(gradient) for gradient in gradients]
+        gradients = list(gradients)
+        for index, gradient in enumerate(gradients):
+            if isinstance(gradient, tf.IndexedSlices):
+                rows, slice_rows = tf.unique(gradient.indices)
+                values = tf.math.unsorted_segment_sum(gradient.values, slice_rows, tf.size(rows))
+                gradients[index] = tf.IndexedSlices(values, rows, gradient.dense_shape)
         global_norm = tf.global_norm(gradients)
         if clip_norm <= 0:
             return gradients, global_norm
@@ -148,25 +145,22 @@ def as_non_finite_loss_error(error):
     """A `tf.errors.OpError` -> a NonFiniteLossError if `assert_finite_step` raised it, else None."""
     if error.op is None or _GUARD_NAME not in error.op.name:
         return None
-    found = re.search(r"assertion failed: \[(.*?)\]", error.message)
-    what = found.group(1) if found else error.message.splitlines()[0]
+    what = re.search(r"assertion failed: \[(.*?)\]", error.message).group(1)
     return NonFiniteLossError(
         "training stopped: %s. The last checkpoint holds the weights before it; "
         "lower train.learning_rate or train.clip_gradient_norm." % what)
 
 
 class ProgressHook(tf.train.SessionRunHook):
-    """Logs step, loss, lr, steps/s, tokens/s and ETA; a "tokens_per_sec" summary if summary_dir."""
+    """Logs step, loss, lr, steps/s, tokens/s and ETA; a "tokens_per_sec" summary if summary_dir.
+    Built in the training graph, after its global step."""
 
     def __init__(self, loss, num_tokens, learning_rate, max_steps, every_n_steps,
                  summary_dir=None):
         self._fetches = {"loss": loss, "tokens": num_tokens, "learning_rate": learning_rate}
         self._max_steps, self._every_n_steps = max_steps, every_n_steps
-        self._summary_dir = summary_dir
-
-    def begin(self):
         self._global_step = tf.train.get_global_step()
-        self._writer = self._summary_dir and tf.summary.FileWriterCache.get(self._summary_dir)
+        self._writer = summary_dir and tf.summary.FileWriterCache.get(summary_dir)
 
     def after_create_session(self, session, coord):
         self._last_step = self._expected_step = session.run(self._global_step)
@@ -351,9 +345,7 @@ def _references(labels, tokenizer):
     return tf.where(tf.equal(text, ""), detokenised, text)
 
 
-def _eval_spec(model, tokenizer, features, labels, params):
-    source_length = features["source_length"]
-    encoder_output = model.encode(features["source_ids"], source_length, training=False)
+def _eval_spec(model, tokenizer, encoder_output, features, labels, params):
     images = params["train"]["eval_attention_images"]
     logits, attention = model.teacher_forced_logits(
         encoder_output, labels["target_input"], training=False, with_attention=True)
@@ -367,8 +359,9 @@ def _eval_spec(model, tokenizer, features, labels, params):
     accuracy, _ = losses.batch_token_accuracy(logits, target_output, target_length)
 
     def translations():
-        ids, _, lengths = search_encoded(model, encoder_output, source_length, params["decode"],
-                                         "while_loop", params["decode"]["beam_width"])
+        ids, _, lengths = search_encoded(model, encoder_output, features["source_length"],
+                                         params["decode"], "while_loop",
+                                         params["decode"]["beam_width"])
         return ids_to_text(ids[:, 0], lengths[:, 0], tokenizer.decode_target)
 
     with tf.name_scope("metrics"):
@@ -387,18 +380,6 @@ def _eval_spec(model, tokenizer, features, labels, params):
         tf.estimator.ModeKeys.EVAL, loss=loss, eval_metric_ops=metric_ops)
 
 
-def _predict_spec(model, features, params):
-    source_length = features["source_length"]
-    encoder_output = model.encode(features["source_ids"], source_length, training=False)
-    ids, scores, lengths = search_encoded(model, encoder_output, source_length,
-                                          params["decode"], "while_loop",
-                                          params["decode"]["beam_width"])
-    predictions = {"ids": ids, "scores": scores, "lengths": lengths}
-    return tf.estimator.EstimatorSpec(
-        tf.estimator.ModeKeys.PREDICT, predictions=predictions,
-        export_outputs={SERVING_SIGNATURE: tf.estimator.export.PredictOutput(predictions)})
-
-
 def model_fn(features, labels, mode, params, config):
     """The Estimator model_fn (vocabulary from the model directory).
 
@@ -414,11 +395,18 @@ def model_fn(features, labels, mode, params, config):
     tokenizer = Tokenizer.load(config.model_dir)
     model = Seq2SeqModel(params["model"], tokenizer.source_vocab_size,
                          tokenizer.target_vocab_size)
+    if mode == tf.estimator.ModeKeys.TRAIN:
+        return _train_spec(model, features, labels, params, config)
+    source_length = features["source_length"]
+    encoder_output = model.encode(features["source_ids"], source_length, training=False)
     if mode == tf.estimator.ModeKeys.PREDICT:
-        return _predict_spec(model, features, params)
-    if mode == tf.estimator.ModeKeys.EVAL:
-        return _eval_spec(model, tokenizer, features, labels, params)
-    return _train_spec(model, features, labels, params, config)
+        ids, scores, lengths = search_encoded(model, encoder_output, source_length,
+                                              params["decode"], "while_loop",
+                                              params["decode"]["beam_width"])
+        predictions = {"ids": ids, "scores": scores, "lengths": lengths}
+        return tf.estimator.EstimatorSpec(mode, predictions=predictions, export_outputs={
+            SERVING_SIGNATURE: tf.estimator.export.PredictOutput(predictions)})
+    return _eval_spec(model, tokenizer, encoder_output, features, labels, params)
 
 
 def serving_input_receiver_fn():
