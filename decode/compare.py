@@ -164,8 +164,7 @@ def measure(translator, token_ids, references, decoder, beam_width, runs):
 def agreement(detokenizer, results, reference_results):
     """How far two variants' lists of SearchResult agree (over the narrower beam): the %
     of identical best texts, of identical n-best ids, and the largest score difference."""
-    same_texts = same_ids = 0
-    max_difference = 0.0
+    same_texts, same_ids, max_difference = 0, 0, 0.0
     for result, reference in zip(results, reference_results):
         beams = min(len(result.ids), len(reference.ids))
         same_texts += (detokenizer.detokenize(result.ids[0])
@@ -287,7 +286,6 @@ def main(argv=None):
     }
     # Each variant is measured with a fresh Translator: a first run costs in proportion to
     # the whole graph. Latency against output length: greedy and both searches, widest beam.
-    widest = args.beam_widths[-1]
     results, (variants, agreement_pairs) = {}, variants_to_compare(args.beam_widths)
     report.update(results=[], agreement=[], sentence_latency=[])
     for number, (decoder, width) in enumerate(variants, start=1):
@@ -295,7 +293,7 @@ def main(argv=None):
         try:
             row, results[decoder, width] = measure(
                 variant_translator, token_ids, references, decoder, width, args.runs)
-            if (decoder, width) in {("greedy", 1), ("while_loop", widest), ("unrolled", widest)}:
+            if decoder == "greedy" or width == args.beam_widths[-1]:
                 for ids in token_ids[:args.latency_sentences]:
                     result, _, timings = timed(lambda: variant_translator.search(
                         [ids], decoder, width)[0], args.runs)
@@ -313,8 +311,7 @@ def main(argv=None):
         for variant, reference in agreement_pairs]
     print("%s (step %d), %d sentences from %s, batch size %d, length penalty %g"
           % (translator.model_name, translator.step, len(token_ids), source_path,
-             translator.config["decode"]["batch_size"],
-             translator.config["decode"]["length_penalty"]))
+             report["decode"]["batch_size"], report["decode"]["length_penalty"]))
     print(format_table(report["results"], STEADY_COLUMNS) + "\n")
     print(format_table(report["agreement"], AGREEMENT_COLUMNS))
     if args.json:
