@@ -1,0 +1,43 @@
+"""Offline decoding rate: the ceiling a server of the same model can approach.
+
+    python -m bench.offline_rate --model_dir runs/es --input test.src [--passes 3]
+
+Loads the model once, builds and warms the graphs on the first 64 lines, then
+times `Translator.translate` over the whole file (while_loop, the config's beam
+width, decode.batch_size batches, every core) a few times.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import tensorflow.compat.v1 as tf  # noqa: E402
+
+from decode.translator import Translator  # noqa: E402
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model_dir", required=True)
+    parser.add_argument("--input", required=True, help="one sentence a line")
+    parser.add_argument("--passes", type=int, default=3)
+    args = parser.parse_args()
+    tf.disable_v2_behavior()
+    with open(args.input, encoding="utf-8") as f:
+        lines = [line.rstrip("\n") for line in f if line.strip()]
+    translator = Translator(args.model_dir)
+    translator.translate(lines[:64])
+    for _ in range(args.passes):
+        start = time.perf_counter()
+        translator.translate(lines)
+        seconds = time.perf_counter() - start
+        print("offline: %d sentences in %.2f s = %.1f sentences/s"
+              % (len(lines), seconds, len(lines) / seconds), flush=True)
+
+
+if __name__ == "__main__":
+    main()
