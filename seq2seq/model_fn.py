@@ -368,8 +368,7 @@ def _eval_spec(model, tokenizer, encoder_output, features, labels, params):
         mean_nll, nll_update = tf.metrics.mean(nll, weights=num_tokens, name="perplexity")
         metric_ops = {
             "perplexity": (tf.exp(mean_nll), nll_update),
-            "token_accuracy": tf.metrics.mean(accuracy, weights=num_tokens,
-                                              name="token_accuracy"),
+            "token_accuracy": tf.metrics.mean(accuracy, weights=num_tokens, name="token_accuracy"),
             "bleu": corpus_bleu(translations, _references(labels, tokenizer),
                                 params["train"]["eval_bleu_sentences"]),
         }
@@ -393,20 +392,18 @@ def model_fn(features, labels, mode, params, config):
         [batch, K]} are the while_loop search's, K = decode.beam_width.
     """
     tokenizer = Tokenizer.load(config.model_dir)
-    model = Seq2SeqModel(params["model"], tokenizer.source_vocab_size,
-                         tokenizer.target_vocab_size)
+    model = Seq2SeqModel(params["model"], tokenizer.source_vocab_size, tokenizer.target_vocab_size)
     if mode == tf.estimator.ModeKeys.TRAIN:
         return _train_spec(model, features, labels, params, config)
     source_length = features["source_length"]
-    encoder_output = model.encode(features["source_ids"], source_length, training=False)
+    encoded = model.encode(features["source_ids"], source_length, training=False)
     if mode == tf.estimator.ModeKeys.PREDICT:
-        ids, scores, lengths = search_encoded(model, encoder_output, source_length,
-                                              params["decode"], "while_loop",
-                                              params["decode"]["beam_width"])
+        ids, scores, lengths = search_encoded(model, encoded, source_length, params["decode"],
+                                              "while_loop", params["decode"]["beam_width"])
         predictions = {"ids": ids, "scores": scores, "lengths": lengths}
         return tf.estimator.EstimatorSpec(mode, predictions=predictions, export_outputs={
             SERVING_SIGNATURE: tf.estimator.export.PredictOutput(predictions)})
-    return _eval_spec(model, tokenizer, encoder_output, features, labels, params)
+    return _eval_spec(model, tokenizer, encoded, features, labels, params)
 
 
 def serving_input_receiver_fn():
