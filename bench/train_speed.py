@@ -63,7 +63,7 @@ work each implementation does for the same batches.
 Usage:
   .venv/bin/python -m bench.train_speed [--config configs/default.yaml]
       [--steps 20] [--warmup 5] [--repeats 1] [--variants ours_4k,ours_peer,torch,torch_1t]
-      [--baseline /work/baseline] [--json bench/out/train_speed.json]
+      [--baseline ../baseline] [--json bench/out/train_speed.json]
 
 --baseline DIR also runs each "ours" variant from another checkout of this
 repository (e.g. a git worktree of an older commit), as "<variant>@base",
