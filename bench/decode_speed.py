@@ -407,7 +407,8 @@ def main():
     parser.add_argument("--sizes", help="throughput sizes batch:beam:steps,... (default: %s)"
                         % ",".join("%d:%d:%d" % size for size in SIZES))
     parser.add_argument("--against", metavar="CHECKOUT",
-                        help="also time the searches of this checkout (e.g. ../baseline, made by `git worktree add ../baseline 72d9ef8`)")
+                        help="also time the searches of this checkout (e.g. ../baseline, "
+                             "made by `git worktree add ../baseline 72d9ef8`)")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
     global AGAINST
