@@ -167,7 +167,7 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS):
             decoding={"length_penalty": translator.config["decode"]["length_penalty"]},
             limits=dict(limits._asdict(), min_beam_width=widths[0], max_beam_width=widths[-1],
                         max_n_best=widths[-1]),
-            tracing=True,  # POST /translate takes "trace": true with one text
+            tracing=translator.can_trace,  # "trace": true with one text (not a SavedModel)
             batching={"enabled": serve["batching"],
                       "concurrent_batches": batcher.concurrency if serve["batching"] else None,
                       "max_batch_sentences": serve["max_batch_sentences"],
@@ -318,6 +318,8 @@ def _parse_request(fields, limits, translator):
     n_best = 1 if fields.get("n_best") is None else fields["n_best"]
     if trace and len(token_ids) != 1:
         raise ApiError(400, "trace needs exactly one text, got texts with %d" % len(token_ids))
+    if trace and not translator.can_trace:
+        raise ApiError(400, "trace: this server serves a SavedModel, which returns no trace")
     decoder = DEFAULT_DECODER if fields.get("decoder") is None else fields["decoder"]
     try:
         beam_width = translator.check_options(decoder, beam_width, n_best)
@@ -329,7 +331,6 @@ def _parse_request(fields, limits, translator):
                 raise ApiError(400, "%s has %d tokens; the unrolled decoder's graph grows with "
                                "the length, so it serves up to %d source tokens here; use "
                                "while_loop" % (name, len(ids), limits.max_unrolled_tokens))
-    # Traced requests share a batch only with those of the same n_best: nothing to cut.
     return token_ids, n_best, BatchKey(decoder, beam_width, bool(trace), n_best if trace else None)
 
 

@@ -552,6 +552,9 @@ def test_a_saved_model_serves_its_one_decoder_and_beam_width(tiny_model_dir, con
     assert response.status_code == 200
     assert response.get_json()["beam_width"] == info["defaults"]["beam_width"]
     assert response.get_json()["graphs_built"] == 0, "a SavedModel's graph is loaded, never built"
+    assert info["tracing"] is False, "the exported graph returns no trace"
+    assert_error(client.post("/translate", json={"text": "one", "trace": True}),
+                 400, "bad_request", "serves a SavedModel, which returns no trace")
     assert_error(client.post("/translate", json={"text": "one", "decoder": "unrolled"}),
                  400, "bad_request", "decoder must be one of while_loop")
     # What the page sets its beam width field from: the one width the export serves.
