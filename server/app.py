@@ -85,7 +85,7 @@ class ModelSlot:
 
 
 def read_examples(config, limit=MAX_EXAMPLES):
-    """Up to `limit` sentences of data.data_dir/test.src (else dev.src), evenly spread."""
+    """Up to `limit` sentences of data.data_dir/test.src (else dev.src), shortest to longest."""
     configured = (config.get("data") or {}).get("data_dir")
     if not configured:
         LOG.info("no example sentences for the page: the config names no data.data_dir")
@@ -96,8 +96,8 @@ def read_examples(config, limit=MAX_EXAMPLES):
         if not os.path.isfile(path):
             continue
         try:
-            with open(path, encoding="utf-8") as split_file:
-                sentences = list(dict.fromkeys(line.strip() for line in split_file if line.strip()))
+            with open(path, encoding="utf-8") as split_file:  # short chips beside full sentences
+                sentences = sorted(filter(None, dict.fromkeys(map(str.strip, split_file))), key=len)
         except (OSError, ValueError) as error:  # ValueError: not UTF-8
             LOG.warning("no example sentences: cannot read %s (%s)", path, error)
             return []

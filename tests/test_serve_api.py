@@ -178,15 +178,17 @@ def test_info_reports_the_model_and_the_limits(client, translator, config):
     assert counts["model_calls_running"] == 0
 
 
-def test_info_offers_examples_spread_over_the_held_out_split(client, config, tiny_data):
+def test_info_offers_examples_from_the_shortest_to_the_longest(client, config, tiny_data):
     assert config["data"]["data_dir"] == tiny_data.data_dir
     with open(os.path.join(tiny_data.data_dir, "test.src"), encoding="utf-8") as test_file:
-        sentences = list(dict.fromkeys(line.strip() for line in test_file if line.strip()))
+        lines = [line.strip() for line in test_file if line.strip()]
+    sentences = sorted(set(lines), key=lambda text: (len(text), lines.index(text)))
     assert len(sentences) > 8
     examples = client.get("/v1/info").get_json()["examples"]
     assert examples == [sentences[index * len(sentences) // 8] for index in range(8)]
-    assert examples[0] == sentences[0], "spread over the file: from its start..."
-    assert examples[-1] in sentences[len(sentences) * 7 // 8:], "...to its last eighth"
+    assert len(examples[0]) == min(map(len, lines)), "the page offers a short input..."
+    assert len(examples[-1]) >= sorted(map(len, sentences))[len(sentences) * 7 // 8], \
+        "...and a long one"
 
 
 class ConfiguredTranslator:
