@@ -137,6 +137,18 @@ def test_beam_update_fn_tiles_only_what_the_step_reads():
     assert initial_state is enc.initial_state  # The search tiles it itself.
 
 
+def three_argmax_steps_in_a_while_loop(update_fn, initial_state):
+    """Runs a beam-of-2 update_fn for 3 argmax steps in tf.while_loop; (state, ids [2, 2])."""
+    def body(time, state, ids):
+        state, logits = update_fn(state, ids)
+        return time + 1, state, tf.argmax(logits, -1, output_type=tf.int32)
+
+    beam_state = tf.nest.map_structure(lambda t: tf.stack([t, t], axis=1), initial_state)
+    _, state, ids = tf.while_loop(lambda time, *_: time < 3, body,
+                                  (tf.constant(0), beam_state, tf.fill([2, 2], BOS)))
+    return state, ids
+
+
 def test_a_first_step_inside_a_while_loop_creates_the_same_variables():
     """How a beam search meets the decoder: its first call inside tf.while_loop."""
     source, source_length = random_batch(np.random.RandomState(0), [3, 5])
@@ -147,15 +159,7 @@ def test_a_first_step_inside_a_while_loop_creates_the_same_variables():
             enc = model.encode(tf.constant(source), tf.constant(source_length), training=False)
             if not first_call_in_loop:
                 model.step(enc, enc.initial_state, tf.fill([2], BOS))
-            update_fn, initial_state = model.beam_update_fn(enc, beam_width=2)
-
-            def body(time, state, ids):
-                state, logits = update_fn(state, ids)
-                return time + 1, state, tf.argmax(logits, -1, output_type=tf.int32)
-
-            beam_state = tf.nest.map_structure(lambda t: tf.stack([t, t], axis=1), initial_state)
-            _, _, ids = tf.while_loop(lambda time, *_: time < 3, body,
-                                      (tf.constant(0), beam_state, tf.fill([2, 2], BOS)))
+            _, ids = three_argmax_steps_in_a_while_loop(*model.beam_update_fn(enc, beam_width=2))
             sess.run(tf.global_variables_initializer())
             assert sess.run(ids).shape == (2, 2)
             names.append(sorted(v.op.name for v in model.variables))
@@ -363,15 +367,8 @@ def test_beam_update_fn_with_attention_runs_in_a_while_loop():
     with tf.Graph().as_default(), tf.Session() as sess:
         model = Seq2SeqModel(PARAMS, VOCAB, VOCAB)
         enc = model.encode(tf.constant(source), tf.constant(source_length), training=False)
-        update_fn, initial_state = model.beam_update_fn(enc, 2, with_attention=True)
-
-        def body(time, state, ids):
-            state, logits = update_fn(state, ids)
-            return time + 1, state, tf.argmax(logits, -1, output_type=tf.int32)
-
-        beam_state = tf.nest.map_structure(lambda t: tf.stack([t, t], axis=1), initial_state)
-        _, state, _ = tf.while_loop(lambda time, *_: time < 3, body,
-                                    (tf.constant(0), beam_state, tf.fill([2, 2], BOS)))
+        state, _ = three_argmax_steps_in_a_while_loop(
+            *model.beam_update_fn(enc, 2, with_attention=True))
         sess.run(tf.global_variables_initializer())
         attention = sess.run(state["attention"])
     assert attention.shape == (2, 2, 5)
