@@ -89,6 +89,11 @@ def select_best(logits, beam, step, end_token_id, alpha, max_lengths=None):
             row_logits = tf.where_v2(at_limit, only_end, row_logits)          # [b, k, r]
             row_tokens = tf.where_v2(at_limit, end_token_id, row_tokens)      # [b, k, r]
         alive_log_probs = beam.log_probs[..., None] + (row_logits - log_normaliser)  # [b, k, r]
+        if beam_width == 1:  # greedy: the row's best token is the beam, nothing to rank
+            ids = tf.where_v2(beam.finished, end_token_id, row_tokens[..., 0])         # [b, 1]
+            return Beam(tf.where_v2(beam.finished, beam.log_probs, alive_log_probs[..., 0]),
+                        tf.where_v2(beam.finished, beam.lengths, step + 1),
+                        tf.equal(ids, end_token_id)), ids, tf.zeros_like(ids)
         alive_scores = alive_log_probs / length_penalty(step + 1, alpha)      # [b, k, r]
 
         finished = beam.finished[..., None]                                    # [b, k, 1]
@@ -98,15 +103,13 @@ def select_best(logits, beam, step, end_token_id, alpha, max_lengths=None):
         scores = tf.where_v2(finished, carried_scores, alive_scores)          # [b, k, r]
         tokens = tf.where_v2(finished, end_token_id, row_tokens)              # [b, k, r]
 
-        def flat(candidates):
-            return tf.reshape(candidates, [batch_size, -1])                    # [b, k * r]
-
-        best_scores, best = tf.nn.top_k(flat(scores), k=beam_width)            # [b, k]
+        flat = [batch_size, -1]                                                 # [b, k * r]
+        best_scores, best = tf.nn.top_k(tf.reshape(scores, flat), k=beam_width)  # [b, k]
         parent_ids = best // row_width                                          # [b, k]
-        token_ids = batch_gather(flat(tokens), best)                            # [b, k]
+        token_ids = batch_gather(tf.reshape(tokens, flat), best)                # [b, k]
         parent_finished = batch_gather(beam.finished, parent_ids)              # [b, k]
         new_beam = Beam(
-            log_probs=batch_gather(flat(log_probs), best),                      # [b, k]
+            log_probs=batch_gather(tf.reshape(log_probs, flat), best),          # [b, k]
             lengths=tf.where_v2(parent_finished, batch_gather(beam.lengths, parent_ids), step + 1),
             finished=tf.logical_or(tf.equal(token_ids, end_token_id),
                                    tf.equal(best_scores, -np.inf)))            # [b, k]
@@ -291,10 +294,7 @@ def while_loop_beam_search(update_fn, initial_state, sequence_length, beam_width
 
 def greedy_search(update_fn, initial_state, sequence_length, begin_token_id, end_token_id,
                   length_penalty=0.0, name="greedy", max_lengths=None, trace=False):
-    """Greedy decoding: `while_loop_beam_search` with a beam of one.
-
-    Args and Returns as `while_loop_beam_search` without `beam_width`; the beam
-    dimension of every output is 1.
-    """
+    """Greedy decoding: `while_loop_beam_search` with a beam of one (Args and Returns
+    as it, without `beam_width`; every output's beam dimension is 1)."""
     return while_loop_beam_search(update_fn, initial_state, sequence_length, 1, begin_token_id,
                                   end_token_id, length_penalty, name, max_lengths, trace)
