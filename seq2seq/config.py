@@ -3,6 +3,7 @@
 import copy
 import hashlib
 import json
+import logging
 import math
 import os
 import re
@@ -71,11 +72,8 @@ DEFAULTS = {
         "max_length_extra": 10,  # tokens added to that limit, >= 1
         "max_beam_width": 16,  # the largest beam width a request or flag may ask for, >= 1
         "batch_size": 32,  # sentences per decoding batch (translate, compare), >= 1
-        # Threads of the Translator's session (decode.translate, decode.compare):
-        # 0/0, TensorFlow's pools over every core: 3.9-4.9x the sentences/s of
-        # -1/1 at batch 32, same CPU (docs/BENCHMARKS.md "Decoding session threads").
-        # Read from the defaults and --hparams, never a model's config.yaml;
-        # serve.py passes its own. The intra-op pool is the process's first.
+        # The Translator session's threads (docs/BENCHMARKS.md "Decoding session threads"): from
+        # the defaults and --hparams only, never a model's config.yaml; serve.py passes its own.
         "inter_op_threads": 0,  # >= -1 (-1: the caller's thread, 0: TensorFlow picks)
         "intra_op_threads": 0,  # threads within one op, >= 0 (0: TensorFlow picks)
     },
@@ -84,7 +82,6 @@ DEFAULTS = {
         "max_texts": 32,  # most texts in one request, >= 1
         "max_chars": 500,  # most characters in one text (after trimming), >= 1
         "max_tokens": 128,  # most source subword tokens in one text, >= 1
-        "batch_window_ms": 5.0,  # unused: batches form with no window (kept so older model dirs load)
         "max_batch_sentences": 64,  # most sentences in one batch (a larger request runs alone), >= 1
         # Continuous batching; the figures behind these three: docs/BENCHMARKS.md ("Serving").
         "batching": True,  # batch concurrent requests (serve.py --no_batching: false)
@@ -93,6 +90,9 @@ DEFAULTS = {
         "batch_step_overhead": 3.0,  # a step's fixed cost in sentence-steps (length grouping), >= 0
     },
 }
+
+# Keys that older model directories hold and that no longer mean anything: ignored, with why.
+RETIRED_KEYS = {("serve", "batch_window_ms"): "batches form from the queue, with no window"}
 
 # Keys whose change makes existing checkpoints unusable.
 SHAPE_KEYS = ("data.joint_vocab", "data.vocab_size", "model.embedding_size", "model.num_units",
@@ -185,6 +185,10 @@ def _merge(config, overrides, origin):
             if not isinstance(value, dict):
                 raise ConfigError("%s: %r must be a section (mapping)" % (origin, key))
             for sub_key, sub_value in value.items():
+                if (key, sub_key) in RETIRED_KEYS:
+                    logging.getLogger("seq2seq").warning("%s: %s.%s is retired (%s); ignored",
+                                                         origin, key, sub_key, RETIRED_KEYS[key, sub_key])
+                    continue
                 if sub_key not in config[key]:
                     raise ConfigError(
                         "%s: unknown key %s.%s (known in %s: %s)"
@@ -323,7 +327,7 @@ def _validate(config):
         "train.eval_bleu_sentences", "train.throttle_secs", "train.histogram_steps",
         "train.eval_attention_images", "train.label_smoothing",
         "decode.max_length_ratio", "decode.length_penalty", "decode.intra_op_threads",
-        "serve.batch_window_ms", "serve.concurrent_batches", "serve.intra_op_threads",
+        "serve.concurrent_batches", "serve.intra_op_threads",
         "serve.batch_step_overhead"), 0)
     _check_at_least(config, ["train.learning_rate"], 0, strict=True)
 

@@ -151,6 +151,20 @@ def test_save_and_reload_round_trip(tmp_path):
     assert cfg.fingerprint(config) == cfg.fingerprint(cfg.load_config(path))
 
 
+
+def test_an_older_model_dirs_retired_key_loads_ignored_with_a_warning(tmp_path, caplog):
+    old = cfg.load_config("configs/tiny.yaml")
+    path = str(tmp_path / "config.yaml")
+    cfg.save_config(old, path)
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    with open(path, "w", encoding="utf-8") as f:  # as train.py wrote it before the retirement
+        f.write(text.replace("serve:\n", "serve:\n  batch_window_ms: 5.0\n"))
+    with caplog.at_level("WARNING", logger="seq2seq"):
+        assert cfg.load_config(path) == old
+    assert "serve.batch_window_ms is retired" in caplog.text and path in caplog.text
+    assert "batch_window_ms" not in cfg.load_config()["serve"]
+
 def test_a_user_corpus_gets_its_own_data_dir():
     overrides = cfg.corpus_overrides("mine.tsv")
     config = cfg.load_config("configs/default.yaml", overrides=overrides)
