@@ -17,8 +17,7 @@ DEFAULTS = {
         "train_data": "",  # corpus "files": a TSV (source<TAB>target[<TAB>...]) or "src,tgt"
         "dev_data": "",  # like train_data; "": carved out of it (2% of sources, <= 1000)
         "test_data": "",  # like train_data; "": carved out of train_data, as dev_data
-        # Where prepare writes. A "files" corpus whose config names no
-        # data_dir of its own gets data/corpus-<hash> (see load_config).
+        # A "files" corpus whose config names no data_dir of its own gets data/corpus-<hash>.
         "data_dir": "data/default",  # SentencePiece model(s), TFRecord shards, manifest.json
         "embedded_train_size": 60000,  # embedded corpus: training pairs, >= 1
         "embedded_dev_size": 1000,  # embedded corpus: dev pairs, >= 1
@@ -72,8 +71,7 @@ DEFAULTS = {
         "max_length_extra": 10,  # tokens added to that limit, >= 1
         "max_beam_width": 16,  # the largest beam width a request or flag may ask for, >= 1
         "batch_size": 32,  # sentences per decoding batch (translate, compare), >= 1
-        # The Translator session's threads (docs/BENCHMARKS.md "Decoding session threads"): from
-        # the defaults and --hparams only, never a model's config.yaml; serve.py passes its own.
+        # The Translator's session threads: from the defaults and --hparams, never config.yaml.
         "inter_op_threads": 0,  # >= -1 (-1: the caller's thread, 0: TensorFlow picks)
         "intra_op_threads": 0,  # threads within one op, >= 0 (0: TensorFlow picks)
     },
@@ -91,8 +89,8 @@ DEFAULTS = {
     },
 }
 
-# Keys that older model directories hold and that no longer mean anything: ignored, with why.
-RETIRED_KEYS = {("serve", "batch_window_ms"): "batches form from the queue, with no window"}
+RETIRED_KEYS = {("serve", "batch_window_ms"): "serve.batch_window_ms, from an older version, is "
+                                             "retired (batches form with no window); ignored"}
 
 # Keys whose change makes existing checkpoints unusable.
 SHAPE_KEYS = ("data.joint_vocab", "data.vocab_size", "model.embedding_size", "model.num_units",
@@ -119,7 +117,6 @@ PREPARED_DATA_KEYS = {
                                          "embedded_test_size", "embedded_seed", "target_locale"),
     "files": _PREPARED_COMMON_KEYS + ("train_data", "dev_data", "test_data"),
 }
-FILES_CORPUS_KEYS = PREPARED_DATA_KEYS["files"]
 
 # An --hparams item ends at a comma before the next "key=": a value may hold commas.
 _HPARAMS_SEPARATOR = re.compile(r",[\s,]*(?=[A-Za-z_][\w.]*\s*=)")
@@ -175,7 +172,7 @@ def _coerce(path, value, default):
 
 
 def _merge(config, overrides, origin):
-    """Merges a nested mapping into `config`, type-checked."""
+    """Merges a nested mapping into `config`, type-checked; RETIRED_KEYS skipped with a warning."""
     if not isinstance(overrides, dict):
         raise ConfigError("%s: the top level must be a mapping" % origin)
     for key, value in overrides.items():
@@ -186,8 +183,7 @@ def _merge(config, overrides, origin):
                 raise ConfigError("%s: %r must be a section (mapping)" % (origin, key))
             for sub_key, sub_value in value.items():
                 if (key, sub_key) in RETIRED_KEYS:
-                    logging.getLogger("seq2seq").warning("%s: %s.%s is retired (%s); ignored",
-                                                         origin, key, sub_key, RETIRED_KEYS[key, sub_key])
+                    logging.getLogger("seq2seq").warning("%s: %s", origin, RETIRED_KEYS[key, sub_key])
                     continue
                 if sub_key not in config[key]:
                     raise ConfigError(
@@ -279,7 +275,7 @@ def load_config(path=None, hparams="", overrides=None):
     if data["corpus"] == "files" and not any(_sets_data_dir(kind, layer)
                                              for kind, _, layer in layers):
         data["data_dir"] = os.path.join("data", "corpus-" + fingerprint(
-            {key: data[key] for key in FILES_CORPUS_KEYS})[:8])
+            {key: data[key] for key in PREPARED_DATA_KEYS["files"]})[:8])
     _validate(config)
     return config
 

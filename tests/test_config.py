@@ -162,7 +162,7 @@ def test_an_older_model_dirs_retired_key_loads_ignored_with_a_warning(tmp_path, 
         f.write(text.replace("serve:\n", "serve:\n  batch_window_ms: 5.0\n"))
     with caplog.at_level("WARNING", logger="seq2seq"):
         assert cfg.load_config(path) == old
-    assert "serve.batch_window_ms is retired" in caplog.text and path in caplog.text
+    assert "serve.batch_window_ms, from an older version, is retired" in caplog.text and path in caplog.text
     assert "batch_window_ms" not in cfg.load_config()["serve"]
 
 def test_a_user_corpus_gets_its_own_data_dir():
