@@ -607,10 +607,20 @@ def panel(browser, decoder):
                                 'section.search-panel[data-decoder="%s"]' % decoder)
 
 
+def attributes(browser, element, selector, *names):
+    """Each element under `element` that the CSS `selector` finds: its attributes `names`.
+
+    One script call for them all, not one WebDriver round trip per attribute."""
+    return browser.execute_script(
+        "return Array.from(arguments[0].querySelectorAll(arguments[1]),"
+        " node => arguments[2].map(name => name === 'textContent' ? node.textContent"
+        " : node.getAttribute(name)));", element, selector, list(names))
+
+
 def slots_drawn(browser, decoder, selector):
     """The (step, slot) of each tree node of `decoder`'s panel that `selector` finds."""
-    return [(int(node.get_attribute("data-step")), int(node.get_attribute("data-slot")))
-            for node in panel(browser, decoder).find_elements(By.CSS_SELECTOR, selector)]
+    return [(int(step), int(slot)) for step, slot in
+            attributes(browser, panel(browser, decoder), selector, "data-step", "data-slot")]
 
 
 def show_the_search(browser, wait, text="one", decoders=("while_loop", "unrolled")):
@@ -622,14 +632,12 @@ def show_the_search(browser, wait, text="one", decoders=("while_loop", "unrolled
 def heatmap(browser, decoder):
     """The heatmap drawn: (output pieces, source pieces, weights by row)."""
     svg = panel(browser, decoder).find_element(By.CSS_SELECTOR, "svg.attention")
-    rows = [label.get_attribute("textContent")
-            for label in svg.find_elements(By.CSS_SELECTOR, ".output-piece")]
-    columns = [label.get_attribute("textContent")
-               for label in svg.find_elements(By.CSS_SELECTOR, ".source-piece")]
+    rows = [text for text, in attributes(browser, svg, ".output-piece", "textContent")]
+    columns = [text for text, in attributes(browser, svg, ".source-piece", "textContent")]
     weights = [[None] * len(columns) for _ in rows]
-    for cell in svg.find_elements(By.CSS_SELECTOR, "rect.cell"):
-        weights[int(cell.get_attribute("data-row"))][int(cell.get_attribute("data-column"))] = \
-            float(cell.get_attribute("data-weight"))
+    for row, column, weight in attributes(browser, svg, "rect.cell", "data-row", "data-column",
+                                          "data-weight"):
+        weights[int(row)][int(column)] = float(weight)
     return rows, columns, weights
 
 
