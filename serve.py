@@ -61,9 +61,9 @@ def load_model(slot, args, config, server):
         from decode.translator import Translator
 
         tf.disable_v2_behavior()
-        translator = Translator(args.model_dir, export_dir=args.export_dir,
-                                hparams="decode.inter_op_threads=-1,decode.intra_op_threads=%d"
-                                % config["serve"]["intra_op_threads"])
+        translator = Translator(args.model_dir, export_dir=args.export_dir, hparams=(
+            "decode.concurrent_batches=1,decode.inter_op_threads=-1,decode.intra_op_threads=%d"
+            % config["serve"]["intra_op_threads"]))
         LOG.info("model %s (step %d) restored; building its decoder graphs",
                  translator.model_name, translator.step)
         widths = [config["decode"]["beam_width"]]

@@ -1,10 +1,10 @@
 """Offline decoding rate: the ceiling a server of the same model can approach.
 
-    python -m bench.offline_rate --model_dir runs/es --input test.src [--passes 3]
+    python -m bench.offline_rate --model_dir runs/es --input test.src [--passes 3] [--hparams H]
 
 Loads the model once, builds and warms the graphs on the first 64 lines, then
 times `Translator.translate` over the whole file (while_loop, the config's beam
-width, decode.batch_size batches, every core) a few times.
+width, decode.batch_size batches, the decoding defaults or --hparams) a few times.
 """
 
 import argparse
@@ -25,11 +25,14 @@ def main():
     parser.add_argument("--model_dir", required=True)
     parser.add_argument("--input", required=True, help="one sentence a line")
     parser.add_argument("--passes", type=int, default=3)
+    parser.add_argument("--hparams", default="", help='e.g. "decode.concurrent_batches=1,'
+                        'decode.inter_op_threads=0,decode.intra_op_threads=0" (one call at a time'
+                        " on TensorFlow's pools, the default before issue 10's last change)")
     args = parser.parse_args()
     tf.disable_v2_behavior()
     with open(args.input, encoding="utf-8") as f:
         lines = [line.rstrip("\n") for line in f if line.strip()]
-    translator = Translator(args.model_dir)
+    translator = Translator(args.model_dir, hparams=args.hparams)
     translator.translate(lines[:64])
     for _ in range(args.passes):
         start = time.perf_counter()

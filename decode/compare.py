@@ -16,9 +16,8 @@ greedy and both searches at the widest beam, latency against output length.
 --graphs LOGDIR instead writes the graphs of the unrolled search at two lengths
 and of the while_loop search, for TensorBoard's Graphs tab.
 
-Lines end at LF or CR LF, as `wc -l` counts them. Progress goes to standard
-error, the tables to standard output. The figures hold only for this machine,
-model, inputs and batch size.
+Lines end at LF or CR LF, as `wc -l` counts them. Progress goes to standard error,
+the tables to standard output; the figures hold for this machine and inputs only.
 """
 
 import argparse

@@ -7,6 +7,7 @@ batch. The reasons and timings behind the choices: docs/DECODING-NOTES.md.
 """
 
 import collections
+import concurrent.futures
 import contextlib
 import json
 import numbers
@@ -153,8 +154,8 @@ class Translator:
           export_dir: a SavedModel to serve instead of a checkpoint; or checkpoint:
             a checkpoint path prefix instead of `find_checkpoint(model_dir)`.
           hparams: "section.key=value,..." overrides of the model directory's config.
-            The decode.*_threads keys come from the defaults and hparams only, never
-            from config.yaml: they fit the machine that decodes, not the model.
+            decode.concurrent_batches and decode.*_threads come from the defaults and hparams
+            only, never from config.yaml: they fit the machine that decodes, not the model.
         Raises:
           ValueError: not a model directory, no checkpoint, or one that does not fit.
         """
@@ -166,8 +167,9 @@ class Translator:
             raise ValueError("pass export_dir or checkpoint, not both")
         self.config = load_config(config_path, hparams)
         threads = load_config(None, hparams)["decode"]
-        for key in ("inter_op_threads", "intra_op_threads"):
+        for key in ("inter_op_threads", "intra_op_threads", "concurrent_batches"):
             self.config["decode"][key] = threads[key]
+        self._streams = threads["concurrent_batches"] or os.cpu_count() or 1
         self.model_name = self.config["name"]
         self._tokenizer = Tokenizer.load(model_dir)
         self.source_vocab_size = self._tokenizer.source_vocab_size
@@ -298,8 +300,7 @@ class Translator:
         return int(beam_width)
 
     def search(self, token_ids, decoder="while_loop", beam_width=None):
-        """Decodes tokenized sentences (each non-empty); returns a `SearchResult` per
-        sentence, in input order."""
+        """Tokenized sentences (each non-empty) -> a `SearchResult` each, in input order."""
         return [result for result, _ in self._search(
             token_ids, decoder, self.check_options(decoder, beam_width), trace=False)]
 
@@ -311,16 +312,21 @@ class Translator:
             if not len(ids):
                 raise ValueError("sentence %d has no source tokens" % index)
         results = [None] * len(token_ids)
-        for batch in length_sorted_batches([len(ids) for ids in token_ids],
-                                           self.config["decode"]["batch_size"]):
-            outputs = self._run(decoder, beam_width, *pad_batch([token_ids[i] for i in batch]),
-                                trace=trace)
-            ids, scores, lengths = outputs[:3]
-            for row, index in enumerate(batch):
-                results[index] = (_search_result(ids[row], scores[row], lengths[row]),
-                                  self._sentence_trace(outputs[3], row, token_ids[index],
-                                                       ids[row], scores[row], lengths[row])
-                                  if trace else None)
+        batches = length_sorted_batches([len(ids) for ids in token_ids],
+                                        self.config["decode"]["batch_size"])
+
+        def run(batch, lists=self._recordings.__dict__.get("lists", [])):
+            self._recordings.lists = lists  # the caller's recording_builds, on a pool thread
+            return self._run(decoder, beam_width, *pad_batch([token_ids[i] for i in batch]), trace)
+        with concurrent.futures.ThreadPoolExecutor(self._streams) as pool:  # batches at once
+            runs = pool.map(run, batches) if len(batches) > 1 else map(run, batches)
+            for batch, outputs in zip(batches, runs):
+                ids, scores, lengths = outputs[:3]
+                for row, index in enumerate(batch):
+                    results[index] = (_search_result(ids[row], scores[row], lengths[row]),
+                                      self._sentence_trace(outputs[3], row, token_ids[index],
+                                                           ids[row], scores[row], lengths[row])
+                                      if trace else None)
         return results
 
     def _run(self, decoder, beam_width, source_ids, source_length, trace=False):
@@ -336,25 +342,24 @@ class Translator:
                                            self._source_length: source_length})
 
     def _fetches(self, key):
-        """A variant's fetches, built on first use; a graph not yet built goes to this
-        thread's `recording_builds` lists."""
+        """A variant's fetches, built on first use; a graph not yet built goes (once) to
+        this thread's `recording_builds` lists, shared with the pool threads of its call."""
         built = self._built.get(key)
         if built is None:
             with self._lock:  # a variant enters _built only once built and restored
                 built = self._built.get(key)
                 if built is None:
-                    start_seconds, start_ops = time.perf_counter(), len(
-                        self._graph.get_operations())
+                    started, start_ops = time.perf_counter(), len(self._graph.get_operations())
                     with self._graph.as_default():
                         fetches = search_encoded(self._model, self._encoded, self._source_length,
                                                  self.config["decode"], key[0], key[1],
                                                  unrolled_length=key[2], trace=key[3])
-                    variant = Variant(*key, build_seconds=time.perf_counter() - start_seconds,
+                    variant = Variant(*key, build_seconds=time.perf_counter() - started,
                                       num_ops=len(self._graph.get_operations()) - start_ops)
                     self._restore_new_variables()
                     built = self._built[key] = (fetches, variant)
-            for recording in getattr(self._recordings, "lists", ()):
-                recording.append(built[1])
+                for recording in getattr(self._recordings, "lists", ()):  # under the lock: once
+                    recording.extend([] if built[1] in recording else [built[1]])
         return built[0]
 
     def _sentence_trace(self, trace, row, source_ids, ids, scores, lengths):
@@ -400,9 +405,8 @@ class Translator:
     def translate_tokens(self, token_ids, decoder="while_loop", beam_width=None, n_best=1,
                          trace=False):
         """`translate` for lists of source ids (from `tokenize`), each non-empty."""
-        return self._translate_tokens(token_ids, decoder,
-                                      self.check_options(decoder, beam_width, n_best), n_best,
-                                      trace)
+        beam_width = self.check_options(decoder, beam_width, n_best)
+        return self._translate_tokens(token_ids, decoder, beam_width, n_best, trace)
 
     def _translate_tokens(self, token_ids, decoder, beam_width, n_best, trace):
         translations = []

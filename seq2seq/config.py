@@ -71,9 +71,10 @@ DEFAULTS = {
         "max_length_extra": 10,  # tokens added to that limit, >= 1
         "max_beam_width": 16,  # the largest beam width a request or flag may ask for, >= 1
         "batch_size": 32,  # sentences per decoding batch (translate, compare), >= 1
-        # The Translator's session threads: from the defaults and --hparams, never config.yaml.
-        "inter_op_threads": 0,  # >= -1 (-1: the caller's thread, 0: TensorFlow picks)
-        "intra_op_threads": 0,  # threads within one op, >= 0 (0: TensorFlow picks)
+        # How the Translator uses the cores: from the defaults and --hparams, never config.yaml.
+        "concurrent_batches": 0,  # batches decoded at once, a thread each, >= 0 (0: one per core)
+        "inter_op_threads": -1,  # >= -1 (-1: the caller's thread, 0: TensorFlow picks)
+        "intra_op_threads": 1,  # threads within one op, >= 0 (0: TensorFlow picks)
     },
     "serve": {
         "max_body_bytes": 65536,  # largest POST /translate body in bytes (else 413), >= 1
@@ -97,12 +98,8 @@ SHAPE_KEYS = ("data.joint_vocab", "data.vocab_size", "model.embedding_size", "mo
               "model.encoder_units", "model.encoder_layers", "model.attention",
               "model.attention_size", "model.share_embeddings", "model.tie_output_projection")
 
-_CHOICES = {
-    "data.corpus": ("embedded", "files"),
-    "data.spm_model_type": ("unigram", "bpe"),
-    "model.attention": ("bahdanau", "luong"),
-    "train.decay": ("rsqrt", "constant", "cosine"),
-}
+_CHOICES = {"data.corpus": ("embedded", "files"), "data.spm_model_type": ("unigram", "bpe"),
+            "model.attention": ("bahdanau", "luong"), "train.decay": ("rsqrt", "constant", "cosine")}
 
 
 class ConfigError(ValueError):
@@ -323,7 +320,7 @@ def _validate(config):
         "train.eval_bleu_sentences", "train.throttle_secs", "train.histogram_steps",
         "train.eval_attention_images", "train.label_smoothing",
         "decode.max_length_ratio", "decode.length_penalty", "decode.intra_op_threads",
-        "serve.concurrent_batches", "serve.intra_op_threads",
+        "decode.concurrent_batches", "serve.concurrent_batches", "serve.intra_op_threads",
         "serve.batch_step_overhead"), 0)
     _check_at_least(config, ["train.learning_rate"], 0, strict=True)
 

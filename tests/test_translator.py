@@ -144,20 +144,28 @@ def test_concurrent_calls_match_serial_ones(translator, dev_sentences, short_sen
         assert len([v for v in translator.variants if v[:2] == (decoder, 2)]) == 1
 
 
-def test_session_threads_change_speed_not_results(translator, tiny_model_dir, dev_sentences):
-    # Every core by default (TensorFlow's pools); the calling thread alone is the
-    # second path. (The intra-op pool is the process's, sized by its first session.)
-    assert (translator.config["decode"]["inter_op_threads"],
-            translator.config["decode"]["intra_op_threads"]) == (0, 0)
-    in_caller = Translator(tiny_model_dir,
-                           hparams="decode.inter_op_threads=-1,decode.intra_op_threads=1")
-    assert in_caller.config["decode"]["inter_op_threads"] == -1
+def test_batches_at_once_and_session_threads_change_speed_not_results(translator, tiny_model_dir,
+                                                                      dev_sentences):
+    # By default a batch per core at once, each run in its own thread; the second path is
+    # TensorFlow's pools over one batch at a time. (The intra-op pool is the process's,
+    # sized by its first session.)
+    assert (translator.config["decode"]["concurrent_batches"],
+            translator.config["decode"]["inter_op_threads"],
+            translator.config["decode"]["intra_op_threads"]) == (0, -1, 1)
+    pools = Translator(tiny_model_dir, hparams="decode.concurrent_batches=1,"
+                       "decode.inter_op_threads=0,decode.intra_op_threads=0,decode.batch_size=4")
+    streams = Translator(tiny_model_dir, hparams="decode.concurrent_batches=3,decode.batch_size=4")
+    assert pools.config["decode"]["inter_op_threads"] == 0
     try:
-        for decoder in ("while_loop", "greedy"):
-            assert_same_n_best(in_caller.translate(dev_sentences[:16], decoder),
-                               translator.translate(dev_sentences[:16], decoder))
+        for decoder in ("while_loop", "greedy", "unrolled"):
+            with streams.recording_builds() as built:  # built on the pool's threads
+                assert_same_n_best(streams.translate(dev_sentences[:16], decoder),
+                                   pools.translate(dev_sentences[:16], decoder))
+            assert built and {variant.decoder for variant in built} == {decoder}
+            assert built == [v for v in streams.variants if v.decoder == decoder]
     finally:
-        in_caller.close()
+        pools.close()
+        streams.close()
 
 
 @pytest.mark.parametrize("hparams, message", [
