@@ -169,7 +169,7 @@ class Translator:
         threads = load_config(None, hparams)["decode"]
         for key in ("inter_op_threads", "intra_op_threads", "concurrent_batches"):
             self.config["decode"][key] = threads[key]
-        self._streams = threads["concurrent_batches"] or os.cpu_count() or 1
+        self._concurrent_batches = threads["concurrent_batches"] or os.cpu_count() or 1
         self.model_name = self.config["name"]
         self._tokenizer = Tokenizer.load(model_dir)
         self.source_vocab_size = self._tokenizer.source_vocab_size
@@ -318,7 +318,7 @@ class Translator:
         def run(batch, lists=self._recordings.__dict__.get("lists", [])):
             self._recordings.lists = lists  # the caller's recording_builds, on a pool thread
             return self._run(decoder, beam_width, *pad_batch([token_ids[i] for i in batch]), trace)
-        with concurrent.futures.ThreadPoolExecutor(self._streams) as pool:  # batches at once
+        with concurrent.futures.ThreadPoolExecutor(self._concurrent_batches) as pool:
             runs = pool.map(run, batches) if len(batches) > 1 else map(run, batches)
             for batch, outputs in zip(batches, runs):
                 ids, scores, lengths = outputs[:3]
