@@ -260,6 +260,7 @@ def load_checkout_searches(checkout):
 
 
 AGAINST = None  # --against: the other checkout's decode package, timed beside ours
+SESSION_CONFIG = None  # --threads: the throughput session's ConfigProto (None: TensorFlow's threads)
 
 
 def time_variants(session, fetches, repeats, warmup=2):
@@ -317,7 +318,7 @@ def throughput(batch_size, beam_width, length, repeats):
             update_fn, initial_state = model.beam_update_fn(encoded, 1)
             fetches["greedy (--against)"] = AGAINST.greedy_search(
                 never_ending(update_fn), initial_state, length, BEGIN, END, LENGTH_PENALTY)[:2]
-        with tf.Session() as session:
+        with tf.Session(config=SESSION_CONFIG) as session:
             session.run(tf.global_variables_initializer())
             wall, cpu = time_variants(session, fetches, repeats)
     return {name: {"sentences_per_second": batch_size / wall[name],
@@ -410,8 +411,15 @@ def main():
                         help="also time the searches of this checkout (e.g. ../baseline, "
                              "made by `git worktree add ../baseline 72d9ef8`)")
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument("--threads", metavar="INTER/INTRA",
+                        help="the throughput session's inter/intra-op threads for every variant, "
+                             "e.g. -1/1, the Translator's default (default: TensorFlow's)")
     args = parser.parse_args()
-    global AGAINST
+    global AGAINST, SESSION_CONFIG
+    if args.threads:
+        inter, intra = (int(n) for n in args.threads.split("/"))
+        SESSION_CONFIG = tf.ConfigProto(inter_op_parallelism_threads=inter,
+                                        intra_op_parallelism_threads=intra)
     if args.against:
         AGAINST = load_checkout_searches(args.against)
     sizes = SIZES
