@@ -118,7 +118,8 @@ def two_stage_top_k(logits, beam_log_probs, beam_width, row_top_k):
     return parents * VOCAB_SIZE + batch_gather(tf.reshape(row_tokens, [batch_size, -1]), best)
 
 
-def textbook_select_best(logits, beam, step, end_token_id, alpha, max_lengths=None):
+def textbook_select_best(logits, beam, step, end_token_id, alpha, max_lengths=None,
+                         attention=None):
     """beam_search.select_best in one stage: log-softmax, add, one top_k over beam x vocab.
 
     What select_best would be without its two-stage, chunked top-k: the same
@@ -135,7 +136,8 @@ def textbook_select_best(logits, beam, step, end_token_id, alpha, max_lengths=No
     carried = tf.where_v2(is_end, beam.log_probs[..., None], -np.inf)         # [b, k, v]
     log_probs = tf.where_v2(beam.finished[..., None], carried, log_probs)     # [b, k, v]
     lengths = tf.where_v2(beam.finished, beam.lengths, step + 1)              # [b, k]
-    scores = log_probs / beam_search.length_penalty(lengths, alpha)[..., None]
+    scores = log_probs / beam_search.scoring_lib.length_normaliser(
+        lengths, beam_search.scoring_lib.as_scoring(alpha))[..., None]
     best_scores, best = tf.nn.top_k(tf.reshape(scores, [batch_size, -1]), k=beam_width)
     parent_ids, token_ids = best // vocab_size, best % vocab_size             # [b, k]
     new_beam = beam_search.Beam(

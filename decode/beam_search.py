@@ -11,9 +11,13 @@ import numbers
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+from decode import scoring as scoring_lib
 from seq2seq.common import batch_free_shape_invariants, batch_gather, get_shape, tile_beams
 
-Beam = collections.namedtuple("Beam", ["log_probs", "lengths", "finished"])  # each [batch, beam]
+# Each [batch, beam]; coverage [batch, beam, src] and tokens [batch, beam, time] only where
+# an option needs them (decode/scoring.py), else ().
+Beam = collections.namedtuple("Beam", ["log_probs", "lengths", "finished", "coverage", "tokens"],
+                              defaults=((), ()))
 
 
 def _check(ok, message, *args):
@@ -21,14 +25,10 @@ def _check(ok, message, *args):
         raise ValueError(message % args)
 
 
-def length_penalty(lengths, alpha):
-    """GNMT's ((5 + length) / 6) ** alpha, float32 shaped like `lengths`."""
-    return tf.pow((5.0 + tf.cast(lengths, tf.float32)) / 6.0, alpha)
-
-
-def beam_scores(beam, alpha):
-    """The contract's scores of a Beam: log_probs / length_penalty, [batch, beam]."""
-    return beam.log_probs / length_penalty(beam.lengths, alpha)
+def beam_scores(beam, scoring):
+    """The contract's scores of a Beam under `scoring` (a Scoring or GNMT's alpha), [batch, beam]."""
+    return scoring_lib.scores(beam.log_probs, beam.lengths, beam.coverage,
+                              scoring_lib.as_scoring(scoring))
 
 
 def top_k(values, k):
@@ -60,7 +60,7 @@ def top_k(values, k):
     return top_values, chunk_ids * size + positions % size
 
 
-def select_best(logits, beam, step, end_token_id, alpha, max_lengths=None):
+def select_best(logits, beam, step, end_token_id, scoring, max_lengths=None, attention=None):
     """Scores every one-token continuation and keeps the best `beam_width`.
 
     Args:
@@ -68,19 +68,22 @@ def select_best(logits, beam, step, end_token_id, alpha, max_lengths=None):
       beam: the Beam before this step.
       step: int or scalar int32 tensor, tokens generated before this step.
       end_token_id: int.
-      alpha: length penalty weight.
+      scoring: a decode.scoring.Scoring, or GNMT's alpha alone.
       max_lengths: None or [batch] int32: at its limit a sentence's hypotheses must end.
+      attention: [batch, beam, src] float32, this step's attention, when the Beam has coverage.
     Returns:
       (beam, token_ids [batch, beam] int32, parent_ids [batch, beam] int32),
       the new Beam best first.
     """
+    scoring = scoring_lib.as_scoring(scoring)
     with tf.name_scope("select_best"):
         batch_size, beam_width = get_shape(beam.log_probs)
         vocab_size = get_shape(logits)[2]
         row_width = (tf.minimum(beam_width, vocab_size) if isinstance(vocab_size, tf.Tensor)
                      else min(beam_width, vocab_size))                         # r
         log_normaliser = tf.reduce_logsumexp(logits, axis=-1, keepdims=True)  # [b, k, 1]
-        row_logits, row_tokens = top_k(logits, row_width)  # [b, k, r]: each row's best tokens
+        allowed = scoring_lib.allowed_logits(logits, step, end_token_id, scoring, beam.tokens)
+        row_logits, row_tokens = top_k(allowed, row_width)  # [b, k, r]: each row's best tokens
         first_slot = tf.equal(tf.range(row_width), 0)                          # [r]
         if max_lengths is not None:
             at_limit = tf.greater_equal(step + 1, max_lengths)[:, None, None]  # [b, 1, 1]
@@ -91,44 +94,74 @@ def select_best(logits, beam, step, end_token_id, alpha, max_lengths=None):
         alive_log_probs = beam.log_probs[..., None] + (row_logits - log_normaliser)  # [b, k, r]
         if beam_width == 1:  # greedy: the row's best token is the beam, nothing to rank
             ids = tf.where_v2(beam.finished, end_token_id, row_tokens[..., 0])         # [b, 1]
-            return Beam(tf.where_v2(beam.finished, beam.log_probs, alive_log_probs[..., 0]),
-                        tf.where_v2(beam.finished, beam.lengths, step + 1),
-                        tf.equal(ids, end_token_id)), ids, tf.zeros_like(ids)
-        alive_scores = alive_log_probs / length_penalty(step + 1, alpha)      # [b, k, r]
+            log_probs = tf.where_v2(beam.finished, beam.log_probs, alive_log_probs[..., 0])
+            return extend(beam, None, ids, log_probs, step, end_token_id, attention), ids, (
+                tf.zeros_like(ids))
+        coverage = beam.coverage
+        if _tracked(coverage):  # every continuation of a row has the row's attention
+            coverage = (coverage + attention)[:, :, None, :]                   # [b, k, 1, src]
+        alive_scores = scoring_lib.scores(alive_log_probs, step + 1, coverage, scoring)  # [b, k, r]
 
         finished = beam.finished[..., None]                                    # [b, k, 1]
         carried_log_probs = tf.where_v2(first_slot, beam.log_probs[..., None], -np.inf)  # [b, k, r]
-        carried_scores = tf.where_v2(first_slot, beam_scores(beam, alpha)[..., None], -np.inf)
+        carried_scores = tf.where_v2(first_slot, beam_scores(beam, scoring)[..., None], -np.inf)
         log_probs = tf.where_v2(finished, carried_log_probs, alive_log_probs)  # [b, k, r]
         scores = tf.where_v2(finished, carried_scores, alive_scores)          # [b, k, r]
         tokens = tf.where_v2(finished, end_token_id, row_tokens)              # [b, k, r]
 
         flat = [batch_size, -1]                                                 # [b, k * r]
-        best_scores, best = tf.nn.top_k(tf.reshape(scores, flat), k=beam_width)  # [b, k]
+        _, best = tf.nn.top_k(tf.reshape(scores, flat), k=beam_width)          # [b, k]
         parent_ids = best // row_width                                          # [b, k]
         token_ids = batch_gather(tf.reshape(tokens, flat), best)                # [b, k]
-        parent_finished = batch_gather(beam.finished, parent_ids)              # [b, k]
-        new_beam = Beam(
-            log_probs=batch_gather(tf.reshape(log_probs, flat), best),          # [b, k]
-            lengths=tf.where_v2(parent_finished, batch_gather(beam.lengths, parent_ids), step + 1),
-            finished=tf.logical_or(tf.equal(token_ids, end_token_id),
-                                   tf.equal(best_scores, -np.inf)))            # [b, k]
-        return new_beam, token_ids, parent_ids
+        log_probs = batch_gather(tf.reshape(log_probs, flat), best)             # [b, k]
+        return (extend(beam, parent_ids, token_ids, log_probs, step, end_token_id, attention),
+                token_ids, parent_ids)
 
 
-def _start(initial_state, beam_width, begin_token_id, max_lengths):
-    """The tiled state [batch, beam, ...], first ids [batch, beam], Beam and checked limits."""
+def _tracked(value):
+    """Whether a Beam field is carried (a tensor) rather than left out (())."""
+    return not isinstance(value, tuple)
+
+
+def extend(beam, parent_ids, token_ids, log_probs, step, end_token_id, attention):
+    """The Beam after every slot took `token_ids` [batch, beam] from its parent slot
+    (`parent_ids`, or None for a beam of one), reaching `log_probs` [batch, beam]."""
+    def from_parent(values):
+        return values if parent_ids is None else batch_gather(values, parent_ids)
+    parent_finished = from_parent(beam.finished)                               # [b, k]
+    coverage, tokens = beam.coverage, beam.tokens
+    if _tracked(coverage):  # a finished hypothesis attends no more
+        coverage = from_parent(coverage + tf.where_v2(beam.finished[..., None], 0.0, attention))
+    if _tracked(tokens):
+        tokens = tf.concat([from_parent(tokens), token_ids[..., None]], axis=2)  # [b, k, t + 1]
+    return Beam(log_probs=log_probs,
+                lengths=tf.where_v2(parent_finished, from_parent(beam.lengths), step + 1),
+                finished=tf.logical_or(tf.equal(token_ids, end_token_id),
+                                       tf.equal(log_probs, -np.inf)),
+                coverage=coverage, tokens=tokens)
+
+
+def _start(initial_state, beam_width, begin_token_id, max_lengths, scoring, source_mask,
+           all_alive=False):
+    """The tiled state [batch, beam, ...], first ids [batch, beam], Beam and checked limits;
+    only slot 0 starts alive (no duplicate first tokens) unless `all_alive` (sampling)."""
     _check(isinstance(beam_width, numbers.Integral) and beam_width >= 1,
            "beam_width must be an int >= 1, got %r", beam_width)
+    _check(source_mask is not None or not scoring_lib.tracks_coverage(scoring),
+           "a coverage penalty needs the source_mask")
     with tf.name_scope("start"):
         state = tf.nest.map_structure(lambda s: tile_beams(tf.convert_to_tensor(s), beam_width),
                                       initial_state)                           # [b, k, ...]
         batch_size = get_shape(tf.nest.flatten(state)[0])[0]
         ids = tf.fill([batch_size, beam_width], begin_token_id)               # [b, k]
-        first = tf.equal(tf.range(beam_width), 0)  # only slot 0 alive: no duplicate first tokens
-        beam = Beam(log_probs=tf.tile(tf.where_v2(first, 0.0, -np.inf)[None], [batch_size, 1]),
+        alive = tf.logical_or(tf.equal(tf.range(beam_width), 0), all_alive)   # [k]
+        beam = Beam(log_probs=tf.tile(tf.where_v2(alive, 0.0, -np.inf)[None], [batch_size, 1]),
                     lengths=tf.zeros([batch_size, beam_width], tf.int32),
-                    finished=tf.tile(tf.logical_not(first)[None], [batch_size, 1]))
+                    finished=tf.tile(tf.logical_not(alive)[None], [batch_size, 1]),
+                    coverage=scoring_lib.initial_coverage(source_mask, beam_width)
+                    if scoring_lib.tracks_coverage(scoring) else (),
+                    tokens=tf.zeros([batch_size, beam_width, 0], tf.int32)
+                    if scoring.no_repeat_ngram_size else ())
     if max_lengths is not None:
         max_lengths = tf.convert_to_tensor(max_lengths)  # one per sentence, never broadcast
         size, shape = max_lengths.shape.num_elements(), max_lengths.shape
@@ -155,19 +188,23 @@ def _checked_length(sequence_length):
         return tf.identity(sequence_length)
 
 
-def _advance(update_fn, state, ids, beam, step, end_token_id, alpha, max_lengths, trace):
-    """One step: the model, select_best, the state reordered; returns (state, beam, record)."""
+def _advance(update_fn, state, ids, beam, step, end_token_id, scoring, max_lengths, trace,
+             select):
+    """One step: the model, `select` (select_best's signature), the state reordered;
+    returns (state, beam, record)."""
     new_state, logits = update_fn(state, ids)                                 # [b, k, vocab]
     _check(logits.shape.ndims in (None, 3), "logits must be [batch, beam, vocab]: %s", logits.shape)
     vocab_size = logits.shape.as_list()[-1] if logits.shape.ndims else None  # never ends if out
     _check(0 <= end_token_id < (vocab_size or np.inf), "end_token_id %r outside vocab %s",
            end_token_id, vocab_size)
-    beam, token_ids, parent_ids = select_best(logits, beam, step, end_token_id, alpha, max_lengths)
-    if ids.shape[1] != 1:  # a beam of one has only its own parent
+    beam, token_ids, parent_ids = select(logits, beam, step, end_token_id, scoring, max_lengths,
+                                         new_state.get("attention") if _tracked(beam.coverage)
+                                         else None)
+    if parent_ids is not None and ids.shape[1] != 1:  # a beam of one has only its own parent
         new_state = tf.nest.map_structure(lambda s: batch_gather(s, parent_ids), new_state)
     record = {"token_ids": token_ids, "parent_ids": parent_ids}               # [b, k] each
     if trace:
-        record.update(scores=beam_scores(beam, alpha), finished=beam.finished)
+        record.update(scores=beam_scores(beam, scoring), finished=beam.finished)
         if isinstance(new_state, dict) and "attention" in new_state:
             record["attention"] = new_state["attention"]                       # [b, k, src]
     return new_state, beam, record
@@ -195,18 +232,22 @@ def backtrack(parent_ids, *histories):
         return [tf.transpose(p, [1, 2, 0] + list(range(3, p.shape.ndims))) for p in paths]
 
 
-def _results(history, beam, end_token_id, alpha, trace):
-    """(ids [b, k, t], scores [b, k], lengths [b, k]) and the trace dict if `trace`."""
+def _results(history, beam, end_token_id, scoring, trace, sort=False):
+    """(ids [b, k, t], scores [b, k], lengths [b, k]) and the trace dict if `trace`;
+    `sort`: order each sentence's hypotheses best first (samples, not a ranked beam)."""
     with tf.name_scope("results"):
         histories = [history[key] for key in ("token_ids", "attention") if key in history]
-        if beam.lengths.shape[1] == 1:  # greedy: no branches to follow, [b, 1, t, ...]
+        if beam.lengths.shape[1] == 1 or "parent_ids" not in history:  # no branches to follow
             paths = [tf.transpose(h, [1, 2, 0] + list(range(3, h.shape.ndims))) for h in histories]
         else:
             paths = backtrack(history["parent_ids"], *histories)
-        scores = beam_scores(beam, alpha)                                      # [b, k]
+        scores, lengths = beam_scores(beam, scoring), beam.lengths             # [b, k]
+        if sort:
+            scores, order = tf.nn.top_k(scores, k=get_shape(scores)[1])       # [b, k]
+            paths, lengths = [batch_gather(path, order) for path in paths], batch_gather(lengths, order)
         possible = tf.greater(scores, -np.inf)  # -inf: beam filler, ids all end, length 0
         ids = tf.where_v2(possible[..., None], paths[0], end_token_id)        # [b, k, t]
-        lengths = tf.where_v2(possible, beam.lengths, 0)                       # [b, k]
+        lengths = tf.where_v2(possible, lengths, 0)                            # [b, k]
         if not trace:
             return ids, scores, lengths
         steps = {key: tf.transpose(history[key], [1, 0, 2])                    # [b, t, k]
@@ -217,20 +258,23 @@ def _results(history, beam, end_token_id, alpha, trace):
 
 
 def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width, begin_token_id,
-                    end_token_id, length_penalty=0.0, name="rnn", max_lengths=None, trace=False):
+                    end_token_id, length_penalty=0.0, name="rnn", max_lengths=None, trace=False,
+                    source_mask=None):
     """Beam search unrolled in Python: one graph step per token (DESIGN.md's contract).
 
     Args:
       update_fn: (state nested [batch, beam, ...], ids [batch, beam] int32) ->
         (new_state, logits [batch, beam, vocab]); a tf.make_template shares its variables.
+        A coverage penalty needs the state's "attention" [batch, beam, src].
       initial_state: nested [batch, ...] tensors, tiled over the beam.
       sequence_length: Python int >= 1, the most tokens; every step is built.
       beam_width: Python int >= 1.
       begin_token_id, end_token_id: ints.
-      length_penalty: alpha in ((5 + length) / 6) ** alpha.
+      length_penalty: GNMT's alpha, or a decode.scoring.Scoring with every decoding option.
       name: name scope.
       max_lengths: None or [batch] ints, each sentence's most tokens, end included.
       trace: also return what every step kept (DESIGN.md "Search trace").
+      source_mask: [batch, src] float32, 1 on source pieces: needed by a coverage penalty.
     Returns:
       ids [batch, beam, time] int32 (end token repeated after it), scores [batch,
       beam] float32 best first, lengths [batch, beam] int32 (end token counted);
@@ -238,24 +282,25 @@ def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width, begin
       (int32), "scores", "finished" after each step, and "attention" [batch, beam,
       time, src] along each hypothesis when the state holds an "attention".
     """
+    scoring = scoring_lib.as_scoring(length_penalty)
     with tf.name_scope(name):
         sequence_length = _checked_length(sequence_length)
         state, ids, beam, max_lengths = _start(initial_state, beam_width, begin_token_id,
-                                               max_lengths)
+                                               max_lengths, scoring, source_mask)
         records = []
         for step in range(sequence_length):
             with tf.name_scope("step_%d" % step):
                 state, beam, record = _advance(update_fn, state, ids, beam, step, end_token_id,
-                                               length_penalty, max_lengths, trace)
+                                               scoring, max_lengths, trace, select_best)
             ids = record["token_ids"]                                          # [b, k]
             records.append(record)
         history = {key: tf.stack([record[key] for record in records]) for key in records[0]}
-        return _results(history, beam, end_token_id, length_penalty, trace)
+        return _results(history, beam, end_token_id, scoring, trace)
 
 
 def while_loop_beam_search(update_fn, initial_state, sequence_length, beam_width,
                            begin_token_id, end_token_id, length_penalty=0.0, name="while_loop",
-                           max_lengths=None, trace=False):
+                           max_lengths=None, trace=False, source_mask=None):
     """Beam search in a tf.while_loop that stops once every hypothesis has finished.
 
     Args and Returns as `rnn_beam_search`, but `sequence_length` may also be a
@@ -263,38 +308,53 @@ def while_loop_beam_search(update_fn, initial_state, sequence_length, beam_width
     running all `sequence_length` steps).
     """
     with tf.name_scope(name):
-        sequence_length = _checked_length(sequence_length)
-        state, ids, beam, max_lengths = _start(initial_state, beam_width, begin_token_id,
-                                               max_lengths)
-        keys = {"token_ids": tf.int32, "parent_ids": tf.int32}
-        keys = keys if beam_width > 1 or trace else {"token_ids": tf.int32}  # greedy: no tree
-        if trace:
-            keys.update(scores=tf.float32, finished=tf.bool)
-            if isinstance(initial_state, dict) and "attention" in initial_state:
-                keys["attention"] = tf.float32
-        history = {key: tf.TensorArray(dtype, size=0, dynamic_size=True, name=key)
-                   for key, dtype in keys.items()}
+        return search_loop(update_fn, initial_state, sequence_length, beam_width, begin_token_id,
+                           end_token_id, scoring_lib.as_scoring(length_penalty), max_lengths,
+                           trace, source_mask)
 
-        def not_done(step, state, ids, beam, history):
-            return tf.logical_and(step < sequence_length, ~tf.reduce_all(beam.finished))
 
-        def body(step, state, ids, beam, history):
-            state, beam, record = _advance(update_fn, state, ids, beam, step, end_token_id,
-                                           length_penalty, max_lengths, trace)
-            history = {key: history[key].write(step, record[key]) for key in history}
-            return step + 1, state, record["token_ids"], beam, history
+def search_loop(update_fn, initial_state, sequence_length, width, begin_token_id, end_token_id,
+                scoring, max_lengths, trace, source_mask, select=None, sampling=False):
+    """The tf.while_loop of `while_loop_beam_search` (Args and Returns as it), choosing each
+    step's tokens with `select` (select_best's signature; None: select_best); `sampling`: every slot starts alive,
+    keeps its own parent, and the results are sorted best first (decode/sampling.py)."""
+    sequence_length = _checked_length(sequence_length)
+    state, ids, beam, max_lengths = _start(initial_state, width, begin_token_id, max_lengths,
+                                           scoring, source_mask, all_alive=sampling)
+    keys = {"token_ids": tf.int32, "parent_ids": tf.int32}
+    keys = keys if (width > 1 and not sampling) or trace else {"token_ids": tf.int32}  # no tree
+    if trace:
+        keys.update(scores=tf.float32, finished=tf.bool)
+        if isinstance(initial_state, dict) and "attention" in initial_state:
+            keys["attention"] = tf.float32
+    history = {key: tf.TensorArray(dtype, size=0, dynamic_size=True, name=key)
+               for key, dtype in keys.items()}
 
-        loop_vars = (tf.constant(0), state, ids, beam, history)
-        _, _, _, beam, history = tf.while_loop(
-            not_done, body, loop_vars, shape_invariants=batch_free_shape_invariants(loop_vars),
-            back_prop=False, name="search")
-        history = {key: array.stack() for key, array in history.items()}        # [t, b, k, ...]
-        return _results(history, beam, end_token_id, length_penalty, trace)
+    def not_done(step, state, ids, beam, history):
+        return tf.logical_and(step < sequence_length, ~tf.reduce_all(beam.finished))
+
+    def body(step, state, ids, beam, history):
+        state, beam, record = _advance(update_fn, state, ids, beam, step, end_token_id,
+                                       scoring, max_lengths, trace, select or select_best)
+        history = {key: history[key].write(step, record[key]) for key in history}
+        return step + 1, state, record["token_ids"], beam, history
+
+    loop_vars = (tf.constant(0), state, ids, beam, history)
+    invariants = list(batch_free_shape_invariants(loop_vars))
+    if _tracked(beam.tokens):  # [batch, beam, time]: grows a piece a step
+        invariants[3] = invariants[3]._replace(tokens=tf.TensorShape([None, width, None]))
+    _, _, _, beam, history = tf.while_loop(not_done, body, loop_vars,
+                                           shape_invariants=tuple(invariants),
+                                           back_prop=False, name="search")
+    history = {key: array.stack() for key, array in history.items()}            # [t, b, k, ...]
+    return _results(history, beam, end_token_id, scoring, trace, sort=sampling)
 
 
 def greedy_search(update_fn, initial_state, sequence_length, begin_token_id, end_token_id,
-                  length_penalty=0.0, name="greedy", max_lengths=None, trace=False):
+                  length_penalty=0.0, name="greedy", max_lengths=None, trace=False,
+                  source_mask=None):
     """Greedy decoding: `while_loop_beam_search` with a beam of one (Args and Returns
     as it, without `beam_width`; every output's beam dimension is 1)."""
     return while_loop_beam_search(update_fn, initial_state, sequence_length, 1, begin_token_id,
-                                  end_token_id, length_penalty, name, max_lengths, trace)
+                                  end_token_id, length_penalty, name, max_lengths, trace,
+                                  source_mask)

@@ -255,7 +255,7 @@ def test_select_best_carries_a_finished_hypothesis_once_with_its_score():
         logits = tf.constant([[[9.0, 0.0, 0.0, 0.0],      # finished: ignored
                                [0.0, 0.0, 2.0, 1.0],
                                [0.0, 0.0, 5.0, 0.0]]])
-        choice = beam_search.select_best(logits, beam, step=3, end_token_id=END, alpha=0.0)
+        choice = beam_search.select_best(logits, beam, step=3, end_token_id=END, scoring=0.0)
         with tf.Session() as session:
             beam, token_ids, parent_ids = session.run(choice)
     log_softmax_1 = reference.log_softmax([0.0, 0.0, 2.0, 1.0])
@@ -400,7 +400,7 @@ def test_select_best_ends_alive_hypotheses_at_their_limit_with_the_true_log_prob
         logits = tf.constant([[[9.0, 0.0, 0.0, 0.0],
                                [0.0, 0.0, 2.0, 1.0],
                                [0.0, 0.0, 5.0, 0.0]]] * 2)
-        choice = beam_search.select_best(logits, beam, step=3, end_token_id=END, alpha=0.0,
+        choice = beam_search.select_best(logits, beam, step=3, end_token_id=END, scoring=0.0,
                                      max_lengths=tf.constant([4, 9]))
         with tf.Session() as session:
             beam, token_ids, parent_ids = session.run(choice)

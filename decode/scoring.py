@@ -1,0 +1,130 @@
+"""The decoding options: how a hypothesis is scored and which pieces it may take next.
+
+Every decoder reads them through `select_best` or `sample_next` (decode/beam_search.py,
+decode/sampling.py), so a beam search, greedy decoding and sampling score alike:
+
+    score = log p / normaliser(length) + beta * sum_src log(min(attention received, 1))
+
+The normaliser is GNMT's ((5 + length) / 6) ** alpha, the length itself ("average") or 1
+("none"); the coverage term is GNMT's (Wu et al. 2016). Repetition blocking and the minimum
+length remove candidates (-inf) before the search ranks them; the log-probabilities stay the
+model's own. The options' meaning and ranges: DESIGN.md "Decoding options"; why coverage
+also ranks unfinished hypotheses: docs/DECODING-NOTES.md.
+"""
+
+import collections
+
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+from seq2seq.common import get_shape
+
+LENGTH_PENALTY_KINDS = ("gnmt", "average", "none")
+# The attention a source piece must receive before the coverage term stops rising; a piece
+# never attended to counts as this little (log 0 would make every hypothesis -inf).
+MIN_COVERAGE = 1e-10
+
+Scoring = collections.namedtuple(
+    "Scoring", "length_penalty length_penalty_kind coverage_penalty no_repeat_ngram_size min_length",
+    defaults=(0.0, "gnmt", 0.0, 0, 0))
+Scoring.__doc__ = """The scoring options of a search: alpha (float or scalar tensor), the
+normalisation kind (Python str), beta (float or scalar tensor; coverage is tracked only when
+the Scoring says `tracks_coverage`), n of repetition blocking (Python int, 0: off) and the
+minimum length (int or scalar tensor)."""
+
+
+def as_scoring(scoring):
+    """A Scoring, or a float: GNMT's alpha with every other option off."""
+    return scoring if isinstance(scoring, Scoring) else Scoring(length_penalty=scoring)
+
+
+def tracks_coverage(scoring):
+    """Whether the search carries the attention received: beta a tensor, or a float > 0."""
+    return isinstance(scoring.coverage_penalty, tf.Tensor) or scoring.coverage_penalty > 0
+
+
+def length_normaliser(lengths, scoring):
+    """What a log-probability is divided by: [...] int lengths -> [...] float32."""
+    lengths = tf.cast(lengths, tf.float32)
+    if scoring.length_penalty_kind == "gnmt":
+        return tf.pow((5.0 + lengths) / 6.0, scoring.length_penalty)
+    if scoring.length_penalty_kind == "average":
+        return tf.maximum(lengths, 1.0)
+    if scoring.length_penalty_kind == "none":
+        return tf.ones_like(lengths)
+    raise ValueError("length_penalty_kind must be one of %s, got %r"
+                     % (", ".join(LENGTH_PENALTY_KINDS), scoring.length_penalty_kind))
+
+
+def coverage_term(coverage, scoring):
+    """beta * sum over source pieces of log(min(attention received, 1)).
+
+    Args:
+      coverage: [..., src] float32, the attention each source piece received so far; padding
+        positions start at 1, so they add nothing.
+    Returns:
+      [...] float32.
+    """
+    received = tf.clip_by_value(coverage, MIN_COVERAGE, 1.0)
+    return scoring.coverage_penalty * tf.reduce_sum(tf.log(received), axis=-1)
+
+
+def initial_coverage(source_mask, beam_width):
+    """[batch, src] source mask (1 on pieces) -> [batch, beam, src]: 0 on pieces, 1 on padding."""
+    return tf.tile((1.0 - tf.cast(source_mask, tf.float32))[:, None, :], [1, beam_width, 1])
+
+
+def scores(log_probs, lengths, coverage, scoring):
+    """The contract's score of hypotheses: [...] log_probs and lengths (and [..., src]
+    coverage, or () when not tracked) -> [...] float32."""
+    normalised = log_probs / length_normaliser(lengths, scoring)
+    return normalised + coverage_term(coverage, scoring) if len(coverage) else normalised
+
+
+def repeated_ngram_mask(tokens, n, vocab_size):
+    """Which next pieces would repeat an n-gram a hypothesis already holds.
+
+    The candidate c repeats an n-gram when the hypothesis's last n - 1 pieces followed by c
+    occur earlier; c is then the piece that followed an earlier occurrence of those n - 1.
+
+    Args:
+      tokens: [batch, beam, time] int32, each hypothesis's pieces so far.
+      n: Python int >= 1.
+      vocab_size: int or scalar tensor.
+    Returns:
+      [batch, beam, vocab] bool, True where the piece is blocked.
+    """
+    with tf.name_scope("repeated_ngrams"):
+        batch_size, beam_width, time = get_shape(tokens)
+        # n - 1 pieces of -1 in front: every position has a full window, and -1 matches no piece.
+        padded = tf.pad(tokens, [[0, 0], [0, 0], [n - 1, 0]], constant_values=-1)
+        follows_suffix = tf.ones([batch_size, beam_width, time], tf.bool)    # [b, k, t]
+        for i in range(n - 1):  # window j's i-th piece against the suffix's i-th piece
+            follows_suffix &= tf.equal(padded[:, :, i:i + time], padded[:, :, time + i:time + i + 1])
+        rows = tf.range(batch_size * beam_width)[:, None] * vocab_size       # [b * k, 1]
+        positions = rows + tf.reshape(tokens, [batch_size * beam_width, -1])  # [b * k, t]
+        counts = tf.math.unsorted_segment_sum(
+            tf.reshape(tf.cast(follows_suffix, tf.int32), [-1]), tf.reshape(positions, [-1]),
+            batch_size * beam_width * vocab_size)
+        return tf.reshape(counts > 0, [batch_size, beam_width, vocab_size])
+
+
+def allowed_logits(logits, step, end_token_id, scoring, tokens=()):
+    """logits with -inf where the options forbid a piece: the end token before min_length,
+    a piece that repeats an n-gram.
+
+    Args:
+      logits: [batch, beam, vocab]; step: pieces generated so far (int or scalar tensor);
+      tokens: [batch, beam, step] int32 pieces so far, needed for repetition blocking.
+    Returns:
+      [batch, beam, vocab], the same tensor when no option forbids anything.
+    """
+    with tf.name_scope("allowed"):
+        if scoring.no_repeat_ngram_size:
+            blocked = repeated_ngram_mask(tokens, scoring.no_repeat_ngram_size, get_shape(logits)[2])
+            logits = tf.where_v2(blocked, -np.inf, logits)
+        if isinstance(scoring.min_length, tf.Tensor) or scoring.min_length > 0:
+            is_end = tf.equal(tf.range(get_shape(logits)[2]), end_token_id)    # [vocab]
+            too_short = tf.logical_and(is_end, step < scoring.min_length)
+            logits = tf.where_v2(too_short, -np.inf, logits)
+        return logits
