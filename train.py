@@ -26,10 +26,10 @@ from data_pipeline.corpus import CorpusError  # noqa: E402
 from data_pipeline.input import input_fn  # noqa: E402
 from data_pipeline.prepare import prepare  # noqa: E402
 from data_pipeline.tokenizer import Tokenizer  # noqa: E402
-from seq2seq.best_checkpoint import BestCheckpointExporter, format_metrics_table  # noqa: E402
+from training.best_checkpoint import BestCheckpointExporter, format_metrics_table  # noqa: E402
 from seq2seq.config import (  # noqa: E402
     ConfigError, corpus_overrides, load_config, save_config, shape_mismatches)
-from seq2seq.model_fn import (  # noqa: E402
+from training.model_fn import (  # noqa: E402
     NonFiniteLossError, as_non_finite_loss_error, model_fn, serving_input_receiver_fn,
     session_config)
 

@@ -4,7 +4,7 @@ The batches are drawn once from data_pipeline.input (TRAIN mode, rows
 divisible by 2 so that both tower counts see identical data) and saved; each
 variant then trains on the same list in its own process, the same run:
 
-  ours_1   seq2seq.model_fn's TRAIN graph on one device, in a tf.Session
+  ours_1   training.model_fn's TRAIN graph on one device, in a tf.Session
            (what train.py runs, without the Estimator's hooks).
   ours_2   the same, each batch split over 2 towers on 2 virtual CPU devices.
   keras    a tf.keras GRU encoder-decoder of the same sizes and the same
@@ -148,7 +148,7 @@ def rates(batches, step_end_clocks, warmup):
 
 
 def run_ours(config, batches, num_towers, warmup, vocab_size=None):
-    """Trains seq2seq's model_fn graph on `batches`.
+    """Trains training.model_fn's graph on `batches`.
 
     With `vocab_size`, the model's source and target vocabularies are that
     wide instead of the tokenizer's (see "Vocabulary 4000").
@@ -160,11 +160,7 @@ def run_ours(config, batches, num_towers, warmup, vocab_size=None):
 
     import tensorflow.compat.v1 as tf
     from data_pipeline.tokenizer import Tokenizer
-    from seq2seq.model_fn import model_fn
-    try:
-        from seq2seq.model_fn import session_config
-    except ImportError:  # the code before seq2seq/towers.py merged into model_fn
-        from seq2seq.towers import session_config
+    from training.model_fn import model_fn, session_config
 
     tf.disable_v2_behavior()
     model_dir = tempfile.mkdtemp()

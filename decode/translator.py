@@ -21,11 +21,15 @@ from tensorflow.core.protobuf import rewriter_config_pb2
 
 from data_pipeline.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
 from decode import DECODERS, greedy_search, rnn_beam_search, while_loop_beam_search
-from seq2seq.best_checkpoint import best_checkpoint_dir
+from decode.options import SCORING_OPTIONS
+from decode.sampling import Sampling, sample_search, sentence_keys
+from decode.scoring import Scoring, tracks_coverage
 from seq2seq.config import load_config
 from seq2seq.model import Seq2SeqModel
 
 UNROLLED_LENGTH_STEP = 8  # the unrolled search is built for lengths rounded up to a multiple
+SERVING_SIGNATURE = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY  # of train.py's exports
+BEST_DIR, PREVIOUS_SUFFIX = "best", ".old"  # MODEL_DIR/best/: the best-BLEU checkpoint
 
 Translation = collections.namedtuple("Translation", "text score n_best unfamiliar trace",
                                      defaults=(False, None))
@@ -78,35 +82,52 @@ def unrolled_length_bucket(max_source_length, decode_params):
 
 
 def search_encoded(model, encoder_output, source_length, decode_params, decoder, beam_width,
-                   unrolled_length=None, trace=False):
+                   unrolled_length=None, trace=False, options=None):
     """The n-best translations of an encoded batch, each within its sentence's length limit.
 
     Args:
       model, encoder_output: a `Seq2SeqModel` and its `encode(..., training=False)`.
       source_length: [batch] int32; decode_params: the config's "decode" dict.
-      decoder: one of DECODERS; beam_width: K (1 for greedy).
+      decoder: one of DECODERS but "exact"; beam_width: K (1 for greedy, the samples for sample).
       unrolled_length: the unrolled search's steps (`unrolled_length_bucket`), else None.
       trace: also return the search's trace dict, with the attention (decode/beam_search.py).
+      options: decoding options (decode/options.py) over decode_params': values or scalar
+        tensors, but length_penalty_kind and no_repeat_ngram_size, which shape the graph;
+        the sample decoder also needs "sentence_keys" ([batch] int64, decode/sampling.py).
     Returns:
       ids [batch, K, time] int32, scores [batch, K] float32 best first, lengths
       [batch, K] int32 counting the end token, and with `trace` the trace dict.
     """
+    params = dict(decode_params, **(options or {}))
+    scoring = Scoring(*(params[name] for name in SCORING_OPTIONS))
+    coverage = tracks_coverage(scoring)
     scope = "%s_beam%d" % (decoder, beam_width) + (
         "_len%d" % unrolled_length if unrolled_length else "") + ("_trace" if trace else "")
     with tf.name_scope(scope):  # e.g. unrolled_beam4_len24
         limits = output_length_limits(source_length, decode_params)          # [batch]
         update_fn, initial_state = model.beam_update_fn(encoder_output, beam_width,
-                                                        with_attention=trace)
-        options = dict(length_penalty=decode_params["length_penalty"], max_lengths=limits,
-                       trace=trace)
+                                                        with_attention=trace or coverage)
+        common = dict(max_lengths=limits, source_mask=encoder_output.mask if coverage else None)
         if decoder == "unrolled":
             return rnn_beam_search(update_fn, initial_state, unrolled_length, beam_width,
-                                   BOS_ID, EOS_ID, **options)
+                                   BOS_ID, EOS_ID, scoring, trace=trace, **common)
         max_length = tf.reduce_max(limits, name="max_output_length")  # every sentence's bound
+        if decoder == "sample":
+            sampling = Sampling(*(params[name] for name in Sampling._fields))
+            return sample_search(update_fn, initial_state, max_length, beam_width, BOS_ID, EOS_ID,
+                                 scoring, sampling, params["sentence_keys"], **common)
         if decoder == "greedy":
-            return greedy_search(update_fn, initial_state, max_length, BOS_ID, EOS_ID, **options)
+            return greedy_search(update_fn, initial_state, max_length, BOS_ID, EOS_ID, scoring,
+                                 trace=trace, **common)
         return while_loop_beam_search(update_fn, initial_state, max_length, beam_width,
-                                      BOS_ID, EOS_ID, **options)
+                                      BOS_ID, EOS_ID, scoring, trace=trace, **common)
+
+
+def best_checkpoint_dir(model_dir):
+    """MODEL_DIR/best, else MODEL_DIR/best.old (an update died between its renames), else None."""
+    best_dir = os.path.join(model_dir, BEST_DIR)
+    return next((directory for directory in (best_dir, best_dir + PREVIOUS_SUFFIX)
+                 if os.path.isdir(directory)), None)
 
 
 def find_checkpoint(model_dir):
@@ -209,7 +230,6 @@ class Translator:
 
     def _load_saved_model(self, export_dir):
         """Loads a SavedModel's serving signature: the exported while_loop search."""
-        from seq2seq.model_fn import SERVING_SIGNATURE  # model_fn imports this module
         if not tf.saved_model.loader.maybe_saved_model_directory(export_dir):
             raise ValueError("%s holds no SavedModel (saved_model.pb)" % export_dir)
         meta_graph = tf.saved_model.loader.load(

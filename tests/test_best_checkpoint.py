@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from decode.translator import find_checkpoint
-from seq2seq import best_checkpoint
-from seq2seq.best_checkpoint import BestCheckpointExporter, best_checkpoint_dir, read_best
+from decode.translator import best_checkpoint_dir, find_checkpoint
+from training import best_checkpoint
+from training.best_checkpoint import BestCheckpointExporter, read_best
 
 CONFIG_FILE = "config.yaml"
 

@@ -11,7 +11,7 @@ from conftest import TINY_CONFIG
 from data_pipeline.input import make_dataset
 from data_pipeline.tokenizer import Tokenizer
 from seq2seq.config import ConfigError
-from seq2seq.model_fn import model_fn, parallel_gradients, session_config, split_batch
+from training.model_fn import model_fn, parallel_gradients, session_config, split_batch
 
 TRAIN = tf.estimator.ModeKeys.TRAIN
 

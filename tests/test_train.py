@@ -18,11 +18,11 @@ import tensorflow.compat.v1 as tf
 import train
 from data_pipeline.input import make_input_fn
 from data_pipeline.tokenizer import Tokenizer
-from seq2seq import best_checkpoint
-from seq2seq import model_fn
-from seq2seq.best_checkpoint import read_best
+from training import best_checkpoint
+from training import model_fn
+from training.best_checkpoint import read_best
 from seq2seq.config import ConfigError, load_config
-from seq2seq.model_fn import NonFiniteLossError
+from training.model_fn import NonFiniteLossError
 
 EVAL = tf.estimator.ModeKeys.EVAL
 
@@ -149,7 +149,7 @@ def test_evaluate_bleu_equals_sacrebleu_on_predictions(tiny_config, tiny_data, t
 
 def test_bleu_references_are_the_corpus_text_not_a_sentencepiece_round_trip(tiny_data):
     """A character the vocabulary lacks comes back from the ids as ⁇; the reference keeps it."""
-    from seq2seq.model_fn import _references
+    from training.model_fn import _references
     tokenizer = Tokenizer.load(tiny_data.data_dir)
     snowman, plain = "dois ☃ três", "dois três"
     ids = [tokenizer.encode_target(snowman), tokenizer.encode_target(plain)]

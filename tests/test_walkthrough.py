@@ -19,8 +19,9 @@ from seq2seq.config import DEFAULTS
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WALKTHROUGH = os.path.join(REPO, "docs", "WALKTHROUGH.md")
-PACKAGES = ("data_pipeline", "seq2seq", "decode", "server", "train", "serve")
-TOP_DIRS = ("data_pipeline", "seq2seq", "decode", "server", "tests", "docs", "configs", "bench")
+PACKAGES = ("data_pipeline", "seq2seq", "decode", "training", "server", "train", "serve")
+TOP_DIRS = ("data_pipeline", "seq2seq", "decode", "training", "server", "tests", "docs", "configs",
+            "bench")
 CODE = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 INLINE = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
 

@@ -10,12 +10,12 @@ import shutil
 import tensorflow.compat.v1 as tf
 import yaml
 
+from decode.translator import BEST_DIR, PREVIOUS_SUFFIX
+
 logger = logging.getLogger("seq2seq")
 
-BEST_DIR = "best"
 BEST_RECORD = "best.yaml"
 _STAGING_SUFFIX = ".tmp"
-_PREVIOUS_SUFFIX = ".old"
 _DATA_SHARD = re.compile(r"\.data-(\d+)-of-(\d+)$")
 
 
@@ -37,13 +37,6 @@ def read_best(best_dir):
         return None
     with open(path, encoding="utf-8") as f:
         return yaml.safe_load(f)
-
-
-def best_checkpoint_dir(model_dir):
-    """MODEL_DIR/best, else MODEL_DIR/best.old (an update died between its renames), else None."""
-    best_dir = os.path.join(model_dir, BEST_DIR)
-    return next((directory for directory in (best_dir, best_dir + _PREVIOUS_SUFFIX)
-                 if os.path.isdir(directory)), None)
 
 
 def _copy_checkpoint(checkpoint_path, model_dir_files, record, best_dir):
@@ -75,7 +68,7 @@ def _copy_checkpoint(checkpoint_path, model_dir_files, record, best_dir):
     tf.train.update_checkpoint_state(staging, os.path.basename(checkpoint_path))
     with open(os.path.join(staging, BEST_RECORD), "w", encoding="utf-8") as f:
         yaml.safe_dump(record, f, sort_keys=False)
-    previous = best_dir + _PREVIOUS_SUFFIX
+    previous = best_dir + PREVIOUS_SUFFIX
     if os.path.exists(best_dir):
         os.replace(best_dir, previous)
     os.replace(staging, best_dir)
@@ -104,7 +97,7 @@ class BestCheckpointExporter(tf.estimator.Exporter):
         step = int(eval_result[tf.GraphKeys.GLOBAL_STEP])
         logger.info(format_metrics_table(eval_result, "evaluation at step %d" % step))
         best_dir = os.path.join(estimator.model_dir, BEST_DIR)
-        previous = best_dir + _PREVIOUS_SUFFIX  # an update interrupted between its renames
+        previous = best_dir + PREVIOUS_SUFFIX  # an update interrupted between its renames
         if not os.path.exists(best_dir) and os.path.isdir(previous):
             os.replace(previous, best_dir)
             logger.warning("%s was missing after an interrupted update: restored it from %s",

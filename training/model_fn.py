@@ -12,12 +12,11 @@ import sacrebleu
 import tensorflow.compat.v1 as tf
 
 from data_pipeline.tokenizer import Tokenizer
-from decode.translator import search_encoded
+from decode.translator import SERVING_SIGNATURE, search_encoded
 from seq2seq import losses
 from seq2seq.config import ConfigError
 from seq2seq.model import Seq2SeqModel
 
-SERVING_SIGNATURE = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
 logger = logging.getLogger("seq2seq")
 
 
