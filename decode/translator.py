@@ -21,9 +21,6 @@ from tensorflow.core.protobuf import rewriter_config_pb2
 
 from data_pipeline.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
 from decode import DECODERS, greedy_search, rnn_beam_search, while_loop_beam_search
-from decode.options import SCORING_OPTIONS
-from decode.sampling import Sampling, sample_search, sentence_keys
-from decode.scoring import Scoring, tracks_coverage
 from seq2seq.config import load_config
 from seq2seq.model import Seq2SeqModel
 
@@ -82,45 +79,35 @@ def unrolled_length_bucket(max_source_length, decode_params):
 
 
 def search_encoded(model, encoder_output, source_length, decode_params, decoder, beam_width,
-                   unrolled_length=None, trace=False, options=None):
+                   unrolled_length=None, trace=False):
     """The n-best translations of an encoded batch, each within its sentence's length limit.
 
     Args:
       model, encoder_output: a `Seq2SeqModel` and its `encode(..., training=False)`.
       source_length: [batch] int32; decode_params: the config's "decode" dict.
-      decoder: one of DECODERS but "exact"; beam_width: K (1 for greedy, the samples for sample).
+      decoder: one of DECODERS; beam_width: K (1 for greedy).
       unrolled_length: the unrolled search's steps (`unrolled_length_bucket`), else None.
       trace: also return the search's trace dict, with the attention (decode/beam_search.py).
-      options: decoding options (decode/options.py) over decode_params': values or scalar
-        tensors, but length_penalty_kind and no_repeat_ngram_size, which shape the graph;
-        the sample decoder also needs "sentence_keys" ([batch] int64, decode/sampling.py).
     Returns:
       ids [batch, K, time] int32, scores [batch, K] float32 best first, lengths
       [batch, K] int32 counting the end token, and with `trace` the trace dict.
     """
-    params = dict(decode_params, **(options or {}))
-    scoring = Scoring(*(params[name] for name in SCORING_OPTIONS))
-    coverage = tracks_coverage(scoring)
     scope = "%s_beam%d" % (decoder, beam_width) + (
         "_len%d" % unrolled_length if unrolled_length else "") + ("_trace" if trace else "")
     with tf.name_scope(scope):  # e.g. unrolled_beam4_len24
         limits = output_length_limits(source_length, decode_params)          # [batch]
         update_fn, initial_state = model.beam_update_fn(encoder_output, beam_width,
-                                                        with_attention=trace or coverage)
-        common = dict(max_lengths=limits, source_mask=encoder_output.mask if coverage else None)
+                                                        with_attention=trace)
+        options = dict(length_penalty=decode_params["length_penalty"], max_lengths=limits,
+                       trace=trace)
         if decoder == "unrolled":
             return rnn_beam_search(update_fn, initial_state, unrolled_length, beam_width,
-                                   BOS_ID, EOS_ID, scoring, trace=trace, **common)
+                                   BOS_ID, EOS_ID, **options)
         max_length = tf.reduce_max(limits, name="max_output_length")  # every sentence's bound
-        if decoder == "sample":
-            sampling = Sampling(*(params[name] for name in Sampling._fields))
-            return sample_search(update_fn, initial_state, max_length, beam_width, BOS_ID, EOS_ID,
-                                 scoring, sampling, params["sentence_keys"], **common)
         if decoder == "greedy":
-            return greedy_search(update_fn, initial_state, max_length, BOS_ID, EOS_ID, scoring,
-                                 trace=trace, **common)
+            return greedy_search(update_fn, initial_state, max_length, BOS_ID, EOS_ID, **options)
         return while_loop_beam_search(update_fn, initial_state, max_length, beam_width,
-                                      BOS_ID, EOS_ID, scoring, trace=trace, **common)
+                                      BOS_ID, EOS_ID, **options)
 
 
 def best_checkpoint_dir(model_dir):
