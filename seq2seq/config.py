@@ -98,6 +98,8 @@ DEFAULTS = {
         "concurrent_batches": 0,  # batches running at once, >= 0 (0: one per CPU core)
         "intra_op_threads": 1,  # threads within one op of a batch's model call, >= 0 (0: one per core)
         "batch_step_overhead": 3.0,  # a step's fixed cost in sentence-steps (length grouping), >= 0
+        "batch_hold_ms": 5.0,  # a free slot beside busy ones waits this long at most for its share, >= 0
+        "batch_log": "",  # a file: one JSON line per model call (bench/replay_batches.py); "": off
     },
 }
 
@@ -340,6 +342,7 @@ def _validate(config):
         "serve.batch_step_overhead", "train.early_stopping_evaluations", "decode.coverage_penalty",
         "decode.no_repeat_ngram_size", "decode.min_length", "decode.top_k"), 0)
     _check_at_least(config, ["decode.temperature"], 0, strict=True)
+    _check_at_least(config, ["serve.batch_hold_ms"], 0)
     if not 0.0 < decode["top_p"] <= 1.0:
         raise ConfigError("decode.top_p must be in (0, 1], got %r" % decode["top_p"])
     _check_at_least(config, ["train.learning_rate"], 0, strict=True)

@@ -1,14 +1,20 @@
 """Continuous batching: concurrent requests of the same settings share model calls.
 
-Rules and reasons: docs/BENCHMARKS.md, "Serving: continuous batching".
+Rules and reasons: docs/BENCHMARKS.md, "Serving: continuous batching" and "Batches
+without fragments (issue 20)".
 """
 
 import collections
+import math
 import threading
 import time
 
+from server.batch_log import BatchLog
+
 # call_seconds: the wall time of the batch's model call, without the wait before it.
 Answer = collections.namedtuple("Answer", "results call_seconds")
+# One model call as the batch log records it (server/batch_log.py).
+Call = collections.namedtuple("Call", "started slot idle_seconds wall_seconds cpu_seconds error")
 
 
 class BatchFailed(Exception):
@@ -16,13 +22,17 @@ class BatchFailed(Exception):
 
 
 class _Waiter:
-    """One request: its items, and then its answer or its batch's error."""
+    """One request: its items, and then its batch to run, its answer or its batch's error."""
 
     def __init__(self, key, items, length):
         self.key, self.items, self.length = key, items, length
+        self.arrived = time.perf_counter()
         self.batch = None  # the batch this request is to run
+        self.slot = None  # (slot index or None, its idle seconds or None) for that batch
         self.answer = self.error = None
-        self.wake = threading.Event()
+        self.done = False
+        self.timed = False  # waits with a timeout: it re-checks the hold of a free slot
+        self.wake = threading.Event()  # a batch to run, the answer, or a hold to re-check
 
 
 def length_groups(waiters, max_items, step_overhead):
@@ -51,22 +61,36 @@ def length_groups(waiters, max_items, step_overhead):
 class Batcher:
     """Runs submissions in batches, up to `concurrency` at once.
 
+    A request at an idle server runs at once. A slot that is free while others are busy
+    starts a batch once the queue holds its fair share of the items queued and running,
+    ceil((queued + running) / (busy slots + 1)), or `hold_seconds` after the later of its
+    freeing and the oldest request's arrival; it takes at most that share (whole requests).
+
     Args:
       run_batch: (key, items) -> results, one per item, in order.
-      concurrency: the most batches running at once (float("inf"): no batching).
+      concurrency: the most batches running at once (float("inf"): no batching, no hold).
       max_batch_items: the most items in one batch (a larger request runs alone).
       step_overhead: `length_groups`' fixed cost of a model step, in sentence-steps.
+      hold_seconds: the longest a free slot beside busy ones waits for its share (0: it
+        takes every queued request of the oldest one's group at once).
+      batch_log: a path that gets one JSON line per model call (server/batch_log.py); "": none.
     """
 
-    def __init__(self, run_batch, concurrency, max_batch_items, step_overhead):
+    def __init__(self, run_batch, concurrency, max_batch_items, step_overhead,
+                 hold_seconds=0.0, batch_log=""):
         self._run_batch = run_batch
         self.concurrency = concurrency
         self._max_items = max_batch_items
         self._step_overhead = step_overhead
+        self._hold_seconds = 0.0 if math.isinf(concurrency) else hold_seconds
+        self._log = BatchLog(batch_log) if batch_log else None
         self._lock = threading.Lock()
         self._queued = threading.Condition(self._lock)
         self._queue = []  # waiting requests, oldest first
-        self._running = 0
+        self._running = self._running_items = 0
+        created = time.perf_counter()  # free slots: [index, freed at], longest free first
+        self._free_slots = [] if math.isinf(concurrency) else [
+            [index, created] for index in range(concurrency)]
         self._totals = {"calls": 0, "items": 0, "seconds": 0.0, "running": 0}
 
     def totals(self):
@@ -88,47 +112,108 @@ class Batcher:
         waiter = _Waiter(key, list(items), length)
         with self._lock:
             self._queue.append(waiter)
-            if self._running < self.concurrency:  # then the queue held no other request
-                self._running += 1
-                waiter.batch = self._take_batch()
-                waiter.wake.set()
+            timeout = self._dispatch(waiter)
             self._queued.notify_all()
-        waiter.wake.wait()
+        while True:
+            waiter.wake.wait(timeout)
+            waiter.wake.clear()  # then the checks: a wake after them is not lost
+            if waiter.batch is not None or waiter.done:
+                break
+            with self._lock:
+                timeout = self._dispatch(waiter)
         if waiter.batch is not None:
-            self._run(waiter.batch, waiter)
-            with self._lock:  # the slot passes to the oldest queued request, if any
-                if self._queue:
-                    batch = self._take_batch()
-                    batch[0].batch = batch
-                    batch[0].wake.set()
-                else:
-                    self._running -= 1
+            batch, call = waiter.batch, self._run(waiter.batch, waiter)
+            with self._lock:
+                self._running -= 1
+                self._running_items -= sum(len(member.items) for member in batch)
+                if call.slot is not None:
+                    self._free_slots.append([call.slot, time.perf_counter()])
+                self._dispatch(None)
+            if self._log is not None:
+                self._log.write(batch[0].key, [item for member in batch for item in member.items],
+                                [result for member in batch
+                                 for result in (member.answer.results if member.answer else [])],
+                                call)
         if waiter.error is not None:
             raise BatchFailed("the model call of this request's batch failed") from waiter.error
         return waiter.answer
 
-    def _take_batch(self):
-        """Removes the oldest request's batch from the queue and returns it (under the lock)."""
+    def _dispatch(self, waiter):
+        """Starts the batches the rule allows on free slots (under the lock).
+
+        Args:
+          waiter: the calling thread's queued request, or None.
+        Returns:
+          How long `waiter` waits before it checks again (None: until woken).
+        """
+        now = time.perf_counter()
+        while self._queue and self._running < self.concurrency:
+            deadline, share = self._hold(now)
+            if deadline is not None:
+                for queued in self._queue:  # each re-checks at the deadline
+                    if queued is not waiter and not queued.timed:
+                        queued.wake.set()
+                if waiter is not None:
+                    waiter.timed = True
+                return deadline - now
+            self._start(self._take_batch(share), now)
+        if waiter is not None:
+            waiter.timed = False
+        return None
+
+    def _hold(self, now):
+        """(deadline, None) while a free slot holds, else (None, the most items it takes)."""
+        if self._running == 0 or not self._hold_seconds:
+            return None, math.inf
+        queued = sum(len(waiter.items) for waiter in self._queue)
+        share = -(-(queued + self._running_items) // (self._running + 1))
+        deadline = max(self._queue[0].arrived, self._free_slots[0][1]) + self._hold_seconds
+        return (None, share) if queued >= share or now >= deadline else (deadline, None)
+
+    def _start(self, batch, now):
+        """Gives `batch` a free slot and wakes its first request to run it (under the lock)."""
+        slot = self._free_slots.pop(0) if self._free_slots else None
+        self._running += 1
+        self._running_items += sum(len(waiter.items) for waiter in batch)
+        batch[0].batch = batch
+        batch[0].slot = (slot[0], now - slot[1]) if slot else (None, None)
+        batch[0].wake.set()
+
+    def _take_batch(self, max_items):
+        """Removes the oldest request's batch, of at most `max_items` items but at least that
+        request, from the queue and returns it (under the lock)."""
         oldest = self._queue[0]
         same_key = [waiter for waiter in self._queue if waiter.key == oldest.key]
-        batch = next(group for group in length_groups(same_key, self._max_items,
+        group = next(group for group in length_groups(same_key, self._max_items,
                                                       self._step_overhead) if oldest in group)
+        batch, items = [], 0
+        for waiter in sorted(group, key=same_key.index):
+            if batch and items + len(waiter.items) > max_items:
+                break
+            batch.append(waiter)
+            items += len(waiter.items)
         self._queue = [waiter for waiter in self._queue if waiter not in batch]
-        return sorted(batch, key=same_key.index)
+        return batch
 
     def _run(self, batch, runner):
-        """Runs one batch, counted, and hands each of its requests its answer or the error."""
+        """Runs one batch, counted, and hands each of its requests its answer or the error.
+
+        Returns:
+          The `Call` it made.
+        """
         items = [item for waiter in batch for item in waiter.items]
         with self._lock:
             self._totals["running"] += 1
-        started = time.perf_counter()
+        started_at, started, started_cpu = time.time(), time.perf_counter(), time.thread_time()
+        error = None
         try:
             results = self._run_batch(batch[0].key, items)
-        except Exception as error:
-            results = None
+        except Exception as caught:
+            results, error = None, caught
             for waiter in batch:
-                waiter.error = error
+                waiter.error = caught
         seconds = time.perf_counter() - started
+        call = Call(started_at, *runner.slot, seconds, time.thread_time() - started_cpu, error)
         with self._lock:
             self._totals["running"] -= 1
             for name, value in (("calls", 1), ("items", len(items)), ("seconds", seconds)):
@@ -139,4 +224,6 @@ class Batcher:
                 waiter.answer = Answer(results[start:start + len(waiter.items)], seconds)
                 start += len(waiter.items)
             if waiter is not runner:
+                waiter.done = True
                 waiter.wake.set()
+        return call

@@ -22,12 +22,14 @@ TIMEOUT_S = 60  # a safety net only: no test waits for a duration
 class RecordingRun:
     """A run_batch that records its batches and answers item -> item * 10.
 
-    A batch holding an item of `hold` waits until `release` is set.
+    A batch holding an item of `hold` waits until `release` is set; one holding an
+    item of `gated` waits until that item's own event, `gates[item]`, is set.
     """
 
-    def __init__(self, hold=(), fail_on=None):
+    def __init__(self, hold=(), fail_on=None, gated=()):
         self.batches = []
         self.release = threading.Event()
+        self.gates = {item: threading.Event() for item in gated}
         self._hold = set(hold)
         self._fail_on = fail_on
         self._changed = threading.Condition()
@@ -38,6 +40,8 @@ class RecordingRun:
             self._changed.notify_all()
         if self._hold & set(items):
             assert self.release.wait(TIMEOUT_S)
+        for item in set(self.gates) & set(items):
+            assert self.gates[item].wait(TIMEOUT_S)
         if self._fail_on in items:
             raise RuntimeError("cannot translate %r" % self._fail_on)
         return [item * 10 for item in items]
@@ -47,9 +51,9 @@ class RecordingRun:
             assert self._changed.wait_for(lambda: len(self.batches) >= count, TIMEOUT_S)
 
 
-def batcher_for(run, concurrency=1, max_batch_items=64, step_overhead=1000.0):
+def batcher_for(run, concurrency=1, max_batch_items=64, step_overhead=1000.0, hold_seconds=0.0):
     """A Batcher; a large step overhead puts every length in one batch."""
-    return Batcher(run, concurrency, max_batch_items, step_overhead)
+    return Batcher(run, concurrency, max_batch_items, step_overhead, hold_seconds)
 
 
 class Submitter(threading.Thread):
@@ -127,9 +131,10 @@ def test_batches_hold_whole_requests_up_to_the_limit_and_a_larger_request_runs_a
         "a batch of 3-item requests under a limit of 4 holds one request, in arrival order"
 
 
-def test_as_many_batches_run_at_once_as_the_concurrency_allows():
+@pytest.mark.parametrize("hold_seconds", [0.0, TIMEOUT_S])
+def test_as_many_batches_run_at_once_as_the_concurrency_allows(hold_seconds):
     run = RecordingRun(hold=[1, 2])
-    batcher = batcher_for(run, concurrency=2)
+    batcher = batcher_for(run, concurrency=2, hold_seconds=hold_seconds)
     first = Submitter(batcher, "k", [1])
     run.wait_for_batches(1)
     second = Submitter(batcher, "k", [2])
@@ -200,10 +205,11 @@ def test_each_request_of_a_failed_batch_gets_an_exception_of_its_own():
     assert "submit" not in frames or frames.count("submit") == 1, frames
 
 
-def test_an_unbounded_concurrency_runs_every_request_at_once_alone():
-    # serve.py --no_batching: the baseline that batching is measured against.
+@pytest.mark.parametrize("hold_seconds", [0.0, TIMEOUT_S])
+def test_an_unbounded_concurrency_runs_every_request_at_once_alone(hold_seconds):
+    # serve.py --no_batching: the baseline that batching is measured against; it never holds.
     run = RecordingRun(hold=[1])
-    unbatched = batcher_for(run, concurrency=float("inf"))
+    unbatched = batcher_for(run, concurrency=float("inf"), hold_seconds=hold_seconds)
     first = Submitter(unbatched, "k", [1])
     run.wait_for_batches(1)
     assert unbatched.submit("k", [2, 3], 1).results == [20, 30], "beside a running call"
@@ -246,6 +252,95 @@ def test_every_request_of_a_batch_gets_the_time_of_its_call():
     assert queued[0].answer.call_seconds == queued[1].answer.call_seconds
     assert batcher.totals()["seconds"] == pytest.approx(
         first.answer.call_seconds + queued[0].answer.call_seconds)
+
+
+# --- Batches without fragments: a free slot beside a busy one waits for its share -------------
+# The hold is a minute in these tests, so only the events under test start a batch.
+
+def submit_in_order(batcher, submissions, already_queued=0):
+    """Submits each (key, items) once the ones before it are queued; returns the Submitters."""
+    submitters = []
+    for key, items in submissions:
+        submitters.append(Submitter(batcher, key, items))
+        assert batcher.wait_until_queued(already_queued + len(submitters), TIMEOUT_S)
+    return submitters
+
+
+@pytest.mark.parametrize("hold_seconds", [0.0, TIMEOUT_S])
+def test_a_lone_request_at_an_idle_server_and_one_beside_a_lone_call_run_at_once(hold_seconds):
+    run = RecordingRun(gated=[1])
+    batcher = batcher_for(run, concurrency=2, hold_seconds=hold_seconds)
+    first = Submitter(batcher, "k", [1])
+    run.wait_for_batches(1)
+    second = Submitter(batcher, "k", [2])  # its share of 1 running + 1 queued is 1
+    run.wait_for_batches(2)
+    assert second.result() == [20], "ran beside the first call, which is still held"
+    run.gates[1].set()
+    assert first.result() == [10]
+
+
+def test_a_free_slot_beside_a_busy_one_waits_until_the_queue_holds_its_share():
+    run = RecordingRun(gated=[1])
+    batcher = batcher_for(run, concurrency=2, hold_seconds=TIMEOUT_S)
+    busy = Submitter(batcher, "k", [1, 2, 3, 4])
+    run.wait_for_batches(1)
+    # 1, 2 and 3 queued beside 4 running: less than a share, ceil((queued + 4) / 2).
+    queued = submit_in_order(batcher, [("k", [5]), ("k", [6]), ("k", [7])])
+    assert len(run.batches) == 1, "the free slot waited while they arrived"
+    queued.append(Submitter(batcher, "k", [8]))  # 4 queued: the share of 8 is 4
+    run.wait_for_batches(2)
+    assert [submitter.result() for submitter in queued] == [[50], [60], [70], [80]]
+    assert run.batches[1] == ("k", [5, 6, 7, 8])
+    run.gates[1].set()
+    assert busy.result() == [10, 20, 30, 40]
+
+
+def test_without_a_hold_a_free_slot_takes_a_lone_request_at_once():
+    # The issue 10 rule (serve.batch_hold_ms: 0), the fragments the hold avoids.
+    run = RecordingRun(gated=[1])
+    batcher = batcher_for(run, concurrency=2, hold_seconds=0.0)
+    busy = Submitter(batcher, "k", [1, 2, 3, 4])
+    run.wait_for_batches(1)
+    assert Submitter(batcher, "k", [5]).result() == [50]
+    assert run.batches[1] == ("k", [5])
+    run.gates[1].set()
+    assert busy.result() == [10, 20, 30, 40]
+
+
+def test_a_freed_slot_takes_at_most_its_share_and_holds_for_the_rest():
+    run = RecordingRun(gated=[0, 1])
+    batcher = batcher_for(run, concurrency=2, hold_seconds=TIMEOUT_S)
+    first = Submitter(batcher, "k", [0])
+    run.wait_for_batches(1)
+    second = Submitter(batcher, "k", [1, 2, 3, 4])  # more than its share: a request is whole
+    run.wait_for_batches(2)
+    queued = submit_in_order(batcher, [("k", [item]) for item in range(11, 19)])
+    run.gates[0].set()  # its slot's share of 8 queued + 4 running is 6
+    assert first.result() == [0]
+    assert [submitter.result() for submitter in queued[:6]] == [[110], [120], [130], [140],
+                                                                 [150], [160]]
+    assert run.batches[2] == ("k", [11, 12, 13, 14, 15, 16])
+    # Freed again, with 2 queued beside 4 running (a share of 3): it holds.
+    assert batcher.wait_until_queued(2, TIMEOUT_S) and len(run.batches) == 3
+    run.gates[1].set()  # then no slot is busy: the two run at once
+    assert [submitter.result() for submitter in queued[6:]] == [[170], [180]]
+    assert run.batches[3] == ("k", [17, 18])
+    assert second.result() == [10, 20, 30, 40]
+
+
+def test_a_held_slot_starts_what_is_queued_when_its_hold_ends():
+    hold_seconds = 0.05
+    run = RecordingRun(gated=[1])
+    batcher = batcher_for(run, concurrency=2, hold_seconds=hold_seconds)
+    busy = Submitter(batcher, "k", [1, 2, 3, 4])
+    run.wait_for_batches(1)
+    submitted = time.perf_counter()
+    lone = Submitter(batcher, "k", [5])
+    run.wait_for_batches(2)  # while the busy call is still held
+    assert time.perf_counter() - submitted >= hold_seconds
+    assert lone.result() == [50] and run.batches[1] == ("k", [5])
+    run.gates[1].set()
+    assert busy.result() == [10, 20, 30, 40]
 
 
 # --- The app, with the real tiny model ---------------------------------------------------------

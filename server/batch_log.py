@@ -1,0 +1,61 @@
+"""The batch log: one JSON line per model call of the server, to see where serving time goes.
+
+`python -m bench.replay_batches --model_dir D --log F` re-runs the logged batches offline.
+Fields: docs/BENCHMARKS.md, "Where serving time goes (issue 20)".
+"""
+
+import json
+import logging
+import threading
+
+LOG = logging.getLogger("seq2seq.serve")
+
+
+class BatchLog:
+    """Appends a record of each model call to a file (opened per line: it may be moved away).
+
+    The items and results it describes are server/app.py's: an item is (source ids,
+    n_best), a result an ItemResult (translation, graphs_built, step).
+
+    Args:
+      path: the file; ValueError if it cannot be appended to.
+    """
+
+    def __init__(self, path):
+        try:
+            open(path, "a", encoding="utf-8").close()
+        except OSError as error:
+            raise ValueError("serve.batch_log: cannot append to %s: %s" % (path, error)) from None
+        self.path = path
+        self._lock = threading.Lock()
+
+    def write(self, key, items, results, call):
+        """Appends one call's line; a failed write is logged, not raised.
+
+        Args:
+          key: the batch's settings (a namedtuple: decoder, beam_width, trace, ...).
+          items, results: the batch's, in order (results empty if the call failed).
+          call: server.batcher.Call, the call's timing, slot and error.
+        """
+        translations = [result.translation for result in results]
+        traces = [translation.trace for translation in translations if translation.trace]
+        record = dict(
+            time=round(call.started, 6), slot=call.slot,
+            idle_seconds=None if call.idle_seconds is None else round(call.idle_seconds, 6),
+            wall_seconds=round(call.wall_seconds, 6), cpu_seconds=round(call.cpu_seconds, 6),
+            **{name: value for name, value in key._asdict().items() if name != "n_best"},
+            n_best=max(n_best for _, n_best in items), size=len(items),
+            source_lengths=[len(ids) for ids, _ in items],
+            output_words=[len(translation.text.split()) for translation in translations],
+            steps=max(len(trace["steps"]) for trace in traces) if traces else None,
+            graphs_built=results[0].graphs_built if results else None,
+            model_step=results[0].step if results else None,
+            error=None if call.error is None else repr(call.error),
+            source_ids=[[int(token) for token in ids] for ids, _ in items])
+        line = json.dumps(record) + "\n"
+        with self._lock:
+            try:
+                with open(self.path, "a", encoding="utf-8") as log_file:
+                    log_file.write(line)
+            except OSError as error:
+                LOG.warning("serve.batch_log: cannot append to %s: %s", self.path, error)
