@@ -26,12 +26,15 @@ from data_pipeline.corpus import CorpusError  # noqa: E402
 from data_pipeline.input import input_fn  # noqa: E402
 from data_pipeline.prepare import prepare  # noqa: E402
 from data_pipeline.tokenizer import Tokenizer  # noqa: E402
-from training.best_checkpoint import BestCheckpointExporter, format_metrics_table  # noqa: E402
+from decode.translator import find_checkpoint  # noqa: E402
 from seq2seq.config import (  # noqa: E402
     ConfigError, corpus_overrides, load_config, save_config, shape_mismatches)
+from training.best_checkpoint import BestCheckpointExporter, format_metrics_table  # noqa: E402
+from training.early_stopping import EarlyStopping, evaluations_since_best  # noqa: E402
 from training.model_fn import (  # noqa: E402
     NonFiniteLossError, as_non_finite_loss_error, model_fn, serving_input_receiver_fn,
     session_config)
+from training.status import StatusExporter, start_training_status, write_training_status  # noqa: E402
 
 DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs", "default.yaml")
 CONFIG_FILE = "config.yaml"
@@ -96,12 +99,15 @@ def build_estimator(config, model_dir, num_towers):
 
 
 def export(estimator, model_dir):
-    """Writes the latest checkpoint's SavedModel to MODEL_DIR/export/<timestamp>/: its path."""
+    """Writes the SavedModel of the checkpoint the model directory serves (the best-BLEU one,
+    else the latest) to MODEL_DIR/export/<timestamp>/: its path."""
+    checkpoint = find_checkpoint(model_dir)
     path = estimator.export_saved_model(
         os.path.join(model_dir, "export"), serving_input_receiver_fn,
-        assets_extra={name: os.path.join(model_dir, name) for name in model_dir_files(model_dir)})
+        assets_extra={name: os.path.join(model_dir, name) for name in model_dir_files(model_dir)},
+        checkpoint_path=checkpoint)
     path = path.decode("utf-8") if isinstance(path, bytes) else path
-    logger.info("exported the SavedModel to %s", path)
+    logger.info("exported the SavedModel of %s to %s", checkpoint, path)
     return path
 
 
@@ -114,22 +120,37 @@ def _evaluate(estimator, config, model_dir):
 def _train(estimator, config, model_dir):
     estimator.train(input_fn, max_steps=config["train"]["max_steps"])
     return {"global_step": estimator.get_variable_value(tf.GraphKeys.GLOBAL_STEP),
-            "export_path": export(estimator, model_dir)}
+            "export_path": export(estimator, model_dir), "stopped": "max_steps"}
 
 
 def _train_and_evaluate(estimator, config, model_dir):
-    train = config["train"]
-    eval_spec = tf.estimator.EvalSpec(
-        input_fn, steps=None, start_delay_secs=0, throttle_secs=train["throttle_secs"],
-        exporters=[BestCheckpointExporter(model_dir_files)])
-    result = tf.estimator.train_and_evaluate(  # None in a cluster
-        estimator, tf.estimator.TrainSpec(input_fn, max_steps=train["max_steps"]), eval_spec)
-    if not estimator.config.is_chief:
-        return {}
-    if estimator.config.cluster_spec.jobs:  # a distributed chief only trains
-        return _export(estimator, config, model_dir)
-    metrics = result[0] or _evaluate(estimator, config, model_dir)  # None: max_steps reached
-    return dict(metrics, export_path=export(estimator, model_dir))
+    train, cluster = config["train"], estimator.config.cluster_spec.jobs
+    if cluster and train["early_stopping_evaluations"]:
+        logger.warning("train.early_stopping_evaluations is ignored in a TF_CONFIG cluster: its "
+                       "evaluator task evaluates apart from the chief that trains")
+    early_stopping = EarlyStopping(0 if cluster else train["early_stopping_evaluations"],
+                                   evaluations_since_best(model_dir))
+    metrics = None
+    if early_stopping.stopped:  # a rerun of a run that stopped early
+        logger.info("early stopping: the last %d evaluation(s) found no better dev BLEU; raise "
+                    "train.early_stopping_evaluations to train on",
+                    early_stopping.evaluations_since_best)
+    else:
+        eval_spec = tf.estimator.EvalSpec(
+            input_fn, steps=None, start_delay_secs=0, throttle_secs=train["throttle_secs"],
+            exporters=[BestCheckpointExporter(model_dir_files), StatusExporter(), early_stopping])
+        train_spec = tf.estimator.TrainSpec(input_fn, max_steps=train["max_steps"],
+                                            hooks=[early_stopping.hook])
+        result = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
+        if not estimator.config.is_chief:
+            return {}
+        if cluster:  # a distributed chief only trains (result is None)
+            return dict(_export(estimator, config, model_dir), stopped="max_steps",
+                        global_step=estimator.get_variable_value(tf.GraphKeys.GLOBAL_STEP))
+        metrics = result[0]
+    metrics = metrics or _evaluate(estimator, config, model_dir)  # None: max_steps reached
+    return dict(metrics, export_path=export(estimator, model_dir),
+                stopped="early_stopping" if early_stopping.stopped else "max_steps")
 
 
 def _export(estimator, config, model_dir):
@@ -163,6 +184,7 @@ def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=
                           % (model_dir, schedule))
     if schedule == "export":
         return _export(estimator, config, model_dir)
+    status = None
     if estimator.config.task_type != "ps":  # a parameter server only serves variables
         if cluster and not estimator.config.is_chief:  # the chief prepares the data first
             logger.info("waiting for the chief to write %s", model_dir)
@@ -177,13 +199,24 @@ def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=
         check_model_dir(config, model_dir, tokenizer)
         if estimator.config.is_chief and schedule in ("train_and_evaluate", "train"):
             write_model_dir(config, model_dir, tokenizer)
+            checkpoint = tf.train.latest_checkpoint(model_dir)
+            status = start_training_status(
+                model_dir, int(checkpoint.rpartition("-")[2]) if checkpoint else 0,
+                config["train"]["max_steps"])
     try:
-        return _SCHEDULES[schedule](estimator, config, model_dir)
-    except tf.errors.InvalidArgumentError as error:
-        non_finite = as_non_finite_loss_error(error)
+        result = _SCHEDULES[schedule](estimator, config, model_dir)
+    except BaseException as error:
+        if status:
+            write_training_status(model_dir, running=False, eta_seconds=None, stopped="error")
+        non_finite = (as_non_finite_loss_error(error)
+                      if isinstance(error, tf.errors.InvalidArgumentError) else None)
         if non_finite is None:
             raise
         raise non_finite from None
+    if status:
+        write_training_status(model_dir, running=False, eta_seconds=None,
+                              step=int(result["global_step"]), stopped=result["stopped"])
+    return result
 
 
 def positive_int(text):

@@ -1,4 +1,5 @@
-"""The best-checkpoint exporter when checkpoints vanish under it or an update dies halfway.
+"""The best-checkpoint exporter when checkpoints vanish under it or an update dies halfway,
+and early stopping, which counts on it.
 
 Checkpoints here are one-variable checkpoints written by a Saver, the same
 files (.index, .data-*, .meta) the Estimator writes; the variable holds the
@@ -18,6 +19,8 @@ import tensorflow.compat.v1 as tf
 from decode.translator import best_checkpoint_dir, find_checkpoint
 from training import best_checkpoint
 from training.best_checkpoint import BestCheckpointExporter, read_best
+from training.early_stopping import EarlyStopping, StopHook, evaluations_since_best
+from training.status import write_training_status
 
 CONFIG_FILE = "config.yaml"
 
@@ -162,3 +165,65 @@ def test_readers_find_the_best_during_an_interrupted_update(model_dir):
     assert best_checkpoint_dir(model_dir) == best_dir + ".old"
     assert find_checkpoint(model_dir) == os.path.join(best_dir + ".old", "model.ckpt-10")
     assert not os.path.exists(best_dir)
+
+
+# Early stopping counts on best/: an evaluation is better when best/ takes its checkpoint.
+# (step, dev BLEU, dev perplexity): a BLEU tie goes to the lower perplexity.
+EVALUATIONS = [(10, 10.0, 5.0), (20, 20.0, 4.0), (30, 20.0, 3.0), (40, 20.0, 3.0),
+               (50, 25.0, 9.0), (60, 24.0, 1.0), (70, 25.0, 9.0), (80, 30.0, 9.0)]
+
+
+@pytest.mark.parametrize("patience, stop_step", [(1, 40), (2, 70), (3, None), (0, None)])
+def test_early_stopping_after_patience_evaluations_without_a_better_one(model_dir, patience,
+                                                                       stop_step, caplog):
+    exporters = [BestCheckpointExporter(lambda _: [CONFIG_FILE]), EarlyStopping(patience)]
+    stopped_at = None
+    caplog.set_level(logging.INFO, logger="seq2seq")
+    for step, bleu, perplexity in EVALUATIONS:
+        eval_result = {tf.GraphKeys.GLOBAL_STEP: np.int64(step), "bleu": np.float32(bleu),
+                       "perplexity": np.float32(perplexity), "loss": np.float32(2.0)}
+        for exporter in exporters:
+            exporter.export(types.SimpleNamespace(model_dir=model_dir), None,
+                            save_checkpoint(model_dir, step), eval_result, False)
+        if exporters[1].stopped:
+            stopped_at = step
+            break
+    assert stopped_at == stop_step
+    lines = [record.getMessage() for record in caplog.records if "early stopping" in
+             record.getMessage()]
+    assert lines == ([] if stop_step is None else [
+        "early stopping at step %d: %d evaluation(s) in a row without a better dev BLEU than "
+        "step %d's" % (stop_step, patience, {40: 30, 70: 50}[stop_step])])
+
+
+class Evaluations(tf.train.SessionRunHook):
+    """Counts the steps, as the checkpoint saver's evaluation runs before the stop hook."""
+
+    def __init__(self):
+        self.steps = 0
+
+    def after_run(self, run_context, run_values):
+        self.steps += 1
+
+
+def test_the_stop_hook_ends_training_at_the_step_that_decided():
+    evaluations = Evaluations()
+    with tf.Graph().as_default():
+        step = tf.assign_add(tf.train.get_or_create_global_step(), 1)
+        hooks = [evaluations, StopHook(lambda: evaluations.steps == 3)]
+        with tf.train.SingularMonitoredSession(hooks=hooks) as session:
+            steps_run = []
+            while not session.should_stop():
+                steps_run.append(session.run(step))
+    assert steps_run == [1, 2, 3]
+
+
+def test_a_resumed_run_counts_the_evaluations_since_the_best(model_dir):
+    assert evaluations_since_best(model_dir) == 0
+    for step, bleu, perplexity in EVALUATIONS[:4]:
+        write_training_status(model_dir, evaluation={
+            "step": step, "loss": 2.0, "dev_bleu": bleu, "dev_perplexity": perplexity,
+            "examples": []})
+    assert evaluations_since_best(model_dir) == 4, "no best/ yet: every evaluation counts"
+    export(model_dir, save_checkpoint(model_dir, 20), 20, bleu=20.0)
+    assert evaluations_since_best(model_dir) == 2

@@ -1,5 +1,7 @@
 """Training end to end on the tiny config, and the pieces train.py is built from."""
 
+import ast
+import copy
 import glob
 import json
 import logging
@@ -8,6 +10,7 @@ import os
 import re
 import shutil
 import threading
+import time
 import types
 
 import numpy as np
@@ -18,11 +21,13 @@ import tensorflow.compat.v1 as tf
 import train
 from data_pipeline.input import make_input_fn
 from data_pipeline.tokenizer import Tokenizer
+from decode.translator import Translator
+from seq2seq.config import ConfigError, load_config
 from training import best_checkpoint
 from training import model_fn
 from training.best_checkpoint import read_best
-from seq2seq.config import ConfigError, load_config
 from training.model_fn import NonFiniteLossError
+from training.status import read_examples, read_training_status
 
 EVAL = tf.estimator.ModeKeys.EVAL
 
@@ -106,6 +111,37 @@ def test_best_checkpoint_is_a_model_dir(trained):
     Tokenizer.load(best_dir)
 
 
+def test_training_status_tells_the_run_and_each_evaluation(trained, tiny_config, tiny_data):
+    model_dir, result = trained
+    status = read_training_status(model_dir)
+    assert (status["running"], status["pid"], status["stopped"]) == (False, os.getpid(),
+                                                                      "max_steps")
+    assert (status["step"], status["max_steps"], status["eta_seconds"]) == (20, 20, None)
+    assert status["steps_per_second"] > 0
+    assert status["started_at"] <= status["updated_at"] <= time.time()
+    evaluations = status["evaluations"]
+    assert [evaluation["step"] for evaluation in evaluations] == [10, 20]
+    last = evaluations[-1]
+    for key, metric in (("loss", "loss"), ("dev_bleu", "bleu"), ("dev_perplexity", "perplexity")):
+        assert last[key] == pytest.approx(float(result[metric])), key
+    assert last["dev_perplexity"] >= 1.0
+    # The same dev sources every time: the shortest and the longest of those BLEU decodes...
+    with open(tiny_data.raw_text["dev"][0], encoding="utf-8") as f:
+        sources = [line.rstrip("\n") for line in f][:tiny_config["train"]["eval_bleu_sentences"]]
+    for evaluation in evaluations:
+        examples = [example["source"] for example in evaluation["examples"]]
+        assert len(examples) == model_fn.NUM_EXAMPLES
+        assert examples[0] == min(sources, key=len) and examples[-1] == max(sources, key=len)
+        assert all(source in sources for source in examples)
+    # ... translated by that evaluation's model as the Translator translates them.
+    translator = Translator(model_dir, checkpoint=os.path.join(model_dir, "model.ckpt-20"))
+    try:
+        expected = [translation.text for translation in translator.translate(examples)]
+    finally:
+        translator.close()
+    assert [example["translation"] for example in last["examples"]] == expected
+
+
 def test_best_checkpoint_copied_under_a_relative_path_moves_with_it(trained, tmp_path, monkeypatch):
     # train.py is usually given a relative model dir (runs/default).
     model_dir, _ = trained
@@ -126,6 +162,9 @@ def test_rerun_resumes_from_the_last_checkpoint(trained, tiny_config, caplog, tm
     logged_steps = [int(step) for step in re.findall(r"step (\d+)/30", caplog.text)]
     # A progress line every 10 steps: a run restarted from 0 would log 10 and 20.
     assert logged_steps == [30]
+    status = read_training_status(resumed)
+    assert [evaluation["step"] for evaluation in status["evaluations"]] == [10, 20], "kept"
+    assert (status["step"], status["max_steps"], status["stopped"]) == (30, 30, "max_steps")
 
 
 def test_evaluate_bleu_equals_sacrebleu_on_predictions(tiny_config, tiny_data, tiny_model_dir):
@@ -351,7 +390,7 @@ def test_clip_gradients_norms_a_sparse_gradient_as_its_dense_equivalent():
     np.testing.assert_allclose(clipped, dense_gradient / np.sqrt(54.0), rtol=1e-6)
 
 
-def test_progress_lines_give_each_interval_s_rates_and_eta(monkeypatch, caplog):
+def test_progress_lines_give_each_interval_s_rates_and_eta(monkeypatch, caplog, tmp_path):
     clock = types.SimpleNamespace(now=1000.0)
     monkeypatch.setattr(model_fn, "time", types.SimpleNamespace(time=lambda: clock.now))
     caplog.set_level(logging.INFO, logger="seq2seq")
@@ -363,7 +402,7 @@ def test_progress_lines_give_each_interval_s_rates_and_eta(monkeypatch, caplog):
         loss = tf.placeholder(tf.float32, [])
         step = tf.assign_add(global_step, 1)
         hook = model_fn.ProgressHook(loss, tf.constant(300), tf.constant(1e-3),
-                                     max_steps=200, every_n_steps=10)
+                                     max_steps=200, every_n_steps=10, chief_dir=str(tmp_path))
         with tf.train.SingularMonitoredSession(hooks=[hook]) as session:
             for seconds_per_step, losses in ((0.5, [1, 2, 3, 4, 5]), (0.2, [1] * 10)):
                 for value in losses:
@@ -376,17 +415,22 @@ def test_progress_lines_give_each_interval_s_rates_and_eta(monkeypatch, caplog):
         # 10 steps in 2 s; 90 steps left at 5 steps/s.
         "step 110/200  loss 1.000  lr 1.00e-03  5.00 steps/s  1500 tokens/s  ETA 18s",
     ]
+    status = read_training_status(str(tmp_path))
+    assert (status["step"], status["max_steps"], status["running"]) == (110, 200, True)
+    assert status["steps_per_second"] == pytest.approx(5.0)
+    assert status["eta_seconds"] == pytest.approx(18.0)
 
 
 def test_streaming_bleu_equals_corpus_bleu_and_stops_decoding():
     batches = [(["the cat sat on the mat", "one two three"],
-                ["the cat sat on a mat", "one two three"]),
-               (["ninety nine", "a b c d"], ["ninety nine", "a b c e"]),
-               (["never scored", "x"], ["never", "y"])]
+                ["the cat sat on a mat", "one two three"], ["o gato", "um dois três"]),
+               (["ninety nine", "a b c d"], ["ninety nine", "a b c e"], ["noventa e nove", "a"]),
+               (["never scored", "x"], ["never", "y"], ["nunca", "x"])]
     decoded_batches = []
     with tf.Graph().as_default(), tf.Session() as session:
         hypotheses = tf.placeholder(tf.string, [None])
         references = tf.placeholder(tf.string, [None])
+        sources = tf.placeholder(tf.string, [None])
 
         def translate():
             def record(texts):
@@ -394,15 +438,27 @@ def test_streaming_bleu_equals_corpus_bleu_and_stops_decoding():
                 return texts
             return tf.py_func(record, [hypotheses], tf.string)
 
-        bleu, update = model_fn.corpus_bleu(translate, references, max_sentences=3)
+        metrics = model_fn.bleu_and_examples(translate, references, lambda: sources,
+                                             max_sentences=3, num_examples=2)
         session.run(tf.local_variables_initializer())
-        for hyp, ref in batches:
-            session.run(update, {hypotheses: hyp, references: ref})
-        value = session.run(bleu)
-    flat_hyp = [h for hyp, _ in batches for h in hyp][:3]
-    flat_ref = [r for _, ref in batches for r in ref][:3]
+        for hyp, ref, src in batches:
+            session.run([update for _, update in metrics.values()],
+                        {hypotheses: hyp, references: ref, sources: src})
+        value, examples = session.run([metrics["bleu"][0], metrics["examples"][0]])
+    flat_hyp = [h for hyp, _, _ in batches for h in hyp][:3]
+    flat_ref = [r for _, ref, _ in batches for r in ref][:3]
     assert value == pytest.approx(sacrebleu.corpus_bleu(flat_hyp, [flat_ref]).score, abs=1e-4)
     assert decoded_batches == [2, 2], "the third batch must not be decoded"
+    # The shortest and the longest of the three collected sources, with their translations.
+    assert read_examples(examples) == [
+        {"source": "o gato", "translation": "the cat sat on the mat"},
+        {"source": "noventa e nove", "translation": "ninety nine"}]
+
+
+@pytest.mark.parametrize("count, expected", [(4, [5, 2, 4, 0]), (2, [5, 0]), (9, [5, 1, 2, 4, 3, 0])])
+def test_examples_spread_from_the_shortest_source_to_the_longest(count, expected):
+    texts = ["longest one", "ab", "abcd", "abcdef", "abcd", "a"]
+    assert model_fn.spread_by_length(texts, count) == expected
 
 
 def test_best_is_the_higher_bleu_then_the_lower_dev_perplexity():
@@ -425,3 +481,47 @@ def test_evaluating_or_exporting_without_a_checkpoint_is_one_error_line(tiny_con
     assert train.main(args) == 1
     assert "holds no checkpoint to %s" % schedule in caplog.text
     assert "Traceback" not in caplog.text
+
+
+def test_training_stops_early_and_exports_the_best(tiny_config, tiny_data, tmp_path, caplog):
+    """A learning rate too small to change a float32 weight: every evaluation ties the first,
+    so with early_stopping_evaluations 2 training stops at the third (step 30 of 100)."""
+    config = copy.deepcopy(tiny_config)
+    config["train"].update(learning_rate=1e-30, early_stopping_evaluations=2)
+    model_dir = str(tmp_path / "model")
+    caplog.set_level(logging.INFO, logger="seq2seq")
+    result = train.run(config, model_dir, max_steps=100)
+    assert (result["global_step"], result["stopped"]) == (30, "early_stopping")
+    assert _latest_step(model_dir) == 30
+    assert ("early stopping at step 30: 2 evaluation(s) in a row without a better dev BLEU "
+            "than step 10's") in caplog.text
+    status = read_training_status(model_dir)
+    assert [evaluation["step"] for evaluation in status["evaluations"]] == [10, 20, 30]
+    assert (status["running"], status["step"], status["stopped"]) == (False, 30, "early_stopping")
+    exported = os.path.join(result["export_path"], "variables", "variables")
+    assert tf.train.load_checkpoint(exported).get_tensor("global_step") == 10, "the best"
+
+    rerun = train.run(config, model_dir, max_steps=100)  # a stopped run stays stopped
+    assert (rerun["global_step"], rerun["stopped"]) == (30, "early_stopping")
+    assert _latest_step(model_dir) == 30
+    assert read_training_status(model_dir)["evaluations"] == status["evaluations"]
+
+
+def _imported_packages(package):
+    """The top-level names every module of `package` imports, at any depth of its code."""
+    found = set()
+    for path in glob.glob(os.path.join(os.path.dirname(train.__file__), package, "*.py")):
+        with open(path, encoding="utf-8") as f:
+            for node in ast.walk(ast.parse(f.read())):
+                if isinstance(node, ast.Import):
+                    found.update(alias.name.split(".")[0] for alias in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.module:
+                    found.add(node.module.split(".")[0])
+    return found
+
+
+def test_the_layers_point_one_way():
+    """seq2seq (the model) <- decode <- training <- train.py, serve.py."""
+    assert not _imported_packages("seq2seq") & {"decode", "training", "train", "serve"}
+    assert not _imported_packages("decode") & {"training", "train", "serve"}
+    assert not _imported_packages("training") & {"train", "serve"}

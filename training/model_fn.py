@@ -16,8 +16,10 @@ from decode.translator import SERVING_SIGNATURE, search_encoded
 from seq2seq import losses
 from seq2seq.config import ConfigError
 from seq2seq.model import Seq2SeqModel
+from training.status import write_training_status
 
 logger = logging.getLogger("seq2seq")
+NUM_EXAMPLES = 4  # dev sentences whose translation each evaluation records
 
 
 def tower_devices(num_towers):
@@ -151,15 +153,17 @@ def as_non_finite_loss_error(error):
 
 
 class ProgressHook(tf.train.SessionRunHook):
-    """Logs step, loss, lr, steps/s, tokens/s and ETA; a "tokens_per_sec" summary if summary_dir.
+    """Logs step, loss, lr, steps/s, tokens/s and ETA; with chief_dir, also writes a
+    "tokens_per_sec" summary and the progress into chief_dir's training status file.
     Built in the training graph, after its global step."""
 
     def __init__(self, loss, num_tokens, learning_rate, max_steps, every_n_steps,
-                 summary_dir=None):
+                 chief_dir=None):
         self._fetches = {"loss": loss, "tokens": num_tokens, "learning_rate": learning_rate}
         self._max_steps, self._every_n_steps = max_steps, every_n_steps
         self._global_step = tf.train.get_global_step()
-        self._writer = summary_dir and tf.summary.FileWriterCache.get(summary_dir)
+        self._chief_dir = chief_dir
+        self._writer = chief_dir and tf.summary.FileWriterCache.get(chief_dir)
 
     def after_create_session(self, session, coord):
         self._last_step = self._expected_step = session.run(self._global_step)
@@ -177,21 +181,25 @@ class ProgressHook(tf.train.SessionRunHook):
         self._expected_step += 1
         if self._expected_step // self._every_n_steps <= self._last_step // self._every_n_steps:
             return
-        step = run_context.session.run(self._global_step)
+        step = int(run_context.session.run(self._global_step))
         elapsed = max(time.time() - self._last_time, 1e-9)
         steps_per_sec, tokens_per_sec = (step - self._last_step) / elapsed, self._tokens / elapsed
+        eta_seconds = max(self._max_steps - step, 0) / steps_per_sec if steps_per_sec > 0 else None
         eta = "?"
-        if steps_per_sec > 0:
-            hours, rest = divmod(int(round(max(self._max_steps - step, 0) / steps_per_sec)), 3600)
+        if eta_seconds is not None:
+            hours, rest = divmod(int(round(eta_seconds)), 3600)
             minutes, seconds = divmod(rest, 60)
             eta = ("%dh%02dm" % (hours, minutes) if hours else
                    "%dm%02ds" % (minutes, seconds) if minutes else "%ds" % seconds)
         logger.info("step %d/%d  loss %.3f  lr %.2e  %.2f steps/s  %.0f tokens/s  ETA %s",
                     step, self._max_steps, self._loss_sum / self._steps, results["learning_rate"],
                     steps_per_sec, tokens_per_sec, eta)
-        if self._writer:
+        if self._chief_dir:
             self._writer.add_summary(tf.Summary(value=[tf.Summary.Value(
                 tag="tokens_per_sec", simple_value=tokens_per_sec)]), step)
+            write_training_status(self._chief_dir, running=True, step=step,
+                                  max_steps=self._max_steps, steps_per_second=steps_per_sec,
+                                  eta_seconds=eta_seconds)
         self._last_step, self._last_time, self._expected_step = step, time.time(), step
         self._loss_sum, self._tokens, self._steps = 0.0, 0, 0
 
@@ -230,7 +238,7 @@ def _train_spec(model, features, labels, params, run_config):
                       + tf.reduce_sum(labels["target_length"]))
     chief_dir = run_config.model_dir if run_config.is_chief else None
     hooks = [ProgressHook(loss, num_tokens, learning_rate, train_params["max_steps"],
-                          train_params["log_step_count_steps"], summary_dir=chief_dir)]
+                          train_params["log_step_count_steps"], chief_dir=chief_dir)]
     if chief_dir and train_params["histogram_steps"] > 0:
         with tf.name_scope("histograms"):  # weights and (clipped) gradients
             summaries = []
@@ -277,22 +285,49 @@ def _append_first(limit, tensors_fn, variables):
     return tf.cond(tf.shape(variables[0])[0] < limit, append, tf.no_op)
 
 
-def corpus_bleu(hypotheses_fn, references, max_sentences=0):
-    """(bleu, update_op): the corpus BLEU of the first `max_sentences` (0: all) sentences;
-    hypotheses_fn () -> [batch] strings runs only until they are collected."""
+def spread_by_length(texts, count):
+    """Indices of `count` of `texts`, evenly spaced from the shortest to the longest (ties in order)."""
+    order = sorted(range(len(texts)), key=lambda index: len(texts[index]))
+    if len(order) <= count:
+        return order
+    return [order[round(k * (len(order) - 1) / max(count - 1, 1))] for k in range(count)]
+
+
+def bleu_and_examples(hypotheses_fn, references, sources_fn, max_sentences=0,
+                      num_examples=NUM_EXAMPLES):
+    """Eval metrics over the first `max_sentences` (0: all) dev sentences, decoded only until
+    they are collected.
+
+    Args:
+      hypotheses_fn, sources_fn: () -> [batch] strings: the translations, the source texts.
+      references: [batch] strings.
+    Returns:
+      {"bleu": (corpus BLEU, update_op), "examples": (a serialized TensorBoard text Summary of
+        [num_examples, 2] (source, translation) rows, sources `spread_by_length`, no_op)}.
+    """
     def _sacrebleu(hypotheses, references):
         if not len(hypotheses):
             return np.float32(0.0)
         return np.float32(sacrebleu.corpus_bleu([h.decode("utf-8") for h in hypotheses],
                                                 [[r.decode("utf-8") for r in references]]).score)
 
+    def _examples(hypotheses, sources):
+        texts = [source.decode("utf-8") for source in sources]
+        rows = [[sources[i], hypotheses[i]] for i in spread_by_length(texts, num_examples)]
+        text = tf.SummaryMetadata(plugin_data=tf.SummaryMetadata.PluginData(plugin_name="text"))
+        return tf.Summary(value=[tf.Summary.Value(
+            tag="examples", metadata=text, tensor=tf.make_tensor_proto(
+                np.array(rows, dtype=object).reshape([-1, 2])))]).SerializeToString()
+
     with tf.name_scope("bleu"):
         stored = [_local_variable(tf.constant([], tf.string), name)
-                  for name in ("hypotheses", "references")]
-        update_op = _append_first(max_sentences, lambda: (hypotheses_fn(), references), stored)
-        bleu = tf.py_func(_sacrebleu, stored, tf.float32, name="sacrebleu")
+                  for name in ("hypotheses", "references", "sources")]
+        update_op = _append_first(
+            max_sentences, lambda: (hypotheses_fn(), references, sources_fn()), stored)
+        bleu = tf.py_func(_sacrebleu, stored[:2], tf.float32, name="sacrebleu")
         bleu.set_shape([])
-    return bleu, update_op
+        examples = tf.py_func(_examples, stored[::2], tf.string, stateful=False, name="examples")
+    return {"bleu": (bleu, update_op), "examples": (examples, tf.no_op())}
 
 
 IMAGE_SIZE = 320  # pixels, each side of an attention heatmap
@@ -357,6 +392,10 @@ def _eval_spec(model, tokenizer, encoder_output, features, labels, params):
         nll = losses.token_mean(cross_entropy.nll_sum, num_tokens)
     accuracy, _ = losses.batch_token_accuracy(logits, target_output, target_length)
 
+    def sources():
+        return ids_to_text(features["source_ids"], features["source_length"],
+                           tokenizer.decode_source)
+
     def translations():
         ids, _, lengths = search_encoded(model, encoder_output, features["source_length"],
                                          params["decode"], "while_loop",
@@ -368,9 +407,10 @@ def _eval_spec(model, tokenizer, encoder_output, features, labels, params):
         metric_ops = {
             "perplexity": (tf.exp(mean_nll), nll_update),
             "token_accuracy": tf.metrics.mean(accuracy, weights=num_tokens, name="token_accuracy"),
-            "bleu": corpus_bleu(translations, _references(labels, tokenizer),
-                                params["train"]["eval_bleu_sentences"]),
         }
+        metric_ops.update(bleu_and_examples(
+            translations, _references(labels, tokenizer), sources,
+            params["train"]["eval_bleu_sentences"]))
         if images > 0:
             metric_ops["attention"] = attention_images(
                 features, labels, attention, tokenizer, images)

@@ -1,0 +1,113 @@
+"""MODEL_DIR/training_status.json: what training is doing, for the server's training panel.
+
+The format is a contract with the server (DESIGN.md, "Training while serving"):
+{"running": bool, "pid": int, "started_at": unix s, "updated_at": unix s, "step": int,
+ "max_steps": int, "steps_per_second": float|null, "eta_seconds": float|null,
+ "stopped": null|"max_steps"|"early_stopping"|"error",
+ "evaluations": [{"step", "loss", "dev_bleu", "dev_perplexity",
+                  "examples": [{"source", "translation"}]}]}
+Every write replaces the file whole (a temporary file beside it, then os.replace).
+"""
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import tempfile
+import time
+
+import tensorflow.compat.v1 as tf
+
+STATUS_FILE = "training_status.json"
+logger = logging.getLogger("seq2seq")
+
+
+def read_training_status(model_dir):
+    """The status dict of MODEL_DIR/training_status.json, or None if there is none (or it is
+    not one: a warning names the file)."""
+    path = os.path.join(model_dir, STATUS_FILE)
+    try:
+        with open(path, encoding="utf-8") as f:
+            status = json.load(f)
+    except FileNotFoundError:
+        return None
+    except ValueError as error:
+        logger.warning("%s is not JSON (%s): starting a new training status", path, error)
+        return None
+    return status if isinstance(status, dict) else None
+
+
+@contextlib.contextmanager
+def _locked(directory):
+    """Holds an exclusive lock on `directory` (a cluster's chief and evaluator both write)."""
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # releases the lock
+
+
+def write_training_status(model_dir, evaluation=None, **fields):
+    """Updates MODEL_DIR/training_status.json and replaces the file whole.
+
+    Args:
+      model_dir: an existing model directory.
+      evaluation: an "evaluations" entry to add, replacing one of the same step.
+      **fields: top-level keys to set; "updated_at" is set to now.
+    Returns:
+      The status as written.
+    """
+    path = os.path.join(model_dir, STATUS_FILE)
+    with _locked(model_dir):
+        now = time.time()
+        status = read_training_status(model_dir) or {
+            "running": True, "pid": os.getpid(), "started_at": now, "updated_at": now, "step": 0,
+            "max_steps": 0, "steps_per_second": None, "eta_seconds": None, "stopped": None,
+            "evaluations": []}
+        status.update(fields, updated_at=now)
+        if evaluation is not None:
+            status["evaluations"] = sorted(
+                [other for other in status["evaluations"] if other["step"] != evaluation["step"]]
+                + [evaluation], key=lambda entry: entry["step"])
+        handle, temporary = tempfile.mkstemp(prefix=".%s-" % STATUS_FILE, dir=model_dir)
+        with os.fdopen(handle, "w", encoding="utf-8") as f:
+            json.dump(status, f, ensure_ascii=False)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    return status
+
+
+def start_training_status(model_dir, step, max_steps):
+    """A run's first write: running, this process, now; earlier runs' evaluations up to `step`
+    (the checkpoint it resumes from) kept."""
+    earlier = (read_training_status(model_dir) or {}).get("evaluations", [])
+    return write_training_status(
+        model_dir, running=True, pid=os.getpid(), started_at=time.time(), step=int(step),
+        max_steps=max_steps, steps_per_second=None, eta_seconds=None, stopped=None,
+        evaluations=[evaluation for evaluation in earlier if evaluation["step"] <= step])
+
+
+def read_examples(serialized):
+    """The "examples" eval metric (training/model_fn.py's bleu_and_examples: a serialized text
+    Summary of (source, translation) rows) -> [{"source": str, "translation": str}]."""
+    rows = tf.make_ndarray(tf.Summary.FromString(serialized).value[0].tensor)
+    return [{"source": source.decode("utf-8"), "translation": translation.decode("utf-8")}
+            for source, translation in rows]
+
+
+class StatusExporter(tf.estimator.Exporter):
+    """Adds each evaluation to the training status: step, dev loss (label-smoothed, as the
+    training loss), dev BLEU, dev perplexity (unsmoothed) and the example translations."""
+
+    name = "training_status"
+
+    def export(self, estimator, export_path, checkpoint_path, eval_result,
+               is_the_final_export):
+        write_training_status(estimator.model_dir, evaluation={
+            "step": int(eval_result[tf.GraphKeys.GLOBAL_STEP]),
+            "loss": float(eval_result["loss"]), "dev_bleu": float(eval_result["bleu"]),
+            "dev_perplexity": float(eval_result["perplexity"]),
+            "examples": read_examples(eval_result["examples"])})
+        return None
