@@ -78,7 +78,7 @@ def scores(log_probs, lengths, coverage, scoring):
     """The contract's score of hypotheses: [...] log_probs and lengths (and [..., src]
     coverage, or () when not tracked) -> [...] float32."""
     normalised = log_probs / length_normaliser(lengths, scoring)
-    return normalised + coverage_term(coverage, scoring) if len(coverage) else normalised
+    return normalised if isinstance(coverage, tuple) else normalised + coverage_term(coverage, scoring)
 
 
 def repeated_ngram_mask(tokens, n, vocab_size):

@@ -21,6 +21,9 @@ from tensorflow.core.protobuf import rewriter_config_pb2
 
 from data_pipeline.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
 from decode import DECODERS, greedy_search, rnn_beam_search, while_loop_beam_search
+from decode.options import OPTIONS, SCORING_OPTIONS, resolve
+from decode.sampling import Sampling, sample_search, sentence_keys
+from decode.scoring import Scoring, tracks_coverage
 from seq2seq.config import load_config
 from seq2seq.model import Seq2SeqModel
 
@@ -38,7 +41,13 @@ Hypothesis = collections.namedtuple("Hypothesis", "text score")
 SearchResult = collections.namedtuple("SearchResult", "ids scores")
 # A decoder graph built from a checkpoint (unrolled_length None but for "unrolled").
 Variant = collections.namedtuple(
-    "Variant", "decoder beam_width unrolled_length trace build_seconds num_ops")
+    "Variant", "decoder beam_width unrolled_length trace shape build_seconds num_ops")
+# The decoding options that shape a graph (the others are fed to it): length_penalty_kind,
+# no_repeat_ngram_size, and whether the coverage penalty and minimum length are on.
+GraphShape = collections.namedtuple("GraphShape", "kind ngram coverage min_length")
+FED_OPTIONS = {"length_penalty": np.float32, "coverage_penalty": np.float32,
+               "min_length": np.int32, "temperature": np.float32, "top_k": np.int32,
+               "top_p": np.float32, "seed": np.int64}
 
 
 def is_int(value):
@@ -79,35 +88,45 @@ def unrolled_length_bucket(max_source_length, decode_params):
 
 
 def search_encoded(model, encoder_output, source_length, decode_params, decoder, beam_width,
-                   unrolled_length=None, trace=False):
+                   unrolled_length=None, trace=False, options=None):
     """The n-best translations of an encoded batch, each within its sentence's length limit.
 
     Args:
       model, encoder_output: a `Seq2SeqModel` and its `encode(..., training=False)`.
       source_length: [batch] int32; decode_params: the config's "decode" dict.
-      decoder: one of DECODERS; beam_width: K (1 for greedy).
+      decoder: one of DECODERS but "exact"; beam_width: K (1 for greedy, the samples for sample).
       unrolled_length: the unrolled search's steps (`unrolled_length_bucket`), else None.
       trace: also return the search's trace dict, with the attention (decode/beam_search.py).
+      options: decoding options (decode/options.py) over decode_params': values or scalar
+        tensors, but length_penalty_kind and no_repeat_ngram_size, which shape the graph;
+        the sample decoder also needs "sentence_keys" ([batch] int64, decode/sampling.py).
     Returns:
       ids [batch, K, time] int32, scores [batch, K] float32 best first, lengths
       [batch, K] int32 counting the end token, and with `trace` the trace dict.
     """
+    params = dict(decode_params, **(options or {}))
+    scoring = Scoring(*(params[name] for name in SCORING_OPTIONS))
+    coverage = tracks_coverage(scoring)
     scope = "%s_beam%d" % (decoder, beam_width) + (
         "_len%d" % unrolled_length if unrolled_length else "") + ("_trace" if trace else "")
     with tf.name_scope(scope):  # e.g. unrolled_beam4_len24
         limits = output_length_limits(source_length, decode_params)          # [batch]
         update_fn, initial_state = model.beam_update_fn(encoder_output, beam_width,
-                                                        with_attention=trace)
-        options = dict(length_penalty=decode_params["length_penalty"], max_lengths=limits,
-                       trace=trace)
+                                                        with_attention=trace or coverage)
+        common = dict(max_lengths=limits, source_mask=encoder_output.mask if coverage else None)
         if decoder == "unrolled":
             return rnn_beam_search(update_fn, initial_state, unrolled_length, beam_width,
-                                   BOS_ID, EOS_ID, **options)
+                                   BOS_ID, EOS_ID, scoring, trace=trace, **common)
         max_length = tf.reduce_max(limits, name="max_output_length")  # every sentence's bound
+        if decoder == "sample":
+            sampling = Sampling(*(params[name] for name in Sampling._fields))
+            return sample_search(update_fn, initial_state, max_length, beam_width, BOS_ID, EOS_ID,
+                                 scoring, sampling, params["sentence_keys"], **common)
         if decoder == "greedy":
-            return greedy_search(update_fn, initial_state, max_length, BOS_ID, EOS_ID, **options)
+            return greedy_search(update_fn, initial_state, max_length, BOS_ID, EOS_ID, scoring,
+                                 trace=trace, **common)
         return while_loop_beam_search(update_fn, initial_state, max_length, beam_width,
-                                      BOS_ID, EOS_ID, **options)
+                                      BOS_ID, EOS_ID, scoring, trace=trace, **common)
 
 
 def best_checkpoint_dir(model_dir):
@@ -184,7 +203,7 @@ class Translator:
         self.target_vocab_size = self._tokenizer.target_vocab_size
         self._recordings = threading.local()  # .lists: this thread's recording_builds lists
         self._lock = threading.Lock()
-        self._built = {}  # (decoder, beam_width, unrolled_length, trace) -> (fetches, Variant)
+        self._built = {}  # (decoder, width, unrolled_length, trace, GraphShape) -> (fetches, Variant)
         self._graph = tf.Graph()
         self._session = tf.Session(graph=self._graph, config=tf.ConfigProto(  # Grappler off
             inter_op_parallelism_threads=self.config["decode"]["inter_op_threads"],
@@ -209,6 +228,9 @@ class Translator:
             with tf.name_scope("inputs"):
                 self._source_ids = tf.placeholder(tf.int32, [None, None], name="source_ids")
                 self._source_length = tf.placeholder(tf.int32, [None], name="source_length")
+            with tf.name_scope("options"):
+                self._fed_options = {name: tf.placeholder_with_default(
+                    dtype(decode_params[name]), [], name=name) for name, dtype in FED_OPTIONS.items()}
             self._model = Seq2SeqModel(self.config["model"], self.source_vocab_size,
                                        self.target_vocab_size)
             self._encoded = self._model.encode(self._source_ids, self._source_length,
@@ -282,13 +304,32 @@ class Translator:
         """Target ids -> text, up to the first end token."""
         return self._tokenizer.decode_target(ids)
 
-    def check_options(self, decoder, beam_width=None, n_best=1):
-        """Returns the beam width to decode with (1 for greedy): decoder one of `decoders`,
-        beam_width one of `beam_widths` (checked for greedy too) or None (the default),
-        n_best 1..beam_width. ValueError names the option, its values, the value cut short."""
+    def resolve_options(self, decoder, options=None):
+        """Every decoding option's value for `decoder` (decode/options.py's `resolve`):
+        `options` (name -> value, None: the default) over the config. ValueError names the
+        first bad one; a SavedModel serves the default options only."""
+        resolved = resolve(decoder, options or {}, self.config["decode"],
+                           self.config["data"]["max_target_length"], shown)
+        if self._exported:
+            changed = [name for name in OPTIONS if resolved[name] != self.config["decode"][name]]
+            if changed:
+                raise ValueError("the exported SavedModel serves the config's decoding options "
+                                 "only (a checkpoint serves others), got %s %s"
+                                 % (changed[0], shown(resolved[changed[0]])))
+        return resolved
+
+    def check_options(self, decoder, beam_width=None, n_best=1, options=None):
+        """Returns the width to decode with (1 for greedy, num_samples for sample): decoder one
+        of `decoders`, beam_width one of `beam_widths` (checked for greedy too) or None (the
+        default; the sample decoder takes none), n_best 1..width, options as `resolve_options`.
+        ValueError names the option, its values, the value cut short."""
         if decoder not in self.decoders:
             raise ValueError("decoder must be one of %s, got %s"
                              % (", ".join(self.decoders), shown(decoder)))
+        resolved = self.resolve_options(decoder, options)
+        if decoder == "sample" and beam_width is not None:
+            raise ValueError("beam_width is not an option of the sample decoder (num_samples "
+                             "sets how many translations it draws)")
         if beam_width is None:
             beam_width = self.default_beam_width
         elif self._exported and is_int(beam_width) and beam_width != self.default_beam_width:
@@ -298,23 +339,26 @@ class Translator:
         elif not is_int(beam_width) or beam_width not in self.beam_widths:
             raise ValueError("beam_width must be an integer in %d..%d, got %s"
                              % (self.beam_widths[0], self.beam_widths[-1], shown(beam_width)))
-        if decoder == "greedy":
-            beam_width = 1
-        if not is_int(n_best) or not 1 <= n_best <= beam_width:
-            raise ValueError("n_best must be an integer in 1..%d (the beam width%s), got %s"
-                             % (beam_width, "; greedy decoding keeps one hypothesis"
-                                if decoder == "greedy" else "", shown(n_best)))
-        return int(beam_width)
+        width = {"greedy": 1, "sample": resolved["num_samples"]}.get(decoder, beam_width)
+        if not is_int(n_best) or not 1 <= n_best <= width:
+            raise ValueError("n_best must be an integer in 1..%d (the %s), got %s" % (
+                width, {"greedy": "beam width; greedy decoding keeps one hypothesis",
+                        "sample": "number of samples"}.get(decoder, "beam width"), shown(n_best)))
+        return int(width)
 
-    def search(self, token_ids, decoder="while_loop", beam_width=None):
+    def search(self, token_ids, decoder="while_loop", beam_width=None, options=None):
         """Tokenized sentences (each non-empty) -> a `SearchResult` each, in input order."""
+        width = self.check_options(decoder, beam_width, options=options)
         return [result for result, _ in self._search(
-            token_ids, decoder, self.check_options(decoder, beam_width), trace=False)]
+            token_ids, decoder, width, False, self.resolve_options(decoder, options))]
 
-    def _search(self, token_ids, decoder, beam_width, trace):
+    def _search(self, token_ids, decoder, beam_width, trace, options):
         """`search` with checked options: a list of (SearchResult, trace or None)."""
         if trace and not self.can_trace:
             raise ValueError("the exported SavedModel returns no trace (a checkpoint does)")
+        if trace and decoder == "sample":
+            raise ValueError("trace: the sample decoder draws, it does not search; trace a "
+                             "beam search or greedy")
         for index, ids in enumerate(token_ids):
             if not len(ids):
                 raise ValueError("sentence %d has no source tokens" % index)
@@ -324,7 +368,8 @@ class Translator:
 
         def run(batch, lists=self._recordings.__dict__.get("lists", [])):
             self._recordings.lists = lists  # the caller's recording_builds, on a pool thread
-            return self._run(decoder, beam_width, *pad_batch([token_ids[i] for i in batch]), trace)
+            return self._run(decoder, beam_width, *pad_batch([token_ids[i] for i in batch]),
+                             trace, options)
         with concurrent.futures.ThreadPoolExecutor(self._concurrent_batches) as pool:
             runs = pool.map(run, batches) if len(batches) > 1 else map(run, batches)
             for batch, outputs in zip(batches, runs):
@@ -336,17 +381,22 @@ class Translator:
                                       if trace else None)
         return results
 
-    def _run(self, decoder, beam_width, source_ids, source_length, trace=False):
+    def _run(self, decoder, beam_width, source_ids, source_length, trace=False, options=None):
         """source_ids [batch, src_time], source_length [batch] -> ids [batch, K, time],
-        scores [batch, K], lengths [batch, K] (and the trace dict), building on first use."""
+        scores [batch, K], lengths [batch, K] (and the trace dict), building on first use;
+        options: resolved decoding options (None: the config's)."""
+        feeds = {self._source_ids: source_ids, self._source_length: source_length}
         fetches = self._exported
         if not fetches:
+            options = options or self.resolve_options(decoder)
             unrolled_length = (unrolled_length_bucket(int(source_length.max()),
                                                       self.config["decode"])
                                if decoder == "unrolled" else None)
-            fetches = self._fetches((decoder, beam_width, unrolled_length, trace))
-        return self._session.run(fetches, {self._source_ids: source_ids,
-                                           self._source_length: source_length})
+            shape = GraphShape(options["length_penalty_kind"], options["no_repeat_ngram_size"],
+                               options["coverage_penalty"] > 0, options["min_length"] > 0)
+            fetches = self._fetches((decoder, beam_width, unrolled_length, trace, shape))
+            feeds.update((tensor, options[name]) for name, tensor in self._fed_options.items())
+        return self._session.run(fetches, feeds)
 
     def _fetches(self, key):
         """A variant's fetches, built on first use; a graph not yet built goes (once) to
@@ -359,8 +409,8 @@ class Translator:
                     started, start_ops = time.perf_counter(), len(self._graph.get_operations())
                     with self._graph.as_default():
                         fetches = search_encoded(self._model, self._encoded, self._source_length,
-                                                 self.config["decode"], key[0], key[1],
-                                                 unrolled_length=key[2], trace=key[3])
+                                                 self.config["decode"], *key[:4],
+                                                 options=self._graph_options(key[0], key[4]))
                     variant = Variant(*key, build_seconds=time.perf_counter() - started,
                                       num_ops=len(self._graph.get_operations()) - start_ops)
                     self._restore_new_variables()
@@ -368,6 +418,18 @@ class Translator:
                 for recording in getattr(self._recordings, "lists", ()):  # under the lock: once
                     recording.extend([] if built[1] in recording else [built[1]])
         return built[0]
+
+    def _graph_options(self, decoder, shape):
+        """search_encoded's options for a GraphShape: the fed placeholders, the shaping values."""
+        options = dict(self._fed_options, length_penalty_kind=shape.kind,
+                       no_repeat_ngram_size=shape.ngram)
+        if not shape.coverage:
+            options["coverage_penalty"] = 0.0
+        if not shape.min_length:
+            options["min_length"] = 0
+        if decoder == "sample":
+            options["sentence_keys"] = sentence_keys(self._source_ids, self._source_length)
+        return options
 
     def _sentence_trace(self, trace, row, source_ids, ids, scores, lengths):
         """DESIGN.md's search trace of batch row `row` (source_ids unpadded; its ids [K, time],
@@ -389,13 +451,14 @@ class Translator:
                                                         :len(source_ids)].tolist()}
                        for slot in range(len(scores)) if np.isfinite(scores[slot])]}
 
-    def translate(self, texts, decoder="while_loop", beam_width=None, n_best=1, trace=False):
+    def translate(self, texts, decoder="while_loop", beam_width=None, n_best=1, trace=False,
+                  options=None):
         """A list of strings -> a list of `Translation` (with its trace if `trace`), in order.
 
-        decoder, beam_width, n_best: as for `check_options` (fewer than n_best hypotheses
-        only where fewer are possible). ValueError for a bad option or text.
+        decoder, beam_width, n_best, options: as for `check_options` (fewer than n_best
+        hypotheses only where fewer are possible). ValueError for a bad option or text.
         """
-        beam_width = self.check_options(decoder, beam_width, n_best)  # before any tokenizing
+        width = self.check_options(decoder, beam_width, n_best, options)  # before tokenizing
         if isinstance(texts, str):
             raise ValueError("texts must be a list of strings, got one string "
                              "(wrap a single sentence in a list)")
@@ -407,18 +470,18 @@ class Translator:
             token_ids.append(self.tokenize(text))
             if not token_ids[-1]:
                 raise ValueError("texts[%d] is empty (no source tokens)" % index)
-        return self._translate_tokens(token_ids, decoder, beam_width, n_best, trace)
+        return self._translate_tokens(token_ids, decoder, width, n_best, trace, options)
 
     def translate_tokens(self, token_ids, decoder="while_loop", beam_width=None, n_best=1,
-                         trace=False):
+                         trace=False, options=None):
         """`translate` for lists of source ids (from `tokenize`), each non-empty."""
-        beam_width = self.check_options(decoder, beam_width, n_best)
-        return self._translate_tokens(token_ids, decoder, beam_width, n_best, trace)
+        width = self.check_options(decoder, beam_width, n_best, options)
+        return self._translate_tokens(token_ids, decoder, width, n_best, trace, options)
 
-    def _translate_tokens(self, token_ids, decoder, beam_width, n_best, trace):
+    def _translate_tokens(self, token_ids, decoder, width, n_best, trace, options):
         translations = []
-        for ids, (result, sentence_trace) in zip(
-                token_ids, self._search(token_ids, decoder, beam_width, trace)):
+        for ids, (result, sentence_trace) in zip(token_ids, self._search(
+                token_ids, decoder, width, trace, self.resolve_options(decoder, options))):
             hypotheses = [Hypothesis(self.detokenize(target_ids), score) for target_ids, score
                           in zip(result.ids[:n_best], result.scores[:n_best])]
             translations.append(Translation(hypotheses[0].text, hypotheses[0].score, hypotheses,
@@ -436,8 +499,8 @@ class Translator:
                 unrolled_length_bucket(length, self.config["decode"]): length
                 for length in range(max_source_length, 0, -1)}.values()) if (
                     decoder == "unrolled") else [1]
-            for beam_width in sorted({self.check_options(decoder, width)
-                                      for width in beam_widths or [None]}):
+            for beam_width in sorted({self.check_options(decoder, width) for width in (
+                    beam_widths if beam_widths and decoder != "sample" else [None])}):
                 for length in source_lengths:
                     self._run(decoder, beam_width, np.full([1, length], UNK_ID, np.int32),
                               np.array([length], np.int32))

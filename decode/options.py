@@ -1,0 +1,95 @@
+"""The decoding options of DESIGN.md: one set of names, their checks, and which decoder uses each.
+
+The config's `decode` section gives each option's default; a request (`POST /translate`) or
+a flag (`decode.translate`, `decode.compare`) overrides it. `resolve` is the one place that
+checks a value, so every entry point refuses the same values with the same message.
+"""
+
+import numbers
+
+from decode.scoring import LENGTH_PENALTY_KINDS
+
+SCORING_OPTIONS = ("length_penalty", "length_penalty_kind", "coverage_penalty",
+                   "no_repeat_ngram_size", "min_length")
+SAMPLING_OPTIONS = ("num_samples", "temperature", "top_k", "top_p", "seed")
+EXACT_OPTIONS = ("max_expansions",)
+OPTIONS = SCORING_OPTIONS + SAMPLING_OPTIONS + EXACT_OPTIONS
+MAX_SEED = 2 ** 62
+MAX_EXPANSIONS = 1000000
+
+
+def _is_int(value):
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_number(value):
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def ranges(decode_params, max_target_length):
+    """Each option's allowed values, as /v1/info and the error messages describe them:
+    {name: (kind, low, high)} with kind "int", "number" or "choice" (low: the choices)."""
+    return {"length_penalty": ("number", 0, None),
+            "length_penalty_kind": ("choice", LENGTH_PENALTY_KINDS, None),
+            "coverage_penalty": ("number", 0, None),
+            "no_repeat_ngram_size": ("int", 0, max_target_length),
+            "min_length": ("int", 0, max_target_length),
+            "num_samples": ("int", 1, decode_params["max_beam_width"]),
+            "temperature": ("number", 0, None),  # > 0
+            "top_k": ("int", 0, None),
+            "top_p": ("number", 0, 1),  # (0, 1]
+            "seed": ("int", -MAX_SEED, MAX_SEED),
+            "max_expansions": ("int", 1, MAX_EXPANSIONS)}
+
+
+def _check(name, value, kind, low, high):
+    """None, or what is wrong with `value` for the option `name`."""
+    if kind == "choice":
+        return None if value in low else "must be one of %s" % ", ".join(low)
+    if not (_is_int(value) if kind == "int" else _is_number(value)):
+        return "must be %s" % ("an integer" if kind == "int" else "a number")
+    if name in ("temperature", "top_p"):
+        return None if 0 < value <= (high or float("inf")) else "must be in (0, %s]" % (
+            high or "inf")
+    if value < low or (high is not None and value > high):
+        return "must be in %s..%s" % (low, high if high is not None else "")
+    return None
+
+
+def resolve(decoder, given, decode_params, max_target_length, shown=repr):
+    """Every option's value for one decoder: `given` (name -> value; None: the default) over
+    the config's `decode` section.
+
+    Args:
+      decoder: the decoder's name; given: a dict of options; decode_params: config["decode"];
+      max_target_length: the longest target (config data.max_target_length), which bounds
+        min_length and no_repeat_ngram_size; shown: how a message shows a client's value.
+    Returns:
+      A dict with every name of OPTIONS.
+    Raises:
+      ValueError naming the first unknown, ill-typed, out-of-range or unused option.
+    """
+    unknown = sorted(set(given) - set(OPTIONS))
+    if unknown:
+        raise ValueError("unknown decoding option %s; the options are %s"
+                         % (shown(unknown[0]), ", ".join(OPTIONS)))
+    given = {name: value for name, value in given.items() if value is not None}
+    unused = [name for name in given if (name in SAMPLING_OPTIONS and decoder != "sample")
+              or (name in EXACT_OPTIONS and decoder != "exact")]
+    if unused:
+        raise ValueError("%s is an option of the %s decoder, not of %s" % (
+            unused[0], "sample" if unused[0] in SAMPLING_OPTIONS else "exact", decoder))
+    limits = ranges(decode_params, max_target_length)
+    resolved = {}
+    for name in OPTIONS:
+        value = given.get(name, decode_params[name])
+        problem = _check(name, value, *limits[name])
+        if problem:
+            raise ValueError("%s %s, got %s" % (name, problem, shown(value)))
+        resolved[name] = value
+    if decoder == "exact":  # a prefix's coverage term can rise as it grows: no bound holds
+        if given.get("coverage_penalty"):
+            raise ValueError("coverage_penalty is not an option of the exact decoder, which "
+                             "scores without it; use 0")
+        resolved["coverage_penalty"] = 0.0
+    return resolved

@@ -1,0 +1,122 @@
+"""Sampling: independent translations drawn from the model, the decoding options applied.
+
+Each of a sentence's `num_samples` slots extends its own hypothesis by a piece drawn from
+softmax(logits / temperature), kept to the `top_k` most likely pieces and to the nucleus
+(the smallest set of mass >= `top_p`). The draws come from stateless random ops keyed by the
+seed, the sentence's own source pieces and the step, so a sentence's samples do not depend on
+its batch-mates or its position. Scores are the model's own (untempered) log-probabilities
+under the length normalisation and coverage penalty, as the beam searches score.
+"""
+
+import collections
+
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+from decode import beam_search
+from decode import scoring as scoring_lib
+from seq2seq.common import batch_gather, get_shape
+
+Sampling = collections.namedtuple("Sampling", "temperature top_k top_p seed",
+                                  defaults=(1.0, 0, 1.0, 0))
+Sampling.__doc__ = """temperature > 0, top_k >= 0 (0: every piece), 0 < top_p <= 1 and an
+integer seed; each a Python number or a scalar tensor."""
+
+
+def sentence_keys(source_ids, source_length):
+    """A key per sentence from its own pieces, whatever the padding around it.
+
+    Args:
+      source_ids: [batch, src_time] int32, padded; source_length: [batch] int32.
+    Returns:
+      [batch] int64 hashes.
+    """
+    with tf.name_scope("sentence_keys"):
+        inside = tf.sequence_mask(source_length, tf.shape(source_ids)[1])
+        pieces = tf.where_v2(inside, tf.strings.as_string(source_ids) + " ", "")
+        return tf.strings.to_hash_bucket_fast(tf.strings.reduce_join(pieces, axis=1), 2 ** 62)
+
+
+def restricted_logits(logits, sampling):
+    """logits / temperature with -inf outside the top_k pieces and outside the nucleus.
+
+    Args:
+      logits: [batch, beam, vocab] float32 (-inf where an option already forbids a piece).
+    Returns:
+      [batch, beam, vocab] float32.
+    """
+    with tf.name_scope("restrict"):
+        tempered = logits / sampling.temperature
+        ranked = tf.sort(tempered, axis=-1, direction="DESCENDING")           # [b, k, v]
+        vocab_size = get_shape(logits)[2]
+        top_k = tf.where_v2(sampling.top_k > 0, tf.minimum(sampling.top_k, vocab_size), vocab_size)
+        kth_best = ranked[:, :, top_k - 1:top_k]                               # [b, k, 1]
+        ranked = tf.where_v2(ranked >= kth_best, ranked, -np.inf)
+        mass_before = tf.cumsum(tf.nn.softmax(ranked), axis=-1, exclusive=True)
+        in_nucleus = (mass_before < sampling.top_p) | (sampling.top_p >= 1.0) | tf.equal(
+            tf.range(vocab_size), 0)                     # [b, k, v]; the best piece always
+        lowest_kept = tf.reduce_min(tf.where_v2(in_nucleus, ranked, np.inf), -1, keepdims=True)
+        return tf.where_v2(tempered >= tf.maximum(kth_best, lowest_kept), tempered, -np.inf)
+
+
+def _gumbel_noise(row_seeds, step, shape):
+    """Gumbel(0, 1) noise [batch, beam, vocab], each sentence's from its own [2] seed."""
+    def draw(seed):
+        seed = tf.random.experimental.stateless_fold_in(seed, tf.cast(step, tf.int64))
+        return tf.random.stateless_uniform(shape[1:], seed=seed, minval=1e-20, maxval=1.0)
+    uniform = tf.map_fn(draw, row_seeds, fn_output_signature=tf.float32)      # [b, k, v]
+    return -tf.log(-tf.log(uniform))
+
+
+def sample_next(logits, beam, step, end_token_id, scoring, max_lengths, attention, sampling,
+                row_seeds):
+    """One step of sampling with `select_best`'s contract: every alive slot draws its next piece.
+
+    Args:
+      logits, beam, step, end_token_id, scoring, max_lengths, attention: as select_best.
+      sampling: a Sampling; row_seeds: [batch, 2] int64, each sentence's seed.
+    Returns:
+      (beam, token_ids [batch, beam] int32, None: every slot is its own parent).
+    """
+    with tf.name_scope("sample_next"):
+        allowed = scoring_lib.allowed_logits(logits, step, end_token_id, scoring, beam.tokens)
+        restricted = restricted_logits(allowed, sampling)                      # [b, k, v]
+        noisy = restricted + _gumbel_noise(row_seeds, step, get_shape(logits))
+        token_ids = tf.argmax(noisy, axis=-1, output_type=tf.int32)           # [b, k]
+        if max_lengths is not None:
+            at_limit = tf.greater_equal(step + 1, max_lengths)[:, None]       # [b, 1]
+            token_ids = tf.where_v2(at_limit, end_token_id, token_ids)
+        token_ids = tf.where_v2(beam.finished, end_token_id, token_ids)
+        log_probs = tf.nn.log_softmax(logits)                                  # [b, k, v]
+        token_log_probs = batch_gather(tf.reshape(log_probs, [-1, get_shape(logits)[2]]),
+                                       tf.reshape(token_ids, [-1, 1]))         # [b * k, 1]
+        token_log_probs = tf.reshape(token_log_probs, get_shape(token_ids))  # [b, k]
+        nothing_allowed = tf.equal(tf.reduce_max(restricted, axis=-1), -np.inf)
+        if max_lengths is not None:
+            nothing_allowed = tf.logical_and(nothing_allowed, tf.logical_not(at_limit))
+        token_log_probs = tf.where_v2(nothing_allowed, -np.inf, token_log_probs)
+        new_log_probs = tf.where_v2(beam.finished, beam.log_probs, beam.log_probs + token_log_probs)
+        return beam_search.extend(beam, None, token_ids, new_log_probs, step, end_token_id,
+                                  attention), token_ids, None
+
+
+def sample_search(update_fn, initial_state, sequence_length, num_samples, begin_token_id,
+                  end_token_id, scoring, sampling, sentence_keys, name="sample", max_lengths=None,
+                  source_mask=None):
+    """Draws `num_samples` translations per sentence (the search contract's Args and Returns,
+    with `num_samples` for beam_width), returned best score first.
+
+    Args (beyond the contract's):
+      scoring: a decode.scoring.Scoring; sampling: a Sampling.
+      sentence_keys: [batch] int64, `sentence_keys` of the batch's sources.
+    """
+    with tf.name_scope(name):
+        row_seeds = tf.stack([sentence_keys, tf.fill(tf.shape(sentence_keys),
+                                                     tf.cast(sampling.seed, tf.int64))], axis=1)
+
+        def select(logits, beam, step, end_token_id, scoring, max_lengths, attention):
+            return sample_next(logits, beam, step, end_token_id, scoring, max_lengths, attention,
+                               sampling, row_seeds)
+        return beam_search.search_loop(update_fn, initial_state, sequence_length, num_samples,
+                                       begin_token_id, end_token_id, scoring, max_lengths, False,
+                                       source_mask, select=select, sampling=True)
