@@ -7,6 +7,8 @@ never for a duration; timeouts are only a safety net.
 """
 
 import copy
+import json
+import re
 import threading
 import time
 import traceback
@@ -557,3 +559,51 @@ def test_a_batch_does_not_count_the_graphs_another_batch_built_meanwhile(fresh_t
     assert greedy.result().get_json()["graphs_built"] == 1, "its own graph only"
     again = app.test_client().post("/translate", json={"text": "three", "decoder": "greedy"})
     assert again.get_json()["graphs_built"] == 0
+
+
+# --- The batch log and its replay (issue 20) ---------------------------------------------------
+
+def test_the_batch_log_records_each_model_call_and_the_replay_runs_them_again(
+        translator, tiny_model_dir, tmp_path, capsys):
+    from bench import replay_batches
+    log_path = tmp_path / "batches.jsonl"
+    config = copy.deepcopy(translator.config)
+    config["serve"]["batch_log"] = str(log_path)
+    for decoder in ("greedy", "while_loop"):  # built: the replay skips calls that built a graph
+        translator.translate(["one"], decoder=decoder)
+    counting = CountingTranslator(translator, hold_first=True)
+    app = app_with(counting, config)
+    texts = SENTENCES[:4]
+    responses = post_behind_a_held_call(app, counting, [{"text": text} for text in texts])
+    first, batch = [json.loads(line) for line in log_path.read_text().splitlines()]
+    assert (first["size"], batch["size"]) == (1, 4) and counting.calls == [1, 4]
+    assert batch["source_ids"] == [translator.tokenize(text) for text in texts]
+    assert batch["source_lengths"] == [len(translator.tokenize(text)) for text in texts]
+    answers = [response.get_json() for response in responses]
+    assert batch["output_words"] == [len(a["translations"][0]["text"].split()) for a in answers]
+    assert (batch["decoder"], batch["beam_width"], batch["n_best"], batch["trace"]) == (
+        "while_loop", translator.config["decode"]["beam_width"], 1, False)
+    assert batch["wall_seconds"] == pytest.approx(answers[0]["decode_ms"] / 1000.0, abs=1e-5)
+    assert 0.0 < batch["cpu_seconds"] <= batch["wall_seconds"] + 1e-3, "one thread's CPU"
+    assert (first["slot"], batch["slot"], batch["model_step"]) == (0, 0, translator.step)
+    assert 0.0 <= batch["idle_seconds"] <= batch["time"] - first["time"] - first["wall_seconds"] \
+        + 0.01, "the slot passed from the first call to the batch"
+    assert replay_batches.main(["--model_dir", tiny_model_dir, "--log", str(log_path)]) == 0
+    printed = capsys.readouterr().out
+    replayed = [line for line in printed.splitlines() if re.match(r"\| \d+ \|", line)]
+    assert (first["graphs_built"], batch["graphs_built"], len(replayed)) == (0, 0, 2)
+    assert "the same word counts in 2 of 2 calls" in printed
+
+
+def test_a_batch_log_that_cannot_be_written_is_an_error_naming_it(tmp_path):
+    path = tmp_path / "no_such_directory" / "batches.jsonl"
+    with pytest.raises(ValueError, match="serve.batch_log: cannot append to .*no_such_directory"):
+        Batcher(RecordingRun(), 1, 64, 3.0, batch_log=str(path))
+
+
+def test_the_replay_names_a_line_that_is_not_a_batch_log_record(tmp_path, capsys):
+    from bench import replay_batches
+    log_path = tmp_path / "batches.jsonl"
+    log_path.write_text('{"decoder": "while_loop"}\n')
+    assert replay_batches.main(["--model_dir", str(tmp_path), "--log", str(log_path)]) == 2
+    assert "batches.jsonl:1 is not a batch log record (no beam_width" in capsys.readouterr().err

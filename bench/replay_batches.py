@@ -1,0 +1,169 @@
+"""Replays a server's batch log offline: is serving slow in its batches, or around them?
+
+    python -m bench.replay_batches --model_dir D --log F [F ...] [--summary]
+
+The batch log (serve.batch_log in the served model directory's config.yaml; server/batch_log.py)
+holds one JSON line per model call: its settings, the source token ids of its sentences, and
+the wall and CPU seconds the call took in the server. This loads the model as serve.py does
+(one batch at a time in the calling thread, serve.intra_op_threads threads in an op), builds
+and runs each graph the log needs once, then runs every logged batch again, back to back,
+through `Translator.translate_tokens` with the logged settings, and prints each call's served
+and replayed wall and CPU milliseconds, then the totals. If the replay is about as slow as
+serving, the batches themselves are the cost (their sizes and lengths); if it is much faster,
+the time went around the model calls (the other slots' calls on the same cores, the GIL, the
+HTTP threads). Calls that failed, or that built a graph when served, are left out of the totals.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+FIELDS = ("decoder", "beam_width", "n_best", "trace", "source_ids", "wall_seconds",
+          "cpu_seconds")
+AS_SLOW_AS_SERVING = 1.25  # served / replayed wall time up to this: the batches are the cost
+
+
+def read_log(paths):
+    """The records of batch log files, in order; ValueError names a line that is not one."""
+    records = []
+    for path in paths:
+        with open(path, encoding="utf-8") as log_file:
+            for number, line in enumerate(log_file, 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except ValueError as error:
+                    raise ValueError("%s:%d is not JSON: %s" % (path, number, error)) from None
+                missing = [name for name in FIELDS if name not in record] if isinstance(
+                    record, dict) else ["JSON object"]
+                if missing:
+                    raise ValueError("%s:%d is not a batch log record (no %s)"
+                                     % (path, number, ", ".join(missing)))
+                records.append(record)
+    return records
+
+
+def graph_key(record, decode_params):
+    """What a call's graph depends on: decoder, beam width, trace, unrolled length bucket."""
+    from decode.translator import unrolled_length_bucket
+    bucket = (unrolled_length_bucket(max(map(len, record["source_ids"])), decode_params)
+              if record["decoder"] == "unrolled" else None)
+    return record["decoder"], record["beam_width"], record["trace"], bucket
+
+
+def run_call(translator, record):
+    """Runs one logged batch; returns (wall seconds, CPU seconds of this thread, translations)."""
+    started, started_cpu = time.perf_counter(), time.thread_time()
+    translations = translator.translate_tokens(
+        record["source_ids"], decoder=record["decoder"], beam_width=record["beam_width"],
+        n_best=record["n_best"], trace=record["trace"])
+    return time.perf_counter() - started, time.thread_time() - started_cpu, translations
+
+
+def replay(translator, records):
+    """Runs each graph once, then every replayable record back to back.
+
+    Returns:
+      One (record, replay wall s, replay CPU s, same output word counts) per record that
+      neither failed nor built a graph when served.
+    """
+    replayable = [record for record in records
+                  if not record.get("error") and not record.get("graphs_built")]
+    warmed = set()
+    for record in replayable:
+        key = graph_key(record, translator.config["decode"])
+        if key not in warmed:
+            run_call(translator, record)
+            warmed.add(key)
+    rows = []
+    for record in replayable:
+        wall, cpu, translations = run_call(translator, record)
+        words = [len(translation.text.split()) for translation in translations]
+        rows.append((record, wall, cpu, words == record.get("output_words", words)))
+    return rows
+
+
+def report(records, rows, replay_step):
+    """The totals' lines (and what they say) of a replay."""
+    served_wall = sum(record["wall_seconds"] for record, _, _, _ in rows)
+    served_cpu = sum(record["cpu_seconds"] for record, _, _, _ in rows)
+    replay_wall = sum(wall for _, wall, _, _ in rows)
+    replay_cpu = sum(cpu for _, _, cpu, _ in rows)
+    sentences = sum(len(record["source_ids"]) for record, _, _, _ in rows)
+    idle = sum(record.get("idle_seconds") or 0.0 for record, _, _, _ in rows)
+    served_steps = sorted({record.get("model_step") for record in records} - {None})
+    span = (max(r["time"] + r["wall_seconds"] for r in records) - min(r["time"] for r in records)
+            if all("time" in record for record in records) else None)
+    wall_ratio = served_wall / max(replay_wall, 1e-9)
+    lines = [
+        "calls: %d logged, %d replayed (%d failed when served, %d built a graph), %d sentences"
+        % (len(records), len(rows), sum(bool(r.get("error")) for r in records),
+           sum(bool(r.get("graphs_built")) for r in records), sentences),
+        "served: %.3f s wall, %.3f s CPU in calls (%.1f sentences per call-second); "
+        "slots idle %.3f s before them%s"
+        % (served_wall, served_cpu, sentences / max(served_wall, 1e-9), idle,
+           "" if span is None else "; %.1f sentences/s over the log's %.2f s" % (
+               sum(len(r["source_ids"]) for r in records) / max(span, 1e-9), span)),
+        "replay: %.3f s wall, %.3f s CPU back to back (%.1f sentences/s)"
+        % (replay_wall, replay_cpu, sentences / max(replay_wall, 1e-9)),
+        "served / replay: %.2fx wall, %.2fx CPU"
+        % (wall_ratio, served_cpu / max(replay_cpu, 1e-9)),
+        "outputs: the same word counts in %d of %d calls (model step served %s, replayed %d)"
+        % (sum(same for _, _, _, same in rows), len(rows),
+           "/".join(map(str, served_steps)) or "unknown", replay_step)]
+    lines.append("reading: " + (
+        "the served calls took about as long as the same batches alone: the batches are the cost"
+        if wall_ratio <= AS_SLOW_AS_SERVING else
+        "the served calls took %.2fx as long as the same batches alone: the time went around "
+        "them (other calls on the same cores, the GIL, HTTP)" % wall_ratio))
+    return lines
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model_dir", required=True, help="the model directory that was served")
+    parser.add_argument("--log", required=True, nargs="+", help="batch log file(s), JSON lines")
+    parser.add_argument("--summary", action="store_true", help="the totals only, not each call")
+    args = parser.parse_args(argv)
+    try:
+        records = read_log(args.log)
+    except (OSError, ValueError) as error:
+        print("replay_batches: %s" % error, file=sys.stderr)
+        return 2
+    if not records:
+        print("replay_batches: %s holds no model call" % " ".join(args.log), file=sys.stderr)
+        return 2
+    import tensorflow.compat.v1 as tf
+    from decode.translator import Translator
+    from seq2seq.config import load_config
+    tf.disable_v2_behavior()
+    served = load_config(os.path.join(args.model_dir, "config.yaml"))["serve"]
+    translator = Translator(args.model_dir, hparams=(
+        "decode.concurrent_batches=1,decode.inter_op_threads=-1,decode.intra_op_threads=%d"
+        % served["intra_op_threads"]))
+    rows = replay(translator, records)
+    if not args.summary:
+        print("| call | slot | sentences | longest source | served wall ms | served CPU ms "
+              "| idle before ms | replay wall ms | replay CPU ms | served / replay wall |")
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for index, (record, wall, cpu, _) in enumerate(rows, 1):
+            idle = record.get("idle_seconds")
+            print("| %d | %s | %d | %d | %.1f | %.1f | %s | %.1f | %.1f | %.2fx |" % (
+                index, "-" if record.get("slot") is None else record["slot"],
+                len(record["source_ids"]), max(map(len, record["source_ids"])),
+                1000 * record["wall_seconds"], 1000 * record["cpu_seconds"],
+                "-" if idle is None else "%.1f" % (1000 * idle), 1000 * wall, 1000 * cpu,
+                record["wall_seconds"] / max(wall, 1e-9)))
+        print()
+    for line in report(records, rows, translator.step):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
