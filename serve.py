@@ -1,24 +1,28 @@
 """Serves a trained model over HTTP: the JSON API of DESIGN.md and a web page.
 
-/healthz answers 503 until the model is loaded ("ready: URL" is printed then).
+/healthz answers 503 until the model is loaded ("ready: URL" is printed then). The model
+directory is watched: the server waits for training's first checkpoint if there is none yet,
+and switches to each better one without a restart (--no_watch: load once, or exit 1).
 SIGTERM or SIGINT stops the server once the requests in flight are answered.
 """
 
 import argparse
+import functools
 import logging
 import os
 import signal
 import sys
 import threading
-import time
 
 from seq2seq.config import ConfigError, load_config
 from server.app import DEFAULT_MAX_UNROLLED_TOKENS, ModelSlot, create_app
 from server.graceful_server import GracefulServer
+from server.training_status import CONFIG_FILE, waiting_message
 
 LOG = logging.getLogger("seq2seq.serve")
 SPARE_THREADS = 4  # waitress threads beyond a full batch's, for /healthz and the page
 GIL_SWITCH_INTERVAL_S = 0.001  # waitress's I/O thread gets the GIL sooner (BENCHMARKS.md)
+WATCH_INTERVAL_S = 2.0  # between two looks at the model directory's checkpoint files
 
 
 def bounded_int(low, high, range_text):
@@ -41,7 +45,12 @@ def parse_args(argv):
                         help="port (0: any free port)")
     parser.add_argument("--export_dir", default=None,
                         help="serve this exported SavedModel instead of the best-BLEU checkpoint "
-                             "(MODEL_DIR/best/, else the latest)")
+                             "(MODEL_DIR/best/, else the latest); a newer export beside it "
+                             "is taken up when it appears")
+    parser.add_argument("--no_watch", action="store_true",
+                        help="load the model once, exiting if there is none; by default the "
+                             "server waits for training's first checkpoint and switches to each "
+                             "better one (or newer export) without a restart")
     parser.add_argument("--no_batching", action="store_true",
                         help="translate every request alone, concurrently (serve.batching: false)")
     parser.add_argument("--warm_up_source_tokens",
@@ -53,31 +62,47 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
-def load_model(slot, args, config, server):
-    """Loads the Translator and its default-width graphs into `slot`, else stops `server`."""
-    started = time.monotonic()
+def not_ready_message(model, args):
+    """The 503 message while no model is served: what training is doing, or why loading failed."""
+    waiting = None if args.export_dir else waiting_message(args.model_dir)
+    if waiting is None and model.reload_error:
+        return "cannot load %s (%s); waiting for a newer model" % (
+            model.reload_error["path"], model.reload_error["message"])
+    return waiting or "the model is still loading; retry shortly"
+
+
+def serve_models(model, args, config, server, stopping):
+    """Fills `model` with the model directory's model, then (unless --no_watch) with each newer
+    one, until `stopping` is set; stops `server` if --no_watch finds nothing to serve."""
     try:
         import tensorflow.compat.v1 as tf  # seconds: /healthz already answers 503 meanwhile
-        from decode.translator import Translator
-
-        tf.disable_v2_behavior()
-        translator = Translator(args.model_dir, export_dir=args.export_dir, hparams=(
-            "decode.concurrent_batches=1,decode.inter_op_threads=-1,decode.intra_op_threads=%d"
-            % config["serve"]["intra_op_threads"]))
-        LOG.info("model %s (step %d) restored; building its decoder graphs",
-                 translator.model_name, translator.step)
-        widths = [config["decode"]["beam_width"]]
-        translator.warm_up([d for d in translator.decoders if d != "unrolled"], widths)
-        if args.warm_up_source_tokens and "unrolled" in translator.decoders:
-            translator.warm_up(["unrolled"], widths, max_source_length=args.warm_up_source_tokens)
+        from server.reloader import Reloader, build_translator
     except Exception:
-        LOG.exception("loading the model from %s failed", args.model_dir)
+        LOG.exception("cannot import TensorFlow or the decoders")
         server.request_stop()
         return
-    slot.fill(translator)
-    LOG.info("model %s (step %d) loaded in %.1fs", translator.model_name, translator.step,
-             time.monotonic() - started)
-    print("ready: %s" % server.url, flush=True)
+    tf.disable_v2_behavior()
+    reloader = Reloader(model, args.model_dir, args.export_dir, functools.partial(
+        build_translator, intra_op_threads=config["serve"]["intra_op_threads"],
+        warm_up_source_tokens=args.warm_up_source_tokens))
+    last_failure = None
+    while not stopping.is_set():
+        was_ready = model.ready
+        try:
+            reloader.poll()
+        except Exception as error:  # noqa: BLE001 (the server serves on; logged once)
+            if repr(error) != last_failure:
+                LOG.exception("watching %s failed; trying again every %.0fs", args.model_dir,
+                              WATCH_INTERVAL_S)
+                last_failure = repr(error)
+        if model.ready and not was_ready:
+            print("ready: %s" % server.url, flush=True)
+        if args.no_watch:
+            break
+        stopping.wait(WATCH_INTERVAL_S)
+    if args.no_watch and not model.ready:
+        LOG.error("nothing to serve from %s; stopping (--no_watch)", args.model_dir)
+        server.request_stop()
 
 
 def main(argv=None):
@@ -85,17 +110,20 @@ def main(argv=None):
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        config = load_config(os.path.join(args.model_dir, "config.yaml"))
+    config_path = os.path.join(args.model_dir, CONFIG_FILE)
+    waits = not (args.no_watch or args.export_dir or os.path.isfile(config_path))
+    try:  # waiting for training to write it: the serve section's defaults
+        config = load_config(None if waits else config_path)
     except ConfigError as error:
         print("serve.py: %s (is %s a model directory written by train.py?)"
               % (error, args.model_dir), file=sys.stderr)
         return 2
     if args.no_batching:
         config["serve"]["batching"] = False
-    model = ModelSlot()
+    model = ModelSlot(waiting=lambda: not_ready_message(model, args))
     app = create_app(model, config, max_unrolled_tokens=(args.warm_up_source_tokens
-                                                         or DEFAULT_MAX_UNROLLED_TOKENS))
+                                                         or DEFAULT_MAX_UNROLLED_TOKENS),
+                     model_dir=args.model_dir)
     try:
         server = GracefulServer(app, args.host, args.port,
                                 threads=config["serve"]["max_batch_sentences"] + SPARE_THREADS,
@@ -107,12 +135,15 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, server.request_stop)
     signal.signal(signal.SIGINT, server.request_stop)
     print("listening on %s (loading the model)" % server.url, flush=True)
-    loading = threading.Thread(target=load_model, args=(model, args, config, server),
+    stopping = threading.Event()
+    loading = threading.Thread(target=serve_models, args=(model, args, config, server, stopping),
                                name="model-loader", daemon=True)
     loading.start()
     server.serve()
     LOG.info("stopped")
-    exit_code = 1 if not (model.ready or loading.is_alive()) else 0  # 1: the load failed
+    stopping.set()
+    loading.join(timeout=1.0)  # returns at once unless a model is being built
+    exit_code = 1 if args.no_watch and not (model.ready or loading.is_alive()) else 0
     if loading.is_alive():  # stopped while loading: see docs/SERVING-NOTES.md
         sys.stdout.flush()
         sys.stderr.flush()

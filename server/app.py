@@ -1,9 +1,11 @@
 """The Flask app of DESIGN.md's HTTP API: routes, request checks, JSON errors, access log."""
 
 import collections
+import contextlib
 import json
 import logging
 import os
+import threading
 import time
 import unicodedata
 
@@ -11,11 +13,12 @@ from flask import Flask, Response, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from server.batcher import Batcher
+from server.training_status import training_report
 
 LOG = logging.getLogger("seq2seq.serve")
 ACCESS_LOG = logging.getLogger("seq2seq.serve.access")
 PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static", "index.html")
-ROUTES = "GET /, GET /healthz, GET /v1/info, POST /translate"
+ROUTES = "GET /, GET /healthz, GET /v1/info, GET /v1/training, POST /translate"
 # The page is self-contained: it may talk to this server and load nothing else.
 PAGE_POLICY = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
                "connect-src 'self'; img-src data:")
@@ -44,7 +47,7 @@ BODY_OVER_LIMIT = "the body is over the limit of %d bytes"  # also waitress's 41
 Limits = collections.namedtuple(
     "Limits", "max_body_bytes max_texts max_chars max_tokens max_unrolled_tokens")
 BatchKey = collections.namedtuple("BatchKey", "decoder beam_width trace n_best")
-ItemResult = collections.namedtuple("ItemResult", "translation graphs_built")
+ItemResult = collections.namedtuple("ItemResult", "translation graphs_built step")
 
 
 class ApiError(Exception):
@@ -65,23 +68,63 @@ def shown(value, limit=MAX_SHOWN_CHARS):
 
 
 class ModelSlot:
-    """Holds the translator and its page examples once `fill`ed (serve.py's loader)."""
+    """The translator being served and its page examples; `fill` swaps in another between batches.
 
-    ready = False
+    Attributes:
+      loaded_at (unix time), previous_step (of the translator replaced, or None) and
+      reload_error ({"path", "message", "failed_at"} of the newest model that failed to load
+      since the last fill, or None): for /v1/info, set by fill and by serve.py's reloader.
+    """
 
-    def __init__(self, translator=None):
+    def __init__(self, translator=None, waiting=lambda: "the model is still loading; retry shortly"):
+        """`waiting`: returns the 503 message while no translator is loaded."""
+        self._lock = threading.Lock()
+        self._loaded = None  # (translator, examples)
+        self._batches = collections.Counter()  # translator -> its batches running
+        self._waiting = waiting
+        self.loaded_at = self.previous_step = self.reload_error = None
         if translator is not None:
             self.fill(translator)
 
+    @property
+    def ready(self):
+        return self._loaded is not None
+
     def fill(self, translator):
-        self._loaded = (translator, read_examples(translator.config))
-        self.ready = True
+        """Serves `translator` from the next batch on; the one it replaces is closed once the
+        batches running on it are done."""
+        loaded = (translator, read_examples(translator.config))
+        with self._lock:
+            previous, self._loaded = self._loaded, loaded
+            self.loaded_at, self.reload_error = time.time(), None
+            self.previous_step = previous[0].step if previous else None
+            idle = previous is not None and not self._batches[previous[0]]
+        if idle:
+            previous[0].close()
 
     def loaded(self):
         """Returns (translator, examples), or raises ApiError 503."""
-        if not self.ready:
-            raise ApiError(503, "the model is still loading; retry shortly")
-        return self._loaded
+        loaded = self._loaded
+        if loaded is None:
+            raise ApiError(503, self._waiting())
+        return loaded
+
+    @contextlib.contextmanager
+    def holding(self):
+        """Yields the translator a batch is to run on, kept open until the block ends."""
+        with self._lock:
+            translator = self.loaded()[0]
+            self._batches[translator] += 1
+        try:
+            yield translator
+        finally:
+            with self._lock:
+                self._batches[translator] -= 1
+                retired = not self._batches[translator] and translator is not self._loaded[0]
+                if not self._batches[translator]:
+                    del self._batches[translator]
+            if retired:
+                translator.close()
 
 
 def read_examples(config, limit=MAX_EXAMPLES):
@@ -111,12 +154,13 @@ def read_examples(config, limit=MAX_EXAMPLES):
     return []
 
 
-def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS):
+def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, model_dir=None):
     """Returns the Flask app serving `model` (a ModelSlot: 503 while empty).
 
     Args:
       config: the resolved config; its "serve" section sets the limits and the batching.
       max_unrolled_tokens: the longest source, in tokens, the unrolled decoder serves.
+      model_dir: where /v1/training reads the trainer's status file (None: no training).
     """
     app = Flask(__name__, static_folder=None)
     serve = config["serve"]
@@ -127,18 +171,19 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS):
                     serve["max_tokens"], max_unrolled_tokens)
 
     def run_batch(key, items):
-        translator = model.loaded()[0]
-        with translator.recording_builds() as built:
+        with model.holding() as translator, translator.recording_builds() as built:
             translations = translator.translate_tokens(
                 [ids for ids, _ in items], decoder=key.decoder, beam_width=key.beam_width,
                 n_best=max(n_best for _, n_best in items), trace=key.trace)
-        return [ItemResult(translation._replace(n_best=translation.n_best[:n_best]), len(built))
+        return [ItemResult(translation._replace(n_best=translation.n_best[:n_best]), len(built),
+                           translator.step)
                 for translation, (_, n_best) in zip(translations, items)]
 
     concurrency = serve["concurrent_batches"] or os.cpu_count() or 1
     batcher = app.extensions["batcher"] = Batcher(
         run_batch, concurrency if serve["batching"] else float("inf"),
-        serve["max_batch_sentences"], serve["batch_step_overhead"])
+        serve["max_batch_sentences"], serve["batch_step_overhead"],
+        hold_seconds=serve["batch_hold_ms"] / 1000.0, batch_log=serve["batch_log"])
     with open(PAGE, encoding="utf-8") as page_file:
         page = page_file.read()
 
@@ -174,7 +219,13 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS):
                       "model_calls": totals["calls"], "sentences": totals["items"],
                       "model_call_seconds": round(totals["seconds"], 6),
                       "model_calls_running": totals["running"]},
-            examples=examples)
+            examples=examples, loaded_at=model.loaded_at, previous_step=model.previous_step,
+            reload_error=model.reload_error)
+
+    @app.get("/v1/training")
+    def training():
+        serving_step = model.loaded()[0].step if model.ready else None
+        return jsonify(training_report(model_dir, serving_step))
 
     @app.post("/translate")
     def translate():
@@ -191,7 +242,7 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS):
         answer = batcher.submit(key, [(ids, n_best) for ids in token_ids],
                                 max(map(len, token_ids)))
         translations = []
-        for translation, _ in answer.results:
+        for translation, _, _ in answer.results:
             hypotheses = [{"text": hypothesis.text, "score": float(hypothesis.score)}
                           for hypothesis in translation.n_best]
             translations.append({"text": translation.text, "score": float(translation.score),
@@ -204,7 +255,7 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS):
             elapsed_ms=round((time.perf_counter() - g.started) * 1000.0, 2),
             decode_ms=round(answer.call_seconds * 1000.0, 2),
             graphs_built=answer.results[0].graphs_built,
-            model={"name": translator.model_name, "step": translator.step})
+            model={"name": translator.model_name, "step": answer.results[0].step})
 
     @app.errorhandler(ApiError)
     def api_error(error):

@@ -1,0 +1,110 @@
+"""What training is doing, as the server reports it: MODEL_DIR/training_status.json read back.
+
+The trainer replaces the file whole at each progress line and evaluation (DESIGN.md,
+"Training while serving"). Nothing here imports TensorFlow: it answers while the model loads.
+"""
+
+import json
+import os
+
+from data_pipeline.tokenizer import JOINT_MODEL, SOURCE_MODEL, TARGET_MODEL
+from seq2seq.config import ConfigError, load_config
+
+STATUS_FILE = "training_status.json"
+CONFIG_FILE = "config.yaml"
+CHECKPOINT_STATES = ("checkpoint", os.path.join("best", "checkpoint"))  # written last, by tf.train
+
+
+def process_alive(pid):
+    """Whether process `pid` runs (a zombie, exited but not yet reaped, does not)."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's: it exists
+        return True
+    try:
+        with open("/proc/%d/stat" % pid, encoding="utf-8") as stat:
+            return stat.read().rpartition(")")[2].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def read_status(model_dir):
+    """The status file's object, "running" false if its trainer's process is gone; None if the
+    file is absent or is not a JSON object."""
+    try:
+        with open(os.path.join(model_dir, STATUS_FILE), encoding="utf-8") as status_file:
+            status = json.load(status_file)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(status, dict):
+        return None
+    if status.get("running") and not process_alive(status.get("pid")):
+        status.update(running=False, eta_seconds=None)
+    return status
+
+
+def training_report(model_dir, serving_step):
+    """GET /v1/training's body: the status file's fields, and the step being served (or None).
+
+    A model directory without a status file (or None) reports running false, no step, no
+    evaluations.
+    """
+    status = (read_status(model_dir) if model_dir else None) or {}
+    evaluations = status.get("evaluations")
+    return {"running": bool(status.get("running")), "step": status.get("step"),
+            "max_steps": status.get("max_steps"),
+            "evaluations": evaluations if isinstance(evaluations, list) else [],
+            "serving_step": serving_step, "eta_seconds": status.get("eta_seconds"),
+            "steps_per_second": status.get("steps_per_second"), "stopped": status.get("stopped"),
+            "updated_at": status.get("updated_at")}
+
+
+def has_model_files(model_dir):
+    """Whether train.py has written config.yaml and the SentencePiece model(s) into `model_dir`."""
+    exists = lambda name: os.path.isfile(os.path.join(model_dir, name))  # noqa: E731
+    return exists(CONFIG_FILE) and (exists(JOINT_MODEL) or exists(SOURCE_MODEL)
+                                    and exists(TARGET_MODEL))
+
+
+def describe_duration(seconds):
+    """A number of seconds as a person reads it: "40 s", "12 min", "1 h 5 min"."""
+    seconds = max(0, int(round(seconds)))
+    if seconds < 90:
+        return "%d s" % seconds
+    if seconds < 5400:
+        return "%d min" % round(seconds / 60.0)
+    return "%d h %d min" % (seconds // 3600, round(seconds % 3600 / 60.0))
+
+
+def waiting_message(model_dir):
+    """Why there is no model to serve yet and when there will be one; None once a checkpoint
+    exists (it is loading, or failed to load)."""
+    if not has_model_files(model_dir):
+        return ("waiting for training: %s has no config.yaml and tokenizer yet (train.py prepares "
+                "its data first, then writes them; start it with python train.py --model_dir %s "
+                "if it is not running)" % (model_dir, model_dir))
+    if any(os.path.isfile(os.path.join(model_dir, name)) for name in CHECKPOINT_STATES):
+        return None
+    status = read_status(model_dir)
+    if not (status and status.get("running")):
+        return ("%s has no checkpoint yet and no training is running: start it with "
+                "python train.py --model_dir %s" % (model_dir, model_dir))
+    step = status.get("step") or 0
+    try:
+        first_step = load_config(os.path.join(model_dir, CONFIG_FILE))["train"][
+            "save_checkpoints_steps"]
+    except (ConfigError, OSError):
+        first_step = None
+    when = ""
+    speed = status.get("steps_per_second")
+    if first_step and step < first_step:
+        when = " at step %d" % first_step
+        if isinstance(speed, (int, float)) and speed > 0:
+            when = " in about %s (step %d)" % (
+                describe_duration((first_step - step) / speed), first_step)
+    return ("training has started (step %d of %s) and has written no checkpoint yet: the first "
+            "model will be ready%s" % (step, status.get("max_steps", "?"), when or " shortly"))
