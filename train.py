@@ -34,7 +34,8 @@ from training.early_stopping import EarlyStopping, evaluations_since_best  # noq
 from training.model_fn import (  # noqa: E402
     NonFiniteLossError, as_non_finite_loss_error, model_fn, serving_input_receiver_fn,
     session_config)
-from training.status import StatusExporter, start_training_status, write_training_status  # noqa: E402
+from training.status import (  # noqa: E402
+    StatusExporter, start_training_status, write_training_status)
 
 DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs", "default.yaml")
 CONFIG_FILE = "config.yaml"

@@ -455,7 +455,8 @@ def test_streaming_bleu_equals_corpus_bleu_and_stops_decoding():
         {"source": "noventa e nove", "translation": "ninety nine"}]
 
 
-@pytest.mark.parametrize("count, expected", [(4, [5, 2, 4, 0]), (2, [5, 0]), (9, [5, 1, 2, 4, 3, 0])])
+@pytest.mark.parametrize("count, expected",
+                         [(4, [5, 2, 4, 0]), (2, [5, 0]), (9, [5, 1, 2, 4, 3, 0])])
 def test_examples_spread_from_the_shortest_source_to_the_longest(count, expected):
     texts = ["longest one", "ab", "abcd", "abcdef", "abcd", "a"]
     assert model_fn.spread_by_length(texts, count) == expected

@@ -286,7 +286,8 @@ def _append_first(limit, tensors_fn, variables):
 
 
 def spread_by_length(texts, count):
-    """Indices of `count` of `texts`, evenly spaced from the shortest to the longest (ties in order)."""
+    """Indices of `count` of `texts`, evenly spaced from the shortest to the longest (ties in
+    order)."""
     order = sorted(range(len(texts)), key=lambda index: len(texts[index]))
     if len(order) <= count:
         return order
