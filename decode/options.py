@@ -7,15 +7,44 @@ checks a value, so every entry point refuses the same values with the same messa
 
 import numbers
 
-from decode.scoring import LENGTH_PENALTY_KINDS
+LENGTH_PENALTY_KINDS = ("gnmt", "average", "none")
 
 SCORING_OPTIONS = ("length_penalty", "length_penalty_kind", "coverage_penalty",
                    "no_repeat_ngram_size", "min_length")
 SAMPLING_OPTIONS = ("num_samples", "temperature", "top_k", "top_p", "seed")
 EXACT_OPTIONS = ("max_expansions",)
 OPTIONS = SCORING_OPTIONS + SAMPLING_OPTIONS + EXACT_OPTIONS
+HINTS = {
+    "length_penalty": "alpha: how much longer translations are favoured (gnmt)",
+    "length_penalty_kind": "gnmt: log p / ((5 + length) / 6) ** alpha; average: log p / length; "
+                           "none: log p",
+    "coverage_penalty": "beta: rewards translations whose attention covers every source piece",
+    "no_repeat_ngram_size": "n: no translation holds the same n pieces twice (0: off)",
+    "min_length": "pieces before the end token may be chosen",
+    "num_samples": "translations drawn per sentence",
+    "temperature": "below 1: safer draws; above 1: more varied",
+    "top_k": "draw only from the k most likely pieces (0: all)",
+    "top_p": "draw only from the smallest set of pieces holding this much probability",
+    "seed": "the same seed and sentence give the same samples",
+    "max_expansions": "most prefixes the exact search expands before it gives up proving",
+}
+FLAG_TYPES = {"length_penalty_kind": str, "length_penalty": float, "coverage_penalty": float,
+              "temperature": float, "top_p": float}  # the others: int
 MAX_SEED = 2 ** 62
 MAX_EXPANSIONS = 1000000
+
+
+def add_flags(parser, names=OPTIONS):
+    """Adds a --name flag per decoding option (None when absent: the config's default)."""
+    group = parser.add_argument_group("decoding options (default: the model's config)")
+    for name in names:
+        group.add_argument("--" + name, type=FLAG_TYPES.get(name, int), help=HINTS[name],
+                           choices=LENGTH_PENALTY_KINDS if name == "length_penalty_kind" else None)
+
+
+def from_flags(args, names=OPTIONS):
+    """The options given as flags: {name: value or None}."""
+    return {name: getattr(args, name) for name in names}
 
 
 def _is_int(value):

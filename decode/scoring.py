@@ -17,9 +17,9 @@ import collections
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+from decode.options import LENGTH_PENALTY_KINDS
 from seq2seq.common import get_shape
 
-LENGTH_PENALTY_KINDS = ("gnmt", "average", "none")
 # The attention a source piece must receive before the coverage term stops rising; a piece
 # never attended to counts as this little (log 0 would make every hypothesis -inf).
 MIN_COVERAGE = 1e-10

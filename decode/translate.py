@@ -16,7 +16,7 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported, in main
 
 from data_pipeline.corpus import CorpusError, iter_text_lines  # noqa: E402
-from decode import DECODERS  # noqa: E402
+from decode import DECODERS, options  # noqa: E402
 
 OUTPUT_FORMAT = """\
 input: UTF-8 text. Lines end at LF or CR LF, as `wc -l` counts them (at CR in
@@ -58,6 +58,7 @@ def parse_args(argv):
                         help="write each sentence's search trace to FILE, one JSON line each")
     parser.add_argument("--show_unfamiliar", action="store_true",
                         help='append a TAB and "unfamiliar" (or nothing) to every output line')
+    options.add_flags(parser)
     args = parser.parse_args(argv)
     for name in ("output", "trace"):  # opening it empties it before the input is read
         path = getattr(args, name)
@@ -88,7 +89,7 @@ def translate_lines(translator, lines, args):
     to_translate = [index for index, ids in enumerate(token_ids) if ids]
     translations = dict(zip(to_translate, translator.translate_tokens(
         [token_ids[index] for index in to_translate], args.decoder, args.beam_width,
-        args.n_best, trace=bool(args.trace))))
+        args.n_best, trace=bool(args.trace), options=options.from_flags(args))))
     found = [translations.get(index) for index in range(len(lines))]
     return ("".join(format_translation(t, args.n_best, args.show_unfamiliar) for t in found),
             "".join(json.dumps(t and t.trace, ensure_ascii=False) + "\n" for t in found)
@@ -106,7 +107,8 @@ def main(argv=None):
     with contextlib.ExitStack() as files:
         try:
             translator = Translator(args.model_dir)
-            translator.check_options(args.decoder, args.beam_width, args.n_best)
+            translator.check_options(args.decoder, args.beam_width, args.n_best,
+                                     options.from_flags(args))
             source = files.enter_context(  # bytes, split into lines as the corpus reader does
                 open(args.input, "rb") if args.input else contextlib.nullcontext(sys.stdin.buffer))
             if not args.output:

@@ -22,6 +22,7 @@ from tensorflow.core.protobuf import rewriter_config_pb2
 from data_pipeline.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
 from decode import DECODERS, greedy_search, rnn_beam_search, while_loop_beam_search
 from decode.options import OPTIONS, SCORING_OPTIONS, resolve
+from decode.score import SCORE_OPTIONS, score_encoded
 from decode.sampling import Sampling, sample_search, sentence_keys
 from decode.scoring import Scoring, tracks_coverage
 from seq2seq.config import load_config
@@ -228,6 +229,8 @@ class Translator:
             with tf.name_scope("inputs"):
                 self._source_ids = tf.placeholder(tf.int32, [None, None], name="source_ids")
                 self._source_length = tf.placeholder(tf.int32, [None], name="source_length")
+                self._target_ids = tf.placeholder(tf.int32, [None, None], name="target_ids")
+                self._target_length = tf.placeholder(tf.int32, [None], name="target_length")
             with tf.name_scope("options"):
                 self._fed_options = {name: tf.placeholder_with_default(
                     dtype(decode_params[name]), [], name=name) for name, dtype in FED_OPTIONS.items()}
@@ -394,13 +397,17 @@ class Translator:
                                if decoder == "unrolled" else None)
             shape = GraphShape(options["length_penalty_kind"], options["no_repeat_ngram_size"],
                                options["coverage_penalty"] > 0, options["min_length"] > 0)
-            fetches = self._fetches((decoder, beam_width, unrolled_length, trace, shape))
+            key = (decoder, beam_width, unrolled_length, trace, shape)
+            fetches = self._fetches(key, lambda: search_encoded(
+                self._model, self._encoded, self._source_length, self.config["decode"], *key[:4],
+                options=self._graph_options(decoder, shape)))
             feeds.update((tensor, options[name]) for name, tensor in self._fed_options.items())
         return self._session.run(fetches, feeds)
 
-    def _fetches(self, key):
-        """A variant's fetches, built on first use; a graph not yet built goes (once) to
-        this thread's `recording_builds` lists, shared with the pool threads of its call."""
+    def _fetches(self, key, build):
+        """A variant's fetches, built by `build()` on first use; a graph not yet built goes
+        (once) to this thread's `recording_builds` lists, shared with the pool threads of its
+        call. key: (decoder, width, unrolled_length, trace, GraphShape)."""
         built = self._built.get(key)
         if built is None:
             with self._lock:  # a variant enters _built only once built and restored
@@ -408,9 +415,7 @@ class Translator:
                 if built is None:
                     started, start_ops = time.perf_counter(), len(self._graph.get_operations())
                     with self._graph.as_default():
-                        fetches = search_encoded(self._model, self._encoded, self._source_length,
-                                                 self.config["decode"], *key[:4],
-                                                 options=self._graph_options(key[0], key[4]))
+                        fetches = build()
                     variant = Variant(*key, build_seconds=time.perf_counter() - started,
                                       num_ops=len(self._graph.get_operations()) - start_ops)
                     self._restore_new_variables()
@@ -418,6 +423,68 @@ class Translator:
                 for recording in getattr(self._recordings, "lists", ()):  # under the lock: once
                     recording.extend([] if built[1] in recording else [built[1]])
         return built[0]
+
+    def score(self, sources, targets, options=None):
+        """The model's scores of given translations (DESIGN.md "Scoring a translation").
+
+        Args:
+          sources, targets: lists of strings, pairwise; a target may be empty (the end token
+            alone). options: length_penalty, length_penalty_kind, coverage_penalty (None: the
+            config's).
+        Returns:
+          A dict per pair: score, log_prob, length (end token counted), pieces [{piece,
+          log_prob}].
+        """
+        if len(sources) != len(targets):
+            raise ValueError("%d sources but %d targets: give one target per source"
+                             % (len(sources), len(targets)))
+        source_ids = []
+        for name, texts in (("sources", sources), ("targets", targets)):
+            for index, text in enumerate(texts):
+                if not isinstance(text, str):
+                    raise ValueError("%s[%d] must be a string, got %s"
+                                     % (name, index, type(text).__name__))
+        for index, text in enumerate(sources):
+            source_ids.append(self.tokenize(text))
+            if not source_ids[-1]:
+                raise ValueError("sources[%d] is empty (no source tokens)" % index)
+        return self.score_tokens(source_ids, [self._tokenizer.encode_target(text)
+                                              for text in targets], options)
+
+    def score_tokens(self, source_ids, target_ids, options=None):
+        """`score` for lists of ids: sources non-empty, targets without the end token."""
+        unused = sorted(set(name for name, value in (options or {}).items() if value is not None)
+                        - set(SCORE_OPTIONS))
+        if unused:
+            raise ValueError("%s does not change a score; the scoring options are %s"
+                             % (unused[0], ", ".join(SCORE_OPTIONS)))
+        if self._exported:
+            raise ValueError("scoring needs a checkpoint (the exported SavedModel only searches)")
+        options = self.resolve_options("while_loop", options)
+        shape = GraphShape(options["length_penalty_kind"], 0, options["coverage_penalty"] > 0, False)
+
+        def build():
+            graph_options = self._graph_options("score", shape)
+            return score_encoded(self._model, self._encoded, self._target_ids, self._target_length,
+                                 Scoring(*(graph_options[name] for name in SCORING_OPTIONS)))
+        fetches = self._fetches(("score", None, None, False, shape), build)
+        results = []
+        for batch in length_sorted_batches([len(ids) for ids in source_ids],
+                                           self.config["decode"]["batch_size"]):
+            targets = [list(target_ids[index]) + [EOS_ID] for index in batch]
+            feeds = dict(zip((self._source_ids, self._source_length),
+                             pad_batch([source_ids[index] for index in batch])))
+            feeds.update(zip((self._target_ids, self._target_length), pad_batch(targets)))
+            feeds.update((tensor, options[name]) for name, tensor in self._fed_options.items())
+            piece_log_probs, log_probs, scores = self._session.run(fetches, feeds)
+            for row, (index, target) in enumerate(zip(batch, targets)):
+                pieces = self._tokenizer.target_pieces(target)
+                results.append((index, {
+                    "score": float(scores[row]), "log_prob": float(log_probs[row]),
+                    "length": len(target), "pieces": [
+                        {"piece": piece, "log_prob": float(log_prob)}
+                        for piece, log_prob in zip(pieces, piece_log_probs[row])]}))
+        return [result for _, result in sorted(results, key=lambda pair: pair[0])]
 
     def _graph_options(self, decoder, shape):
         """search_encoded's options for a GraphShape: the fed placeholders, the shaping values."""
