@@ -95,7 +95,8 @@ def report(records, rows, replay_step):
     replay_wall = sum(wall for _, wall, _, _ in rows)
     replay_cpu = sum(cpu for _, _, cpu, _ in rows)
     sentences = sum(len(record["source_ids"]) for record, _, _, _ in rows)
-    idle = sum(record.get("idle_seconds") or 0.0 for record, _, _, _ in rows)
+    idles = [record["idle_seconds"] for record, _, _, _ in rows
+             if record.get("idle_seconds") is not None]
     served_steps = sorted({record.get("model_step") for record in records} - {None})
     span = (max(r["time"] + r["wall_seconds"] for r in records) - min(r["time"] for r in records)
             if all("time" in record for record in records) else None)
@@ -104,9 +105,9 @@ def report(records, rows, replay_step):
         "calls: %d logged, %d replayed (%d failed when served, %d built a graph), %d sentences"
         % (len(records), len(rows), sum(bool(r.get("error")) for r in records),
            sum(bool(r.get("graphs_built")) for r in records), sentences),
-        "served: %.3f s wall, %.3f s CPU in calls (%.1f sentences per call-second); "
-        "slots idle %.3f s before them%s"
-        % (served_wall, served_cpu, sentences / max(served_wall, 1e-9), idle,
+        "served: %.3f s wall, %.3f s CPU in calls (%.1f sentences per call-second); %s%s"
+        % (served_wall, served_cpu, sentences / max(served_wall, 1e-9),
+           "slots idle %.3f s before them" % sum(idles) if idles else "no slots (no batching)",
            "" if span is None else "; %.1f sentences/s over the log's %.2f s" % (
                sum(len(r["source_ids"]) for r in records) / max(span, 1e-9), span)),
         "replay: %.3f s wall, %.3f s CPU back to back (%.1f sentences/s)"

@@ -47,11 +47,19 @@ With --instant the servers are bench.instant_server, which decodes nothing:
 the throughput that serving alone (HTTP, JSON, validation, batching's thread
 hand-offs) leaves on this machine, the ceiling of both modes.
 
+With --hparams or --batch_log each server serves a copy of the model directory
+(links to its files, in bench/out/serve_load_models/) whose config.yaml has
+those settings: --hparams "serve.batch_hold_ms=0" compares a serving rule, and
+--batch_log DIR turns on each server's batch log (serve.batch_log) and leaves
+one file per mode and phase in DIR, MODE-reference.jsonl and
+MODE-Nclients-roundR.jsonl, for `python -m bench.replay_batches`.
+
 Usage (a trained model directory; the test sentences default to the
 `test.src` of the model's prepared data):
   .venv/bin/python -m bench.serve_load --model_dir runs/serve_small [--requests 2000]
       [--clients 1,8,32] [--modes on,off] [--rounds 4] [--input F]
-      [--json bench/out/serve_load.json] [--instant]
+      [--json bench/out/serve_load.json] [--instant] [--hparams serve.k=v,...]
+      [--batch_log DIR]
 """
 
 import argparse
@@ -61,12 +69,13 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
 import time
 
-from seq2seq.config import load_config
+from seq2seq.config import load_config, save_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HOST = "127.0.0.1"
@@ -566,6 +575,26 @@ def cpu_cost_ratio(results):
     return most, ratio(ratio(on.requests, on.server_cpu_s), ratio(off.requests, off.server_cpu_s))
 
 
+def served_copy(model_dir, directory, hparams, batch_log):
+    """A directory serving `model_dir`'s model with other settings: a link to each of its
+    files but config.yaml, which is the model's with `hparams` and serve.batch_log over it."""
+    os.makedirs(directory)
+    for name in os.listdir(model_dir):
+        if name != "config.yaml":
+            os.symlink(os.path.join(model_dir, name), os.path.join(directory, name))
+    config = load_config(os.path.join(model_dir, "config.yaml"), hparams,
+                         {"serve": {"batch_log": batch_log}} if batch_log else None)
+    save_config(config, os.path.join(directory, "config.yaml"))
+    return directory
+
+
+def keep_batch_log(path, kept_path):
+    """Moves a server's batch log (if it logged a call) to `kept_path`: the next phase's
+    calls go to a new file, which the server opens for each line."""
+    if os.path.exists(path):
+        os.replace(path, kept_path)
+
+
 def default_input(model_dir):
     """The test.src of the data the model was trained on (a relative data_dir is the repo's)."""
     data_dir = load_config(os.path.join(model_dir, "config.yaml"))["data"]["data_dir"]
@@ -592,6 +621,10 @@ def parse_args(argv):
     parser.add_argument("--instant", action="store_true",
                         help="serve with bench.instant_server, which decodes nothing: the "
                              "ceiling that serving alone leaves")
+    parser.add_argument("--hparams", default="",
+                        help='settings over the model\'s config.yaml, e.g. "serve.batch_hold_ms=0"')
+    parser.add_argument("--batch_log", help="a directory for the servers' batch logs, one file "
+                                            "per mode and phase (bench.replay_batches reads them)")
     return parser.parse_args(argv)
 
 
@@ -602,14 +635,24 @@ def main(argv=None):
     modes = args.modes.split(",")
     log_dir = os.path.join(REPO, "bench", "out")
     os.makedirs(log_dir, exist_ok=True)
+    copies_dir = os.path.join(log_dir, "serve_load_models")
+    shutil.rmtree(copies_dir, ignore_errors=True)
+    batch_logs = {mode: os.path.join(os.path.abspath(args.batch_log), mode + ".jsonl")
+                  for mode in modes} if args.batch_log else {}
+    if args.batch_log:
+        os.makedirs(args.batch_log, exist_ok=True)
     servers = {}
     try:
         for mode in modes:
-            servers[mode] = Server(model_dir, batching=mode == "on",
+            served_dir = model_dir if not (args.hparams or args.batch_log) else served_copy(
+                model_dir, os.path.join(copies_dir, mode), args.hparams, batch_logs.get(mode))
+            servers[mode] = Server(served_dir, batching=mode == "on",
                                    log_path=os.path.join(log_dir, "serve_load_%s.log" % mode),
                                    instant=args.instant)
         references = {mode: reference_answers(server.port, sentences)
                       for mode, server in servers.items()}
+        for mode, path in batch_logs.items():
+            keep_batch_log(path, path.replace(".jsonl", "-reference.jsonl"))
         results = []
         plan = plan_requests(sentences, args.requests)
         for clients in (int(count) for count in args.clients.split(",")):
@@ -621,11 +664,15 @@ def main(argv=None):
                     rounds[mode].append(run_phase(mode, servers[mode],
                                                   plan[round_index::args.rounds], clients,
                                                   references[mode]))
+                    if mode in batch_logs:
+                        keep_batch_log(batch_logs[mode], batch_logs[mode].replace(
+                            ".jsonl", "-%dclients-round%d.jsonl" % (clients, round_index + 1)))
             for mode in modes:
                 results.append(merge(rounds[mode]))
                 print(table(results[-1:]).splitlines()[-1], flush=True)
     finally:
         exit_codes = {mode: server.stop() for mode, server in servers.items()}
+        shutil.rmtree(copies_dir, ignore_errors=True)
     if any(exit_codes.values()):
         raise RuntimeError("serve.py did not exit 0 after SIGTERM: %s (logs in %s)"
                            % (exit_codes, log_dir))

@@ -8,6 +8,7 @@ never for a duration; timeouts are only a safety net.
 
 import copy
 import json
+import os
 import re
 import threading
 import time
@@ -607,3 +608,25 @@ def test_the_replay_names_a_line_that_is_not_a_batch_log_record(tmp_path, capsys
     log_path.write_text('{"decoder": "while_loop"}\n')
     assert replay_batches.main(["--model_dir", str(tmp_path), "--log", str(log_path)]) == 2
     assert "batches.jsonl:1 is not a batch log record (no beam_width" in capsys.readouterr().err
+
+
+def test_the_load_test_serves_a_copy_of_the_model_with_the_settings_given(
+        translator, tiny_model_dir, tmp_path):
+    from bench.serve_load import served_copy
+    from decode.translator import Translator
+    from seq2seq.config import load_config
+    log = str(tmp_path / "on.jsonl")
+    copy_dir = served_copy(tiny_model_dir, str(tmp_path / "copy"), "serve.batch_hold_ms=0", log)
+    config = load_config(os.path.join(copy_dir, "config.yaml"))
+    original = load_config(os.path.join(tiny_model_dir, "config.yaml"))
+    assert (config["serve"]["batch_hold_ms"], config["serve"]["batch_log"]) == (0.0, log)
+    config["serve"].update(batch_hold_ms=original["serve"]["batch_hold_ms"], batch_log="")
+    assert config == original, "nothing else changed"
+    links = sorted(name for name in os.listdir(copy_dir) if name != "config.yaml")
+    assert links == sorted(set(os.listdir(tiny_model_dir)) - {"config.yaml"})
+    copied = Translator(copy_dir)
+    try:
+        assert copied.step == translator.step
+        assert copied.translate(SENTENCES) == translator.translate(SENTENCES)
+    finally:
+        copied.close()
