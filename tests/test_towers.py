@@ -137,6 +137,7 @@ def test_more_towers_than_visible_gpus_is_an_error_on_a_gpu_build(
     monkeypatch.setattr(tf.test, "is_built_with_cuda", lambda: True)
     monkeypatch.setattr(tf.config, "list_physical_devices",
                         lambda kind=None: ["GPU"] * visible_gpus if kind == "GPU" else [])
+    monkeypatch.setattr(tf.config, "get_logical_device_configuration", lambda device: None)
     with pytest.raises(ConfigError, match="--num_gpus 2, but TensorFlow sees %d GPU"
                        % visible_gpus):
         train.run(tiny_config, str(tmp_path), num_gpus=2)

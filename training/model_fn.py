@@ -22,9 +22,17 @@ logger = logging.getLogger("seq2seq")
 NUM_EXAMPLES = 4  # dev sentences whose translation each evaluation records
 
 
+def logical_gpus():
+    """Per physical GPU, the memory limits (MB) of the logical GPUs that tf.config's virtual
+    device configuration splits it into ([]: not split), read without starting the runtime."""
+    return [[device.memory_limit for device in tf.config.get_logical_device_configuration(gpu)
+             or ()] for gpu in tf.config.list_physical_devices("GPU")]
+
+
 def tower_devices(num_towers):
-    """["/gpu:i"] with GPUs, else ["/cpu:i"]; a ConfigError on a GPU build with too few GPUs."""
-    gpus = len(tf.config.list_physical_devices("GPU"))
+    """["/gpu:i"] with GPUs (each logical one counts), else ["/cpu:i"]; a ConfigError on a GPU
+    build with too few GPUs."""
+    gpus = sum(len(limits) or 1 for limits in logical_gpus())
     if num_towers > 1 and tf.test.is_built_with_cuda() and gpus < num_towers:
         raise ConfigError("--num_gpus %d, but TensorFlow sees %d GPU(s) (CUDA_VISIBLE_DEVICES=%s)"
                           % (num_towers, gpus, os.environ.get("CUDA_VISIBLE_DEVICES", "unset")))
@@ -32,10 +40,16 @@ def tower_devices(num_towers):
 
 
 def session_config(num_towers):
-    """A ConfigProto with a virtual CPU device per tower when there are no GPUs, else None."""
-    if num_towers <= 1 or tower_devices(num_towers)[0].startswith("/gpu"):
+    """A ConfigProto with a virtual CPU device per tower when there are no GPUs, with the
+    logical GPUs of tf.config's virtual device configuration when it splits a GPU, else None."""
+    if num_towers > 1 and tower_devices(num_towers)[0].startswith("/cpu"):
+        return tf.ConfigProto(device_count={"CPU": num_towers}, allow_soft_placement=True)
+    if not any(logical_gpus()):
         return None
-    return tf.ConfigProto(device_count={"CPU": num_towers}, allow_soft_placement=True)
+    return tf.ConfigProto(allow_soft_placement=True, gpu_options=tf.GPUOptions(
+        experimental=tf.GPUOptions.Experimental(virtual_devices=[
+            tf.GPUOptions.Experimental.VirtualDevices(memory_limit_mb=limits)
+            for limits in logical_gpus()])))
 
 
 def split_batch(inputs, num_towers):
