@@ -14,12 +14,18 @@ $(STAMP): requirements.txt requirements-dev.txt
 
 install: $(STAMP)
 
-# Prepare the embedded corpus (train.py does it first), train
-# configs/default.yaml (resuming if a checkpoint exists), then serve it on
-# http://127.0.0.1:8080/.
+# Serve $(DEMO_DIR) on http://127.0.0.1:8080/ at once while train.py trains $(DEMO_CONFIG)
+# into it in the background (preparing the embedded corpus first, resuming from a checkpoint):
+# the page shows training's progress and answers from each better checkpoint as it comes.
+# Ctrl-C stops the server and the trainer.
+DEMO_CONFIG ?= configs/default.yaml
+DEMO_DIR ?= runs/default
 demo: $(STAMP)
-	$(PY) train.py --config configs/default.yaml --model_dir runs/default
-	$(PY) serve.py --model_dir runs/default --host 127.0.0.1 --port 8080
+	@mkdir -p $(DEMO_DIR)
+	@echo "training in the background; its log: $(DEMO_DIR)/train.log (tail -f $(DEMO_DIR)/train.log)"
+	@$(PY) train.py --config $(DEMO_CONFIG) --model_dir $(DEMO_DIR) > $(DEMO_DIR)/train.log 2>&1 & \
+	trainer=$$!; trap 'kill $$trainer 2>/dev/null' EXIT INT TERM; \
+	$(PY) serve.py --model_dir $(DEMO_DIR) --host 127.0.0.1 --port 8080
 
 test: $(STAMP)
 	$(PY) -m pytest -q

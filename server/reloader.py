@@ -14,7 +14,7 @@ import os
 import time
 
 from decode.translator import Translator, find_checkpoint
-from server.training_status import has_model_files
+from server.training_status import has_model_files, is_untrained
 
 LOG = logging.getLogger("seq2seq.serve")
 
@@ -93,8 +93,10 @@ class Reloader:
         try:
             path = find_checkpoint(self._model_dir)
         except ValueError:
-            return self._waiting("%s holds no checkpoint yet; waiting for training's first"
-                                 % self._model_dir)
+            path = None
+        if path is None or is_untrained(path):
+            return self._waiting("%s holds no checkpoint past step 0 yet; waiting for "
+                                 "training's first" % self._model_dir)
         files = glob.glob(glob.escape(path) + ".index") + glob.glob(glob.escape(path) + ".data-*")
         return Candidate(path, file_stats(files, os.path.dirname(path)))
 

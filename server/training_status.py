@@ -6,13 +6,14 @@ The trainer replaces the file whole at each progress line and evaluation (DESIGN
 
 import json
 import os
+import re
 
 from data_pipeline.tokenizer import JOINT_MODEL, SOURCE_MODEL, TARGET_MODEL
 from seq2seq.config import ConfigError, load_config
 
 STATUS_FILE = "training_status.json"
 CONFIG_FILE = "config.yaml"
-CHECKPOINT_STATES = ("checkpoint", os.path.join("best", "checkpoint"))  # written last, by tf.train
+CHECKPOINT_STATE = "checkpoint"  # tf.train's record of a directory's checkpoints, written last
 
 
 def process_alive(pid):
@@ -70,6 +71,24 @@ def has_model_files(model_dir):
                                     and exists(TARGET_MODEL))
 
 
+def is_untrained(checkpoint_path):
+    """Whether a checkpoint is tf.estimator's first, of step 0: not served (its searches all
+    run to the length limit, its translations are noise)."""
+    return checkpoint_path.endswith("-0")
+
+
+def has_trained_checkpoint(model_dir):
+    """Whether `model_dir` records a best checkpoint, or a latest one past step 0."""
+    if os.path.isfile(os.path.join(model_dir, "best", CHECKPOINT_STATE)):
+        return True
+    try:
+        with open(os.path.join(model_dir, CHECKPOINT_STATE), encoding="utf-8") as state:
+            latest = re.search(r'^model_checkpoint_path: "(.*)"', state.read(), re.MULTILINE)
+    except OSError:
+        return False
+    return bool(latest) and not is_untrained(latest.group(1))
+
+
 def describe_duration(seconds):
     """A number of seconds as a person reads it: "40 s", "12 min", "1 h 5 min"."""
     seconds = max(0, int(round(seconds)))
@@ -87,7 +106,7 @@ def waiting_message(model_dir):
         return ("waiting for training: %s has no config.yaml and tokenizer yet (train.py prepares "
                 "its data first, then writes them; start it with python train.py --model_dir %s "
                 "if it is not running)" % (model_dir, model_dir))
-    if any(os.path.isfile(os.path.join(model_dir, name)) for name in CHECKPOINT_STATES):
+    if has_trained_checkpoint(model_dir):
         return None
     status = read_status(model_dir)
     if not (status and status.get("running")):

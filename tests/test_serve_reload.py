@@ -32,11 +32,13 @@ def checkpoint_files(tiny_model_dir, step):
     return glob.glob(os.path.join(tiny_model_dir, "model.ckpt-%d.*" % step))
 
 
-def install_latest(tiny_model_dir, model_dir, step):
-    """Copies checkpoint `step` into `model_dir` as its latest, as tf.train.Saver leaves it."""
+def install_latest(tiny_model_dir, model_dir, step, saved_as=None):
+    """Copies checkpoint `step` into `model_dir` as its latest (named as step `saved_as`), as
+    tf.train.Saver leaves it."""
+    name = "model.ckpt-%d" % (step if saved_as is None else saved_as)
     for path in checkpoint_files(tiny_model_dir, step):
-        shutil.copy2(path, model_dir)
-    tf.train.update_checkpoint_state(model_dir, "model.ckpt-%d" % step)
+        shutil.copy2(path, os.path.join(model_dir, name + path.rpartition("-%d" % step)[2]))
+    tf.train.update_checkpoint_state(model_dir, name)
 
 
 def install_best(model_dir, write_checkpoint):
@@ -149,7 +151,11 @@ def test_waits_for_training_then_switches_to_each_better_checkpoint_without_a_fa
     message = server.request("POST", "/translate", {"text": SENTENCE})[1]["error"]["message"]
     assert "training has started (step 4 of 400)" in message
     assert "the first model will be ready in about 3 s (step 10)" in message
-    assert server.request("GET", "/healthz")[0] == 503
+    # tf.estimator's checkpoint of step 0, written as training starts, is not served.
+    install_latest(tiny_model_dir, model_dir, 380, saved_as=0)
+    time.sleep(2.5)  # a poll more
+    status, body = server.request("POST", "/translate", {"text": SENTENCE})
+    assert status == 503 and "training has started (step 4 of 400)" in body["error"]["message"]
 
     install_latest(tiny_model_dir, model_dir, 380)
     server.wait_until_ready()
