@@ -1,7 +1,7 @@
 """Decoding: both beam searches and greedy decoding (decode/beam_search.py), and the tools."""
 
 # The decoder variants by name, as the tools and the API take them.
-DECODERS = ("while_loop", "unrolled", "greedy", "sample")
+DECODERS = ("while_loop", "unrolled", "greedy", "sample", "exact")
 SEARCHES = ("greedy_search", "rnn_beam_search", "while_loop_beam_search")
 __all__ = ["DECODERS", *SEARCHES]
 

@@ -21,6 +21,7 @@ from tensorflow.core.protobuf import rewriter_config_pb2
 
 from data_pipeline.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
 from decode import DECODERS, greedy_search, rnn_beam_search, while_loop_beam_search
+from decode.exact import exact_search, expansion_step
 from decode.options import OPTIONS, SCORING_OPTIONS, resolve
 from decode.score import SCORE_OPTIONS, score_encoded
 from decode.sampling import Sampling, sample_search, sentence_keys
@@ -29,17 +30,21 @@ from seq2seq.config import load_config
 from seq2seq.model import Seq2SeqModel
 
 UNROLLED_LENGTH_STEP = 8  # the unrolled search is built for lengths rounded up to a multiple
+EXACT_ROWS_PER_CALL = 512  # prefixes per model call of the exact search (docs/BENCHMARKS.md)
 SERVING_SIGNATURE = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY  # of train.py's exports
 BEST_DIR, PREVIOUS_SUFFIX = "best", ".old"  # MODEL_DIR/best/: the best-BLEU checkpoint
 
-Translation = collections.namedtuple("Translation", "text score n_best unfamiliar trace",
-                                     defaults=(False, None))
+Translation = collections.namedtuple(
+    "Translation", "text score n_best unfamiliar trace proven expansions",
+    defaults=(False, None, None, None))
 Translation.__doc__ = """The best hypothesis's text and score, the n-best `Hypothesis`es, whether
-the source is unlike the training data, and the DESIGN.md search trace (or None)."""
+the source is unlike the training data, the DESIGN.md search trace (or None), and for the exact
+decoder whether the best is proven and how many prefixes it expanded (else None)."""
 Hypothesis = collections.namedtuple("Hypothesis", "text score")
 # One sentence's beam, best first, without the impossible (-inf) hypotheses: target id
-# lists (end token left out) and scores.
-SearchResult = collections.namedtuple("SearchResult", "ids scores")
+# lists (end token left out) and scores; the exact decoder's proven and expansions.
+SearchResult = collections.namedtuple("SearchResult", "ids scores proven expansions",
+                                      defaults=(None, None))
 # A decoder graph built from a checkpoint (unrolled_length None but for "unrolled").
 Variant = collections.namedtuple(
     "Variant", "decoder beam_width unrolled_length trace shape build_seconds num_ops")
@@ -95,7 +100,7 @@ def search_encoded(model, encoder_output, source_length, decode_params, decoder,
     Args:
       model, encoder_output: a `Seq2SeqModel` and its `encode(..., training=False)`.
       source_length: [batch] int32; decode_params: the config's "decode" dict.
-      decoder: one of DECODERS but "exact"; beam_width: K (1 for greedy, the samples for sample).
+      decoder: one of DECODERS but "exact" (decode/exact.py); beam_width: K (1 for greedy, the samples for sample).
       unrolled_length: the unrolled search's steps (`unrolled_length_bucket`), else None.
       trace: also return the search's trace dict, with the attention (decode/beam_search.py).
       options: decoding options (decode/options.py) over decode_params': values or scalar
@@ -322,10 +327,10 @@ class Translator:
         return resolved
 
     def check_options(self, decoder, beam_width=None, n_best=1, options=None):
-        """Returns the width to decode with (1 for greedy, num_samples for sample): decoder one
-        of `decoders`, beam_width one of `beam_widths` (checked for greedy too) or None (the
-        default; the sample decoder takes none), n_best 1..width, options as `resolve_options`.
-        ValueError names the option, its values, the value cut short."""
+        """Returns the width to decode with (1 for greedy and exact, num_samples for sample):
+        decoder one of `decoders`, beam_width one of `beam_widths` (checked for greedy too) or
+        None (the default; sample and exact take none), n_best 1..width, options as
+        `resolve_options`. ValueError names the option, its values, the value cut short."""
         if decoder not in self.decoders:
             raise ValueError("decoder must be one of %s, got %s"
                              % (", ".join(self.decoders), shown(decoder)))
@@ -333,6 +338,10 @@ class Translator:
         if decoder == "sample" and beam_width is not None:
             raise ValueError("beam_width is not an option of the sample decoder (num_samples "
                              "sets how many translations it draws)")
+        if decoder == "exact" and beam_width is not None:
+            raise ValueError("beam_width is not an option of the exact decoder (it finds the one "
+                             "best translation, starting from the while_loop search at "
+                             "decode.beam_width %d)" % self.default_beam_width)
         if beam_width is None:
             beam_width = self.default_beam_width
         elif self._exported and is_int(beam_width) and beam_width != self.default_beam_width:
@@ -342,11 +351,14 @@ class Translator:
         elif not is_int(beam_width) or beam_width not in self.beam_widths:
             raise ValueError("beam_width must be an integer in %d..%d, got %s"
                              % (self.beam_widths[0], self.beam_widths[-1], shown(beam_width)))
-        width = {"greedy": 1, "sample": resolved["num_samples"]}.get(decoder, beam_width)
+        width = {"greedy": 1, "sample": resolved["num_samples"], "exact": 1}.get(decoder,
+                                                                               beam_width)
         if not is_int(n_best) or not 1 <= n_best <= width:
             raise ValueError("n_best must be an integer in 1..%d (the %s), got %s" % (
                 width, {"greedy": "beam width; greedy decoding keeps one hypothesis",
-                        "sample": "number of samples"}.get(decoder, "beam width"), shown(n_best)))
+                        "sample": "number of samples",
+                        "exact": "exact search finds the one best translation"}.get(
+                            decoder, "beam width"), shown(n_best)))
         return int(width)
 
     def search(self, token_ids, decoder="while_loop", beam_width=None, options=None):
@@ -362,6 +374,9 @@ class Translator:
         if trace and decoder == "sample":
             raise ValueError("trace: the sample decoder draws, it does not search; trace a "
                              "beam search or greedy")
+        if trace and decoder == "exact":
+            raise ValueError("trace: the exact decoder keeps no beams to trace; trace a beam "
+                             "search or greedy")
         for index, ids in enumerate(token_ids):
             if not len(ids):
                 raise ValueError("sentence %d has no source tokens" % index)
@@ -371,11 +386,18 @@ class Translator:
 
         def run(batch, lists=self._recordings.__dict__.get("lists", [])):
             self._recordings.lists = lists  # the caller's recording_builds, on a pool thread
+            if decoder == "exact":
+                return self._run_exact(*pad_batch([token_ids[i] for i in batch]), options)
             return self._run(decoder, beam_width, *pad_batch([token_ids[i] for i in batch]),
                              trace, options)
         with concurrent.futures.ThreadPoolExecutor(self._concurrent_batches) as pool:
             runs = pool.map(run, batches) if len(batches) > 1 else map(run, batches)
             for batch, outputs in zip(batches, runs):
+                if decoder == "exact":
+                    for index, result in zip(batch, outputs):
+                        results[index] = (SearchResult([result.ids], [result.score],
+                                                       result.proven, result.expansions), None)
+                    continue
                 ids, scores, lengths = outputs[:3]
                 for row, index in enumerate(batch):
                     results[index] = (_search_result(ids[row], scores[row], lengths[row]),
@@ -403,6 +425,46 @@ class Translator:
                 options=self._graph_options(decoder, shape)))
             feeds.update((tensor, options[name]) for name, tensor in self._fed_options.items())
         return self._session.run(fetches, feeds)
+
+    def _run_exact(self, source_ids, source_length, options):
+        """The exact search of a batch (decode/exact.py): an `ExactResult` per sentence, from
+        the while_loop search's best at the default beam width."""
+        ids, scores, lengths = self._run("while_loop", self.default_beam_width, source_ids,
+                                         source_length, options=options)
+        feeds = {self._source_ids: source_ids, self._source_length: source_length}
+        encoded = self._session.run(self._encoded, feeds)
+        shape = GraphShape(None, options["no_repeat_ngram_size"], False, options["min_length"] > 0)
+        graph_options = self._graph_options("exact", shape)
+        inputs, outputs = self._fetches(("exact", None, None, False, shape), lambda: expansion_step(
+            self._model, self._encoded, Scoring(*(graph_options[name] for name in SCORING_OPTIONS)),
+            EOS_ID))
+
+        def expand(sentences, states, last_ids, prefixes):
+            width = max(len(prefix) for prefix in prefixes)
+            padded = np.full([len(prefixes), width], -1, np.int32)  # -1 in front: no piece
+            for row, prefix in enumerate(prefixes):
+                padded[row, width - len(prefix):] = prefix
+            feeds = {self._encoded.memory: encoded.memory, self._encoded.keys: encoded.keys,
+                     self._encoded.mask: encoded.mask, inputs["sentences"]: sentences,
+                     inputs["last_ids"]: last_ids, inputs["prefixes"]: padded,
+                     inputs["prefix_lengths"]: [len(prefix) for prefix in prefixes],
+                     self._fed_options["min_length"]: options["min_length"]}
+            feeds.update(zip(tf.nest.flatten(inputs["states"]),
+                             (np.stack(rows) for rows in zip(*map(tf.nest.flatten, states)))))
+            found = self._session.run(outputs, feeds)
+            flat_states = tf.nest.flatten(found["states"])
+            return ([tf.nest.pack_sequence_as(found["states"], [part[row] for part in flat_states])
+                     for row in range(len(prefixes))], found["log_probs"], found["end_log_probs"])
+
+        initial = tf.nest.flatten(encoded.initial_state)
+        return exact_search(
+            expand, [tf.nest.pack_sequence_as(encoded.initial_state, [part[row] for part in initial])
+                     for row in range(len(source_ids))],
+            [output_length_limit(length, self.config["decode"]) for length in source_length],
+            [_best_hypothesis(_search_result(ids[row], scores[row], lengths[row]))
+             for row in range(len(ids))],
+            Scoring(*(options[name] for name in SCORING_OPTIONS)), BOS_ID, EOS_ID,
+            options["max_expansions"], EXACT_ROWS_PER_CALL)
 
     def _fetches(self, key, build):
         """A variant's fetches, built by `build()` on first use; a graph not yet built goes
@@ -552,16 +614,21 @@ class Translator:
             hypotheses = [Hypothesis(self.detokenize(target_ids), score) for target_ids, score
                           in zip(result.ids[:n_best], result.scores[:n_best])]
             translations.append(Translation(hypotheses[0].text, hypotheses[0].score, hypotheses,
-                                            self._tokenizer.is_unfamiliar(ids), sentence_trace))
+                                            self._tokenizer.is_unfamiliar(ids), sentence_trace,
+                                            result.proven, result.expansions))
         return translations
 
     def warm_up(self, decoders=None, beam_widths=None, max_source_length=None):
-        """Builds the graphs of `decoders` (None: all) at `beam_widths` (None: the default)
-        and runs each once; "unrolled" gets every length bucket of sources up to
+        """Builds the graphs of `decoders` (None: all) at `beam_widths` (None: the default;
+        exact: at the default) and runs each once; "unrolled" gets every length bucket of sources up to
         `max_source_length` tokens (None: data.max_source_length). Returns the new `Variant`s."""
         max_source_length = max_source_length or self.config["data"]["max_source_length"]
         already_built = len(self.variants)
         for decoder in decoders or self.decoders:
+            if decoder == "exact":  # its step graph, and the while_loop search it starts from
+                self._search([[UNK_ID]], "exact", 1, False,
+                             self.resolve_options("exact", {"max_expansions": 1}))
+                continue
             source_lengths = sorted({  # "unrolled": the shortest source of each length bucket
                 unrolled_length_bucket(length, self.config["decode"]): length
                 for length in range(max_source_length, 0, -1)}.values()) if (
@@ -583,3 +650,8 @@ def _search_result(ids, scores, lengths):
             hypotheses.append(tokens[:-1] if tokens and tokens[-1] == EOS_ID else tokens)
             finite_scores.append(float(score))
     return SearchResult(hypotheses, finite_scores)
+
+
+def _best_hypothesis(result):
+    """A `SearchResult`'s best as (ids tuple, score), or None if it holds none."""
+    return (tuple(result.ids[0]), result.scores[0]) if result.ids else None

@@ -75,7 +75,7 @@ def test_loads_once_then_translates_without_reloading(translator, short_sentence
                for t in again)
     assert translator.step == 400
     assert translator.model_name == "tiny"
-    assert translator.decoders == ("while_loop", "unrolled", "greedy", "sample")
+    assert translator.decoders == ("while_loop", "unrolled", "greedy", "sample", "exact")
     assert translator.beam_widths == range(1, 9)
     assert not hasattr(translator, "max_beam_width"), "beam_widths[-1] says it"
 
