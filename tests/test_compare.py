@@ -63,7 +63,9 @@ def test_compare_cli_writes_a_json_report_and_a_png(tiny_model_dir, translator, 
     reference.write_text("\n".join([references[0], "-"] + references[1:]) + "\n",
                          encoding="utf-8")
 
-    token_ids, kept_references = compare.load_inputs(translator, str(source), str(reference), 0)
+    kept_sources, token_ids, kept_references = compare.load_inputs(
+        translator, str(source), str(reference), 0)
+    assert kept_sources == sources
     assert token_ids == [translator.tokenize(sentence) for sentence in sources]
     assert kept_references == references
 
@@ -218,13 +220,14 @@ def test_load_inputs_drops_blank_sources_with_their_references_then_keeps_the_fi
     source = write_lines(tmp_path / "in.txt", ["", "a bb", "   ", "ccc", "dddd e", "ff"])
     reference = write_lines(tmp_path / "ref.txt", ["-", "A", "-", "C", "D", "F"])
     assert compare.load_inputs(SplitTokenizer, source, reference, 0) == (
-        [[1, 2], [3], [4, 1], [2]], ["A", "C", "D", "F"])
+        ["a bb", "ccc", "dddd e", "ff"], [[1, 2], [3], [4, 1], [2]], ["A", "C", "D", "F"])
     # max_sentences counts kept sentences, not lines.
     assert compare.load_inputs(SplitTokenizer, source, reference, 2) == (
-        [[1, 2], [3]], ["A", "C"])
+        ["a bb", "ccc"], [[1, 2], [3]], ["A", "C"])
     assert compare.load_inputs(SplitTokenizer, source, reference, 10) == (
-        [[1, 2], [3], [4, 1], [2]], ["A", "C", "D", "F"])
-    assert compare.load_inputs(SplitTokenizer, source, None, 3) == ([[1, 2], [3], [4, 1]], None)
+        ["a bb", "ccc", "dddd e", "ff"], [[1, 2], [3], [4, 1], [2]], ["A", "C", "D", "F"])
+    assert compare.load_inputs(SplitTokenizer, source, None, 3) == (
+        ["a bb", "ccc", "dddd e"], [[1, 2], [3], [4, 1]], None)
 
 
 def test_load_inputs_with_only_blank_sources_is_an_error(tmp_path):
@@ -280,7 +283,7 @@ def test_load_inputs_splits_lines_as_wc_does_inner_cr_and_crlf(tmp_path):
     source.write_bytes(b"a bb\rccc\r\n\r\ndddd\r\n")
     reference.write_bytes(b"A\r\n-\r\nD\r\n")
     assert compare.load_inputs(SplitTokenizer, str(source), str(reference), 0) == (
-        [[1, 2, 3], [4]], ["A", "D"])
+        ["a bb\rccc", "dddd"], [[1, 2, 3], [4]], ["A", "D"])
 
 
 def test_progress_line_names_the_variant_its_graphs_and_latencies():
@@ -308,3 +311,115 @@ def test_graphs_show_the_unrolled_search_growing_with_the_length(tiny_model_dir,
     assert op_counts[long] - op_counts[short] > 0.5 * op_counts[short]
     assert op_counts["while_loop"] < op_counts[short], "one step, whatever the length"
     assert "%s: %d ops" % (long, op_counts[long]) in capsys.readouterr().out
+
+
+SWEEP_KEYS = {"decoder", "beam_width", "length_penalty_kind", "length_penalty", "bleu", "chrf",
+              "length_ratio", "empty_percent", "mean_score", "sentences_per_second"}
+
+
+@pytest.fixture(scope="module")
+def dev_pairs(tiny_config, tiny_data):
+    """The first 8 dev sources and references of the tiny corpus."""
+    data_dir = tiny_config["data"]["data_dir"]
+    with open(os.path.join(data_dir, "dev.src"), encoding="utf-8") as f:
+        sources = f.read().splitlines()[:8]
+    with open(os.path.join(data_dir, "dev.tgt"), encoding="utf-8") as f:
+        return sources, f.read().splitlines()[:8]
+
+
+def lab_flags(model_dir, tmp_path, sources, references):
+    """compare's flags for these sentences, without the implementation comparison."""
+    return ["--model_dir", model_dir, "--input", write_lines(tmp_path / "in.txt", sources),
+            "--reference", write_lines(tmp_path / "ref.txt", references),
+            "--beam_widths", "none"]
+
+
+def test_sweep_reports_sacrebleu_on_each_variants_outputs_significance_and_differences(
+        tiny_model_dir, translator, dev_pairs, tmp_path, capsys):
+    sources, references = dev_pairs
+    report_path, plot_path = tmp_path / "report.json", tmp_path / "sweep.png"
+    assert compare.main(lab_flags(tiny_model_dir, tmp_path, sources, references) + [
+        "--sweep", "--sweep_beam_widths", "2,1", "--normalisations", "none,gnmt:0.6",
+        "--differ", "beam1/none", "beam2/gnmt:0.6",
+        "--json", str(report_path), "--sweep_plot", str(plot_path)]) == 0
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    assert {"results", "agreement", "sentence_latency", "sweep", "significance"} <= set(report)
+    assert [(row["beam_width"], row["length_penalty_kind"], row["length_penalty"])
+            for row in report["sweep"]] == [(1, "none", 0.0), (2, "none", 0.0),
+                                            (1, "gnmt", 0.6), (2, "gnmt", 0.6)]
+    outputs = {}
+    for row in report["sweep"]:
+        assert set(row) == SWEEP_KEYS
+        assert row["decoder"] == "while_loop" and row["sentences_per_second"] > 0
+        translations = translator.translate(sources, "while_loop", row["beam_width"], options={
+            "length_penalty_kind": row["length_penalty_kind"],
+            "length_penalty": row["length_penalty"]})
+        texts = outputs[compare.variant_name("while_loop", row["beam_width"],
+                                             row["length_penalty_kind"],
+                                             row["length_penalty"])] = [t.text for t in translations]
+        bleu = sacrebleu.corpus_bleu(texts, [references])
+        assert row["bleu"] == pytest.approx(bleu.score, abs=1e-9)
+        assert row["chrf"] == pytest.approx(sacrebleu.corpus_chrf(texts, [references]).score)
+        assert row["length_ratio"] == pytest.approx(bleu.sys_len / bleu.ref_len)
+        assert row["empty_percent"] == 100.0 * sum(not text for text in texts) / len(texts)
+        assert row["mean_score"] == pytest.approx(np.mean([t.score for t in translations]))
+    assert report["sweep"][0]["bleu"] > 0, "a BLEU of 0 everywhere would test nothing"
+
+    best = max(report["sweep"], key=lambda row: row["bleu"])
+    best_name = compare.variant_name("while_loop", best["beam_width"],
+                                     best["length_penalty_kind"], best["length_penalty"])
+    assert {row["a"] for row in report["significance"]} == {best_name}
+    assert sorted(row["b"] for row in report["significance"]) == sorted(set(outputs) - {best_name})
+    for row in report["significance"]:
+        assert set(row) == {"a", "b", "bleu_a", "bleu_b", "p_value"}
+        assert row["bleu_a"] == pytest.approx(best["bleu"])
+        assert row["bleu_b"] == pytest.approx(
+            sacrebleu.corpus_bleu(outputs[row["b"]], [references]).score)
+        assert 0 <= row["p_value"] <= 1
+
+    a, b = outputs["beam1/none"], outputs["beam2/gnmt:0.6"]
+    assert [row["index"] for row in report["differ"]] == [
+        index for index in range(len(sources)) if a[index] != b[index]]
+    for row in report["differ"]:
+        assert (row["a"]["text"], row["b"]["text"]) == (a[row["index"]], b[row["index"]])
+        assert row["reference"] == references[row["index"]]
+    with open(plot_path, "rb") as f:
+        assert f.read(len(PNG_MAGIC)) == PNG_MAGIC
+    out = capsys.readouterr().out
+    assert "len ratio" in out and "BLEU a" in out
+    assert "beam1/none and beam2/gnmt:0.6 differ on %d of 8 sentences" % len(
+        report["differ"]) in out
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--sweep", "--normalisations", "gnmt"], "'gnmt' is not none, average or gnmt:ALPHA"),
+    (["--sweep", "--normalisations", "none:1"], "'none:1' is not none, average or gnmt:ALPHA"),
+    (["--sweep", "--normalisations", "gnmt:x"], "the alpha of gnmt must be a number"),
+    (["--sweep", "--sweep_beam_widths", "1,a"], "--sweep_beam_widths must be comma-separated"),
+    (["--sweep", "--differ", "beam1/none", "beam8/none"],
+     "--differ beam8/none: not a variant of this run (beam1/none beam2/none"),
+    (["--differ", "beam1/none", "beam2/none"], "--differ and --sweep_plot need --sweep"),
+    (["--sweep_plot", "x.png"], "--differ and --sweep_plot need --sweep"),
+    (["--sweep", "--max_expansions", "10"], "--max_expansions needs --exact"),
+])
+def test_bad_lab_flags_are_an_error_naming_them(flags, message, capsys):
+    with pytest.raises(SystemExit):
+        compare.parse_args(["--model_dir", "m", "--sweep_beam_widths", "1,2"] + flags)
+    assert message in capsys.readouterr().err
+
+
+def test_the_sweep_needs_references_and_widths_the_lab_can_build(tiny_model_dir, dev_pairs,
+                                                                 tmp_path, capsys):
+    source = write_lines(tmp_path / "in.txt", dev_pairs[0])
+    assert compare.main(["--model_dir", tiny_model_dir, "--input", source, "--sweep"]) == 2
+    assert "--sweep and --exact need references" in capsys.readouterr().err
+    assert compare.main(lab_flags(tiny_model_dir, tmp_path, *dev_pairs) + [
+        "--sweep", "--sweep_beam_widths", "0,1"]) == 2
+    assert "beam_width must be an integer in 1..8, got 0" in capsys.readouterr().err
+
+
+def test_parse_normalisation_and_variant_names():
+    assert [compare.parse_normalisation(text) for text in ("none", " average", "gnmt:1")] == [
+        ("none", 0.0), ("average", 0.0), ("gnmt", 1.0)]
+    assert compare.variant_name("while_loop", 4, "gnmt", 0.6) == "beam4/gnmt:0.6"
+    assert compare.variant_name("exact", None, "average", 0.0) == "exact/average"
