@@ -11,6 +11,7 @@ import numbers
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+from decode import compaction
 from decode import scoring as scoring_lib
 from seq2seq.common import batch_free_shape_invariants, batch_gather, get_shape, tile_beams
 
@@ -189,9 +190,10 @@ def _checked_length(sequence_length):
 
 
 def _advance(update_fn, state, ids, beam, step, end_token_id, scoring, max_lengths, trace,
-             select):
-    """One step: the model, `select` (select_best's signature), the state reordered;
-    returns (state, beam, record)."""
+             select, tiled_state):
+    """One step: the model, `select` (select_best's signature), the state reordered but for
+    the entries update_fn returned as they are in `tiled_state` (tiled, never changed: the
+    same in every slot of a sentence); returns (state, beam, record)."""
     new_state, logits = update_fn(state, ids)                                 # [b, k, vocab]
     _check(logits.shape.ndims in (None, 3), "logits must be [batch, beam, vocab]: %s", logits.shape)
     vocab_size = logits.shape.as_list()[-1] if logits.shape.ndims else None  # never ends if out
@@ -201,7 +203,9 @@ def _advance(update_fn, state, ids, beam, step, end_token_id, scoring, max_lengt
                                          new_state.get("attention") if _tracked(beam.coverage)
                                          else None)
     if parent_ids is not None and ids.shape[1] != 1:  # a beam of one has only its own parent
-        new_state = tf.nest.map_structure(lambda s: batch_gather(s, parent_ids), new_state)
+        new_state = tf.nest.map_structure(
+            lambda new, tiled: new if new is tiled else batch_gather(new, parent_ids),
+            new_state, tiled_state)
     record = {"token_ids": token_ids, "parent_ids": parent_ids}               # [b, k] each
     if trace:
         record.update(scores=beam_scores(beam, scoring), finished=beam.finished)
@@ -287,11 +291,12 @@ def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width, begin
         sequence_length = _checked_length(sequence_length)
         state, ids, beam, max_lengths = _start(initial_state, beam_width, begin_token_id,
                                                max_lengths, scoring, source_mask)
-        records = []
+        tiled_state, records = state, []
         for step in range(sequence_length):
             with tf.name_scope("step_%d" % step):
                 state, beam, record = _advance(update_fn, state, ids, beam, step, end_token_id,
-                                               scoring, max_lengths, trace, select_best)
+                                               scoring, max_lengths, trace, select_best,
+                                               tiled_state)
             ids = record["token_ids"]                                          # [b, k]
             records.append(record)
         history = {key: tf.stack([record[key] for record in records]) for key in records[0]}
@@ -300,21 +305,24 @@ def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width, begin
 
 def while_loop_beam_search(update_fn, initial_state, sequence_length, beam_width,
                            begin_token_id, end_token_id, length_penalty=0.0, name="while_loop",
-                           max_lengths=None, trace=False, source_mask=None):
+                           max_lengths=None, trace=False, source_mask=None, compact=False):
     """Beam search in a tf.while_loop that stops once every hypothesis has finished.
 
     Args and Returns as `rnn_beam_search`, but `sequence_length` may also be a
     scalar int32 tensor, and time is the number of steps run (results equal
-    running all `sequence_length` steps).
+    running all `sequence_length` steps). `compact`: a sentence's rows leave the
+    loop once all its hypotheses have finished (decode/compaction.py); update_fn
+    must then read per-sentence values from its state only, never from its closure.
     """
     with tf.name_scope(name):
         return search_loop(update_fn, initial_state, sequence_length, beam_width, begin_token_id,
                            end_token_id, scoring_lib.as_scoring(length_penalty), max_lengths,
-                           trace, source_mask)
+                           trace, source_mask, compact=compact)
 
 
 def search_loop(update_fn, initial_state, sequence_length, width, begin_token_id, end_token_id,
-                scoring, max_lengths, trace, source_mask, select=None, sampling=False):
+                scoring, max_lengths, trace, source_mask, select=None, sampling=False,
+                compact=False):
     """The tf.while_loop of `while_loop_beam_search` (Args and Returns as it), choosing each
     step's tokens with `select` (select_best's signature; None: select_best); `sampling`: every slot starts alive,
     keeps its own parent, and the results are sorted best first (decode/sampling.py)."""
@@ -329,32 +337,49 @@ def search_loop(update_fn, initial_state, sequence_length, width, begin_token_id
             keys["attention"] = tf.float32
     history = {key: tf.TensorArray(dtype, size=0, dynamic_size=True, name=key)
                for key, dtype in keys.items()}
+    batch_size = get_shape(ids)[0]
+    # compact: each live row's position in the batch, and the batch's Beam ([batch, beam]).
+    batch = (tf.range(batch_size), beam._replace(tokens=())) if compact else ()
 
-    def not_done(step, state, ids, beam, history):
+    def not_done(step, state, ids, beam, history, batch):
         return tf.logical_and(step < sequence_length, ~tf.reduce_all(beam.finished))
 
-    def body(step, state, ids, beam, history):
+    def body(step, state, ids, beam, history, batch):
+        limits = max_lengths
+        if compact and max_lengths is not None:
+            limits = tf.gather(max_lengths, batch[0])                          # [live]
         state, beam, record = _advance(update_fn, state, ids, beam, step, end_token_id,
-                                       scoring, max_lengths, trace, select or select_best)
+                                       scoring, limits, trace, select or select_best, state)
+        ids = record["token_ids"]                                              # [live, k]
+        if compact:
+            rows, batch_beam = batch
+            batch_beam = compaction.scatter_rows(batch_beam, rows, beam._replace(tokens=()))
+            record.update(compaction.batch_record(record, rows, batch_size, end_token_id))
+            if trace:
+                record.update(scores=beam_scores(batch_beam, scoring),
+                              finished=batch_beam.finished)
+            state, ids, beam, rows = compaction.drop_decided((state, ids, beam, rows), beam)
+            batch = (rows, batch_beam)
         history = {key: history[key].write(step, record[key]) for key in history}
-        return step + 1, state, record["token_ids"], beam, history
+        return step + 1, state, ids, beam, history, batch
 
-    loop_vars = (tf.constant(0), state, ids, beam, history)
+    loop_vars = (tf.constant(0), state, ids, beam, history, batch)
     invariants = list(batch_free_shape_invariants(loop_vars))
     if _tracked(beam.tokens):  # [batch, beam, time]: grows a piece a step
         invariants[3] = invariants[3]._replace(tokens=tf.TensorShape([None, width, None]))
-    _, _, _, beam, history = tf.while_loop(not_done, body, loop_vars,
-                                           shape_invariants=tuple(invariants),
-                                           back_prop=False, name="search")
+    _, _, _, beam, history, batch = tf.while_loop(not_done, body, loop_vars,
+                                                  shape_invariants=tuple(invariants),
+                                                  back_prop=False, name="search")
     history = {key: array.stack() for key, array in history.items()}            # [t, b, k, ...]
-    return _results(history, beam, end_token_id, scoring, trace, sort=sampling)
+    return _results(history, batch[1] if compact else beam, end_token_id, scoring, trace,
+                    sort=sampling)
 
 
 def greedy_search(update_fn, initial_state, sequence_length, begin_token_id, end_token_id,
                   length_penalty=0.0, name="greedy", max_lengths=None, trace=False,
-                  source_mask=None):
+                  source_mask=None, compact=False):
     """Greedy decoding: `while_loop_beam_search` with a beam of one (Args and Returns
     as it, without `beam_width`; every output's beam dimension is 1)."""
     return while_loop_beam_search(update_fn, initial_state, sequence_length, 1, begin_token_id,
                                   end_token_id, length_penalty, name, max_lengths, trace,
-                                  source_mask)
+                                  source_mask, compact)

@@ -9,8 +9,7 @@ import re
 
 import tensorflow.compat.v1 as tf
 
-from seq2seq.common import (batch_gather, get_shape, merge_beams, sequence_mask,
-                            split_beams, tile_beams)
+from seq2seq.common import batch_gather, get_shape, merge_beams, sequence_mask, split_beams
 from seq2seq.layers import GRU, Attention, Embeddings, OutputLayer, dense, dropout, unroll
 
 # memory [batch, src_time, 2 * encoder_units] (0 at padding), keys [batch, src_time, key_size],
@@ -136,33 +135,34 @@ class Seq2SeqModel:
             return new_state, self._output(h, context[:, 0, :], training)
 
     def beam_update_fn(self, encoder_output, beam_width, with_attention=False):
-        """`step` for the beam-search contract of DESIGN.md (memory tiled once, here).
+        """`step` for the beam-search contract of DESIGN.md, the encoder output in the state.
+
+        The memory, keys and mask travel in the state (the search tiles them) and update_fn
+        returns them as it got them: a search reorders no entry it gets back unchanged, and
+        one that drops a sentence's rows (decode/compaction.py) drops its memory with them.
 
         Args:
           encoder_output: `encode(..., training=False)`'s result, [batch, ...].
           beam_width: K (1 for greedy decoding).
           with_attention: states also hold "attention" [batch, K, src_time] (initially 0).
         Returns:
-          update_fn: (state {"h": [batch, K, num_units]}, ids [batch, K] int32)
-            -> (new_state, logits [batch, K, V_t]).
-          initial_state: {"h": [batch, num_units]}, for the search to tile.
+          update_fn: (state {"h": [batch, K, num_units], "encoder": {"memory": [batch, K,
+            src_time, M], "keys": [batch, K, src_time, A], "mask": [batch, K, src_time]}},
+            ids [batch, K] int32) -> (new_state, logits [batch, K, V_t]).
+          initial_state: the same without K, for the search to tile.
         """
-        with tf.name_scope("tile_encoder_output"):
-            def tile(tensor):
-                return merge_beams(tile_beams(tensor, beam_width))
-            tiled = EncoderOutput(memory=tile(encoder_output.memory),
-                                  keys=tile(encoder_output.keys),
-                                  mask=tile(encoder_output.mask), initial_state=None)
-
         def update_fn(state, ids):
             with tf.name_scope("beam_update"):
+                encoder = {name: merge_beams(value) for name, value in state["encoder"].items()}
                 new_state, logits = self.step(
-                    tiled, {"h": merge_beams(state["h"])}, merge_beams(ids),
-                    with_attention=with_attention)
-                return (tf.nest.map_structure(lambda t: split_beams(t, beam_width), new_state),
-                        split_beams(logits, beam_width))
+                    EncoderOutput(initial_state=None, **encoder), {"h": merge_beams(state["h"])},
+                    merge_beams(ids), with_attention=with_attention)
+                new_state = tf.nest.map_structure(lambda t: split_beams(t, beam_width), new_state)
+                return dict(new_state, encoder=state["encoder"]), split_beams(logits, beam_width)
 
-        if not with_attention:
-            return update_fn, encoder_output.initial_state
-        return update_fn, dict(encoder_output.initial_state,
-                               attention=tf.zeros_like(encoder_output.mask))
+        initial_state = dict(encoder_output.initial_state, encoder={
+            "memory": encoder_output.memory, "keys": encoder_output.keys,
+            "mask": encoder_output.mask})
+        if with_attention:
+            initial_state["attention"] = tf.zeros_like(encoder_output.mask)
+        return update_fn, initial_state

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+from seq2seq.common import tile_beams
 from seq2seq.losses import sequence_cross_entropy, token_mean
 from seq2seq.model import Seq2SeqModel
 
@@ -124,17 +125,21 @@ def test_encode_is_one_name_scope_that_leaves_variable_names_alone():
     assert {name.split("/")[1] for name in variable_names} == {"embeddings", "encoder", "decoder"}
 
 
-def test_beam_update_fn_tiles_only_what_the_step_reads():
+def test_beam_update_fn_hands_the_encoder_output_back_as_it_got_it():
+    """The memory, keys and mask travel in the state, tiled by the search like the rest, and
+    come back unchanged: a search reorders no such entry and gathers it only to drop rows."""
     source, source_length = random_batch(np.random.RandomState(0), [3, 5])
-    with tf.Graph().as_default() as graph:
+    with tf.Graph().as_default():
         model = Seq2SeqModel(PARAMS, VOCAB, VOCAB)
         enc = model.encode(tf.constant(source), tf.constant(source_length), training=False)
-        _, initial_state = model.beam_update_fn(enc, beam_width=3)
-        tiled_inputs = {tensor.name for op in graph.get_operations()
-                        if op.name.startswith("tile_encoder_output/") for tensor in op.inputs}
-    assert {enc.memory.name, enc.keys.name, enc.mask.name} <= tiled_inputs
-    assert enc.initial_state["h"].name not in tiled_inputs
-    assert initial_state is enc.initial_state  # The search tiles it itself.
+        update_fn, initial_state = model.beam_update_fn(enc, beam_width=3)
+        assert initial_state["h"] is enc.initial_state["h"]
+        assert set(initial_state["encoder"]) == {"memory", "keys", "mask"}
+        for name, value in initial_state["encoder"].items():
+            assert value is getattr(enc, name)  # untiled: the search tiles it
+        beam_state = tf.nest.map_structure(lambda t: tile_beams(t, 3), initial_state)
+        new_state, _ = update_fn(beam_state, tf.fill([2, 3], BOS))
+        assert new_state["encoder"] is beam_state["encoder"]
 
 
 def three_argmax_steps_in_a_while_loop(update_fn, initial_state):
@@ -250,7 +255,9 @@ def test_beam_update_fn_is_the_step_on_merged_beams():
         model = Seq2SeqModel(PARAMS, VOCAB, VOCAB)
         enc = model.encode(tf.constant(source), tf.constant(source_length), training=False)
         update_fn, initial_state = model.beam_update_fn(enc, beam)
-        new_state, logits = update_fn(tf.nest.map_structure(tf.constant, state), tf.constant(ids))
+        encoder = tf.nest.map_structure(lambda t: tile_beams(t, beam), initial_state["encoder"])
+        new_state, logits = update_fn({"h": tf.constant(state["h"]), "encoder": encoder},
+                                      tf.constant(ids))
         # The reference: beam row b * beam + k is sentence b's row, decoded by `step`.
         rows = np.repeat(np.arange(batch), beam)
         merged = enc._replace(**{field: tf.gather(getattr(enc, field), rows)
@@ -259,12 +266,12 @@ def test_beam_update_fn_is_the_step_on_merged_beams():
                                tf.constant(ids.reshape(-1)))
         sess.run(tf.global_variables_initializer())
         (new_state, logits), (ref_state, ref_logits), initial = sess.run(
-            [(new_state, logits), reference, initial_state])
+            [(new_state["h"], logits), reference, initial_state])
 
     assert initial["h"].shape == (batch, PARAMS["num_units"])
-    assert new_state["h"].shape == (batch, beam, PARAMS["num_units"])
+    assert new_state.shape == (batch, beam, PARAMS["num_units"])
     assert logits.shape == (batch, beam, VOCAB)
-    np.testing.assert_allclose(new_state["h"].reshape(batch * beam, -1), ref_state["h"], atol=1e-6)
+    np.testing.assert_allclose(new_state.reshape(batch * beam, -1), ref_state["h"], atol=1e-6)
     np.testing.assert_allclose(logits.reshape(batch * beam, -1), ref_logits, atol=1e-6)
 
 
@@ -321,7 +328,7 @@ def test_a_tiny_model_learns_to_reverse_sequences():
 def test_beam_update_fn_with_attention_adds_the_step_weights_only(variant):
     """with_attention=True: the same h and logits, plus the step's attention
     [batch, K, src_time], zero on padding and summing to 1 over the valid
-    positions; with it False the state holds "h" alone (the graph of before)."""
+    positions; with it False the state holds "h" and the encoder output (the graph of before)."""
     batch, beam = 2, 3
     rng = np.random.RandomState(5)
     source, source_length = random_batch(rng, [4, 2], time=6)
@@ -331,22 +338,24 @@ def test_beam_update_fn_with_attention_adds_the_step_weights_only(variant):
         model = Seq2SeqModel(make_params(variant), VOCAB, VOCAB)
         enc = model.encode(tf.constant(source), tf.constant(source_length), training=False)
         plain_fn, plain_initial = model.beam_update_fn(enc, beam)
-        plain = plain_fn({"h": tf.constant(h)}, tf.constant(ids))
+        encoder = tf.nest.map_structure(lambda t: tile_beams(t, beam), plain_initial["encoder"])
+        plain = plain_fn({"h": tf.constant(h), "encoder": encoder}, tf.constant(ids))
         count = len(tf.trainable_variables())
         ops_before = len(graph.get_operations())
-        plain_fn({"h": tf.constant(h)}, tf.constant(ids))
+        plain_fn({"h": tf.constant(h), "encoder": encoder}, tf.constant(ids))
         plain_ops = len(graph.get_operations()) - ops_before
         traced_fn, traced_initial = model.beam_update_fn(enc, beam, with_attention=True)
-        traced = traced_fn({"h": tf.constant(h), "attention": tf.zeros([batch, beam, 6])},
-                           tf.constant(ids))
+        traced = traced_fn({"h": tf.constant(h), "attention": tf.zeros([batch, beam, 6]),
+                            "encoder": encoder}, tf.constant(ids))
         assert len(tf.trainable_variables()) == count  # the same templates
-        assert set(plain[0]) == {"h"} and set(traced[0]) == {"h", "attention"}
-        assert set(traced_initial) == {"h", "attention"}
+        assert set(plain[0]) == {"h", "encoder"} and set(traced[0]) == {"h", "attention",
+                                                                        "encoder"}
+        assert set(traced_initial) == {"h", "attention", "encoder"}
         sess.run(tf.global_variables_initializer())
         plain, traced, initial = sess.run([plain, traced, traced_initial])
         # Beside the traced one, the plain update_fn adds the ops it added before.
         ops_before = len(graph.get_operations())
-        plain_fn({"h": tf.constant(h)}, tf.constant(ids))
+        plain_fn({"h": tf.constant(h), "encoder": encoder}, tf.constant(ids))
         assert len(graph.get_operations()) - ops_before == plain_ops
 
     np.testing.assert_array_equal(traced[1], plain[1])
