@@ -12,7 +12,6 @@ import argparse
 import copy
 import logging
 import os
-import pathlib
 import shutil
 import sys
 import time
@@ -56,8 +55,7 @@ def check_model_dir(config, model_dir, tokenizer):
         trained = Tokenizer.load(model_dir)
     except FileNotFoundError:
         return
-    if ([pathlib.Path(path).read_bytes() for path in trained.model_files]
-            != [pathlib.Path(path).read_bytes() for path in tokenizer.model_files]):
+    if trained.encoding() != tokenizer.encoding():
         raise ConfigError(
             "the SentencePiece model(s) in %s differ from those the data in %s was prepared "
             "with; train into a new --model_dir" % (model_dir, config["data"]["data_dir"]))

@@ -29,7 +29,7 @@ from seq2seq.config import PREPARED_DATA_KEYS, corpus_overrides, fingerprint, lo
 SPLITS = ("train", "dev", "test")
 SOURCE_IDS, TARGET_IDS, TARGET_TEXT = "source_ids", "target_ids", "target_text"
 MANIFEST = "manifest.json"
-FORMAT_VERSION = 4  # bumped when the same settings would write other data (docs/DATA-NOTES.md)
+FORMAT_VERSION = 5  # bumped when the same settings would write other data (docs/DATA-NOTES.md)
 TOO_LONG, SOURCE_IN_DEV_TEST = "too_long", "source_in_dev_test"
 CARVE_SHARE, CARVE_MAX = 0.02, 1000  # dev and test carved out of train_data: share of sources, cap
 CARVE_SEED, TRAIN_ORDER_SEED = 20240101, 20261121  # fixed: the corpus's property, not the run's
@@ -134,7 +134,7 @@ def _build(data, splits, directory, log, verbose):
     """Trains the tokenizer and writes every split into `directory`; returns the manifest."""
     tokenizer = train_tokenizer(splits["train"].pairs, directory, data["vocab_size"], data["spm_model_type"],
                                 data["joint_vocab"], data["lowercase_source"],
-                                [source for source, _ in splits["dev"].pairs])
+                                splits.get("calibration", [[source for source, _ in splits["dev"].pairs]]))
     sizes = (tokenizer.source_vocab_size, tokenizer.target_vocab_size)
     log("SentencePiece %s (%s): %s pieces (data.vocab_size %d)"
         % (data["spm_model_type"], "joint" if data["joint_vocab"] else "source, target",
@@ -184,6 +184,10 @@ def _embedded_splits(data):
         notes.append("%s has no hand-written lexicon: no %s phrases" % (data["target_locale"], ", ".join(missing)))
     splits = {split: _Split([(normalize(example.source), normalize(example.target))
                              for example in getattr(corpus, split)], collections.Counter()) for split in SPLITS}
+    kinds = collections.defaultdict(list)  # the familiarity threshold's calibration: dev, names (train only)
+    for example in corpus.dev + [example for example in corpus.train if example.family == "names"]:
+        kinds[example.family].append(normalize(example.source))
+    splits["calibration"] = list(kinds.values())
     return splits, notes
 
 

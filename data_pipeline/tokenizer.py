@@ -20,7 +20,8 @@ from seq2seq.config import ConfigError
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 JOINT_MODEL, SOURCE_MODEL, TARGET_MODEL = "spm.model", "source.model", "target.model"
 OPTIONS = "tokenizer.json"
-DEV_FLAGGED_SHARE = 0.03  # of dev sources over the familiarity threshold
+FLAGGED_SHARE = 0.01  # of each calibration set's sources over the familiarity threshold
+PRIOR_PIECES = 2  # pieces at the training sources' mean cost that every score starts with
 _ORDINAL_INDICATORS = re.compile("([ºª])")  # NFKC would turn "1º" into "1o"
 _INVISIBLE = ("Cc", "Cf")  # controls; zero-width spaces, direction marks, BOMs, soft hyphens
 
@@ -85,12 +86,17 @@ class Tokenizer:
         return [self._target.id_to_piece(int(token)) for token in ids]
 
     def unfamiliarity(self, source_ids):
-        """A source's mean -log P per piece under the familiarity model (higher: stranger)."""
+        """A source's mean -log P per piece, PRIOR_PIECES typical pieces included (higher: stranger)."""
         return self._familiarity.score(source_ids) if self._familiarity else 0.0
 
     def is_unfamiliar(self, source_ids):
         """Whether a source (ids) is unlike the training sources; False without a familiarity model."""
         return bool(self._familiarity) and self.unfamiliarity(source_ids) > self._familiarity.threshold
+
+    def encoding(self):
+        """What decides the ids of a text (the familiarity model does not): the models, the lower-casing."""
+        return [self._source.serialized_model_proto(), self._target.serialized_model_proto(),
+                bool(self.options.get("lowercase_source"))]
 
     def copy_to(self, directory):
         """Copies model_files into `directory`; returns the copies."""
@@ -105,7 +111,7 @@ class Tokenizer:
 
 
 def train_tokenizer(pairs, directory, vocab_size, model_type, joint, lowercase_source=False,
-                    dev_sources=()):
+                    calibration=()):
     """Trains the SentencePiece model(s) and the familiarity model into `directory`.
 
     Args:
@@ -115,8 +121,8 @@ def train_tokenizer(pairs, directory, vocab_size, model_type, joint, lowercase_s
       model_type: "unigram" or "bpe".
       joint: one model for both sides, or one per side.
       lowercase_source: fold the source to lower case, in training and encoding.
-      dev_sources: held-out sources that calibrate the familiarity threshold
-        (none: no familiarity model).
+      calibration: lists of sources, e.g. the held-out ones of each kind: the familiarity
+        threshold flags at most FLAGGED_SHARE of each list (none: no familiarity model).
     Returns:
       The Tokenizer.
     """
@@ -128,12 +134,14 @@ def train_tokenizer(pairs, directory, vocab_size, model_type, joint, lowercase_s
     for name, sentences in [(JOINT_MODEL, sources + targets)] if joint else [(SOURCE_MODEL, sources),
                                                                                (TARGET_MODEL, targets)]:
         _train_model(sentences, os.path.join(directory, name), vocab_size, model_type)
-    if dev_sources:
+    if any(calibration):
         source_model = spm.SentencePieceProcessor(model_file=os.path.join(directory, (
             JOINT_MODEL if joint else SOURCE_MODEL)))
         familiarity = _Familiarity.fit(source_model.encode(sources))
-        scores = sorted(familiarity.score(source_model.encode(fold(model_text(source)))) for source in dev_sources)
-        familiarity.data["threshold"] = scores[min(len(scores) - 1, int(len(scores) * (1 - DEV_FLAGGED_SHARE)))]
+        scores = [sorted(familiarity.score(source_model.encode(fold(model_text(source)))) for source in group)
+                  for group in calibration if group]
+        familiarity.data["threshold"] = max(group[len(group) - 1 - int(len(group) * FLAGGED_SHARE)]
+                                            for group in scores)
         options["familiarity"] = familiarity.data
     with open(os.path.join(directory, OPTIONS), "w", encoding="utf-8") as f:
         json.dump(options, f, sort_keys=True)
@@ -144,10 +152,11 @@ class _Familiarity:
     """An interpolated (Witten-Bell) piece bigram model of the training sources; docs/DATA-NOTES.md."""
 
     def __init__(self, data):
-        self.data = data  # as tokenizer.json holds it: {"unigrams": {"id": count}, "bigrams": {"id id": count}}
+        self.data = data  # tokenizer.json's: unigrams {"id": count}, bigrams {"id id": count}, prior...
         self.unigrams = {int(piece): count for piece, count in data["unigrams"].items()}
         self.bigrams = {tuple(map(int, key.split())): count for key, count in data["bigrams"].items()}
         self.threshold = data.get("threshold", math.inf)
+        self.prior, self.prior_pieces = data.get("prior", 0.0), data.get("prior_pieces", 0)
         self.total = sum(self.unigrams.values())
         self.context, self.followers = collections.Counter(), collections.Counter()  # c(v), T(v)
         for (previous, _), count in self.bigrams.items():
@@ -161,21 +170,24 @@ class _Familiarity:
             ids = [BOS_ID] + list(ids) + [EOS_ID]
             unigrams.update(str(piece) for piece in ids[1:])
             bigrams.update("%d %d" % pair for pair in zip(ids, ids[1:]))
-        return cls({"unigrams": unigrams, "bigrams": bigrams})
+        model = cls({"unigrams": unigrams, "bigrams": bigrams})
+        prior = sum(count * model.cost(*pair) for pair, count in model.bigrams.items()) / unigrams.total()
+        return cls(dict(model.data, prior=prior, prior_pieces=PRIOR_PIECES))
+
+    def cost(self, previous, piece):
+        """-log P(piece | previous): add-one unigram over the seen pieces and one unseen, then Witten-Bell."""
+        probability = (self.unigrams.get(piece, 0) + 1) / (self.total + len(self.unigrams) + 1)
+        seen, distinct = self.context[previous], self.followers[previous]
+        if seen:
+            weight = seen / (seen + distinct)
+            probability = weight * self.bigrams.get((previous, piece), 0) / seen + (1 - weight) * probability
+        return -math.log(probability)
 
     def score(self, source_ids):
+        """The mean cost of a source's pieces (its end included) and of prior_pieces pieces costing prior."""
         ids = [BOS_ID] + _content_ids(source_ids) + [EOS_ID]
-        total = 0.0
-        for previous, piece in zip(ids, ids[1:]):
-            # Add-one unigram over the seen pieces and one unseen, then Witten-Bell.
-            probability = (self.unigrams.get(piece, 0) + 1) / (self.total + len(self.unigrams) + 1)
-            seen, distinct = self.context[previous], self.followers[previous]
-            if seen:
-                weight = seen / (seen + distinct)
-                probability = weight * self.bigrams.get((previous, piece), 0) / seen \
-                    + (1 - weight) * probability
-            total -= math.log(probability)
-        return total / (len(ids) - 1)
+        total = sum(self.cost(previous, piece) for previous, piece in zip(ids, ids[1:]))
+        return (total + self.prior_pieces * self.prior) / (len(ids) - 1 + self.prior_pieces)
 
 
 def model_text(text):

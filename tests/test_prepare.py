@@ -6,7 +6,7 @@ import os
 import pytest
 import tensorflow.compat.v1 as tf
 
-from data_pipeline import embedded, prepare as prepare_module
+from data_pipeline import embedded, prepare as prepare_module, tokenizer as tokenizer_module
 from data_pipeline.corpus import CorpusError
 from data_pipeline.prepare import prepare
 from data_pipeline.tokenizer import Tokenizer
@@ -241,3 +241,43 @@ def test_an_empty_split_is_named_before_sentencepiece_trains(tiny_config, tmp_pa
     with pytest.raises(CorpusError, match=r"dev.tsv has no usable sentence pair "
                                           r"\(skipped: blank_line 2, no_tab 1\)"):
         prepare(config, verbose=False)
+
+
+def test_the_familiarity_threshold_is_calibrated_on_each_kind(tiny_config, tmp_path, monkeypatch):
+    # Embedded: the dev sources of each family, and the names family (train only) from train;
+    # user files: the dev sources.
+    calls = []
+    real = prepare_module.train_tokenizer
+    monkeypatch.setattr(prepare_module, "train_tokenizer",
+                        lambda *args: calls.append(args[-1]) or real(*args))
+    config = small_config(tiny_config, tmp_path / "embedded")
+    corpus = embedded.generate(300, 20, 20, config["data"]["embedded_seed"], "pt_BR")
+    prepare(config, verbose=False)
+    kinds = {frozenset(group) for group in calls[-1]}
+    assert {frozenset(example.source for example in corpus.dev if example.family == family)
+            for family in set(example.family for example in corpus.dev)} < kinds
+    assert frozenset(example.source for example in corpus.train if example.family == "names") in kinds
+    pairs = [("sentence %d" % index, "frase %d" % index) for index in range(200)]
+    files = prepare(small_config(tiny_config, tmp_path / "files", corpus="files",
+                                 train_data=write_tsv(tmp_path / "train.tsv", pairs)), verbose=False)
+    assert calls[-1] == [lines(files.raw_text["dev"][0])]
+
+
+def test_data_prepared_again_keeps_a_model_directory_trainable(tiny_config, tmp_path, monkeypatch):
+    # A new FORMAT_VERSION that only changes the familiarity model (5: its calibration):
+    # training resumes in the old model directory and copies the new tokenizer.json into it.
+    import train
+    config = small_config(tiny_config, tmp_path / "data")
+    model_dir = str(tmp_path / "model")
+    train.write_model_dir(config, model_dir, Tokenizer.load(prepare(config, verbose=False).data_dir))
+    monkeypatch.setattr(prepare_module, "FORMAT_VERSION", prepare_module.FORMAT_VERSION + 1)
+    monkeypatch.setattr(tokenizer_module, "FLAGGED_SHARE", 0.5)
+    tokenizer = Tokenizer.load(prepare(config, verbose=False).data_dir)
+    assert Tokenizer.load(model_dir).options["familiarity"] != tokenizer.options["familiarity"]
+    train.check_model_dir(config, model_dir, tokenizer)
+    train.write_model_dir(config, model_dir, tokenizer)
+    assert Tokenizer.load(model_dir).options == tokenizer.options
+    lowercase = copy.deepcopy(config)
+    lowercase["data"].update(lowercase_source=not config["data"]["lowercase_source"])
+    with pytest.raises(ValueError, match="differ from those the data"):
+        train.check_model_dir(config, model_dir, Tokenizer.load(prepare(lowercase, verbose=False).data_dir))

@@ -1,14 +1,19 @@
 """SentencePiece training and the Tokenizer wrapper."""
 
+import collections
+import json
 import os
+import random
 import shutil
 import unicodedata
 
 import pytest
 import sentencepiece as spm
 
+from bench import demo_probe
 from data_pipeline import embedded
-from data_pipeline.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer, train_tokenizer
+from data_pipeline.tokenizer import (BOS_ID, EOS_ID, FLAGGED_SHARE, PAD_ID, PRIOR_PIECES, UNK_ID, Tokenizer,
+                                     _Familiarity, train_tokenizer)
 
 
 @pytest.fixture(scope="module")
@@ -202,6 +207,57 @@ def test_familiarity_is_calibrated_on_dev(tiny_data):
     assert 0 < tokenizer.options["familiarity"]["threshold"] < float("inf")
 
 
+def test_what_people_type_is_familiar_and_other_text_is_not(tiny_data):
+    # The kinds of bench/demo_probe.py (issue 19): at most 5% of each flagged, 80% of its
+    # out-of-domain sentences flagged; the tiny corpus has 2,000 pairs.
+    tokenizer, rng = Tokenizer.load(tiny_data.data_dir), random.Random(19)
+    unfamiliar = lambda text: tokenizer.is_unfamiliar(tokenizer.encode_source(text))  # noqa: E731
+    kinds = {"names": demo_probe.names_cases(), "numbers": demo_probe.number_cases(rng, 200),
+             "dates": demo_probe.date_cases(rng, 180), "times": demo_probe.time_cases(rng, 80),
+             "amounts": demo_probe.amount_cases(rng, 100)}
+    for kind, cases in kinds.items():
+        flagged = [english for english, _ in cases if unfamiliar(english)]
+        assert len(flagged) <= 0.05 * len(cases), (kind, flagged)
+    assert not any(unfamiliar(text) for text in ["twenty one", "Monday", "the first of May", "May 1", "$5", "3 pm"])
+    flagged = [text for text in demo_probe.OUT_OF_DOMAIN if unfamiliar(text)]
+    assert len(flagged) >= 0.8 * len(demo_probe.OUT_OF_DOMAIN)
+
+
+def test_the_threshold_flags_at_most_the_share_of_each_calibration_set(pairs, corpus, tmp_path):
+    by_family = collections.defaultdict(list)
+    for example in corpus.train:
+        by_family[example.family].append(example.source)
+    calibration = list(by_family.values())
+    tokenizer = train_tokenizer(pairs, str(tmp_path), 200, "unigram", joint=True, lowercase_source=True,
+                                calibration=calibration + [[]])
+    scores = [[tokenizer.unfamiliarity(tokenizer.encode_source(source)) for source in group]
+              for group in calibration]
+    threshold = tokenizer.options["familiarity"]["threshold"]
+    for group in scores:
+        assert sum(score > threshold for score in group) <= FLAGGED_SHARE * len(group)
+    # The smallest such threshold: one set would flag more with the next lower score.
+    assert any(sum(score >= threshold for score in group) > FLAGGED_SHARE * len(group) for group in scores)
+
+
+def test_a_score_is_the_mean_cost_of_the_pieces_and_of_prior_pieces():
+    sources = [[5, 6, 7], [5, 8], [9], [5, 6, 7, 8, 9], [6, 7]]
+    familiarity = _Familiarity(json.loads(json.dumps(_Familiarity.fit(sources).data)))  # as tokenizer.json
+    assert familiarity.prior_pieces == PRIOR_PIECES == 2
+    costs = [familiarity.cost(previous, piece) for previous, piece in [(BOS_ID, 6), (6, 7), (7, EOS_ID)]]
+    assert familiarity.score([6, 7]) == pytest.approx((sum(costs) + 2 * familiarity.prior) / 5)
+    # The prior is the training sources' mean cost per piece (their end included).
+    plain = _Familiarity(dict(familiarity.data, prior_pieces=0))
+    assert plain.score([6, 7]) == pytest.approx(sum(costs) / 3)
+    total = sum(plain.score(ids) * (len(ids) + 1) for ids in sources)
+    assert familiarity.prior == pytest.approx(total / sum(len(ids) + 1 for ids in sources))
+    # A short source is pulled towards the prior; an unseen piece costs more than a seen one.
+    assert familiarity.score([9]) < plain.score([9]) and familiarity.score([9]) > familiarity.prior
+    assert familiarity.cost(BOS_ID, 42) > familiarity.cost(BOS_ID, 9) > familiarity.cost(BOS_ID, 5)
+    # A tokenizer.json of before the prior (FORMAT_VERSION 4) keeps the plain mean it was calibrated with.
+    old = _Familiarity({key: value for key, value in familiarity.data.items() if "prior" not in key})
+    assert old.score([6, 7]) == plain.score([6, 7])
+
+
 def test_out_of_domain_sources_are_flagged_and_variants_are_not(tiny_data):
     tokenizer = Tokenizer.load(tiny_data.data_dir)
     assert all(tokenizer.is_unfamiliar(tokenizer.encode_source(text)) for text in OUT_OF_DOMAIN)
@@ -225,7 +281,7 @@ def test_a_directory_without_tokenizer_json_is_never_unfamiliar(tiny_data, tmp_p
 
 def test_pieces_and_lower_case_source(pairs, tmp_path):
     tokenizer = train_tokenizer(pairs, str(tmp_path), 200, "unigram", joint=True, lowercase_source=True,
-                                dev_sources=[source for source, _ in pairs[:50]])
+                                calibration=[[source for source, _ in pairs[:50]]])
     assert tokenizer.encode_source("MONDAY, May 1") == tokenizer.encode_source("monday, may 1")
     assert tokenizer.encode_target("Maio") != tokenizer.encode_target("maio")  # targets keep their case
     ids = tokenizer.encode_source("two red cars")
