@@ -284,62 +284,46 @@ def quality(texts, references):
             "empty_percent": percent(not text.strip() for text in texts)}
 
 
-def sweep(translator, sources, references, beam_widths, normalisations):
-    """Decodes `sources` with the while_loop search at every width x normalisation.
+def sweep(translator, sources, references, args):
+    """Decodes `sources` with the while_loop search at every width x normalisation and, with
+    --exact, the exact search once per normalisation; the sentences/s leave graph builds out.
 
     Returns:
-      (rows: dicts of the SWEEP_COLUMNS fields, outputs: {variant name: [Translation]}).
+      (the "sweep" rows, the "exact" objects, {variant name: [Translation]}).
     """
-    rows, outputs = [], {}
-    for kind, alpha in normalisations:
-        for width in beam_widths:
-            variant = {"length_penalty_kind": kind, "length_penalty": alpha}
-            translator.translate(sources[:1], "while_loop", width, options=variant)  # builds
+    rows, exact_runs, outputs = [], [], {}
+    for kind, alpha in args.normalisations:
+        variant = {"length_penalty_kind": kind, "length_penalty": alpha}
+        for decoder, width in ([("while_loop", width) for width in args.sweep_beam_widths]
+                               + [("exact", None)] * args.exact):
+            options = dict(variant, max_expansions=args.max_expansions) if width is None else variant
+            translator.translate(sources[:1], decoder, width, options=options)  # builds
             started = time.perf_counter()
-            translations = translator.translate(sources, "while_loop", width, options=variant)
+            translations = translator.translate(sources, decoder, width, options=options)
             seconds = time.perf_counter() - started
-            outputs[variant_name("while_loop", width, kind, alpha)] = translations
-            rows.append(dict(decoder="while_loop", beam_width=width, **variant, **quality(
+            name = variant_name(decoder, width, kind, alpha)
+            outputs[name] = translations
+            row = dict(decoder=decoder, beam_width=width, **variant, **quality(
                 [t.text for t in translations], references),
                 mean_score=float(np.mean([t.score for t in translations])),
-                sentences_per_second=len(sources) / seconds))
-            print("sweep %s: BLEU %.2f, %.1f s" % (variant_name("while_loop", width, kind, alpha),
-                                                   rows[-1]["bleu"], seconds),
-                  file=sys.stderr, flush=True)
-    return rows, outputs
-
-
-def exact_search(translator, sources, references, normalisations, max_expansions):
-    """Runs the exact search once per normalisation.
-
-    Returns:
-      (runs: DESIGN.md's "exact" object per normalisation, with length_penalty_kind,
-      length_penalty, seconds and seconds_per_proven_sentence; outputs: {variant name:
-      [Translation]}).
-    """
-    runs, outputs = [], {}
-    for kind, alpha in normalisations:
-        variant = {"length_penalty_kind": kind, "length_penalty": alpha}
-        started = time.perf_counter()
-        translations = translator.translate(sources, "exact", options=dict(
-            variant, max_expansions=max_expansions))
-        seconds = time.perf_counter() - started
-        outputs[variant_name("exact", None, kind, alpha)] = translations
-        expansions, proven = [t.expansions for t in translations], [t.proven for t in translations]
-        scores = quality([t.text for t in translations], references)
-        runs.append(dict(
-            variant, max_expansions=max_expansions or translator.config["decode"]["max_expansions"],
-            proven_percent=percent(proven), expansions_median=float(np.median(expansions)),
-            expansions_p95=float(np.percentile(expansions, 95)), seconds=seconds,
-            seconds_per_proven_sentence=seconds / sum(proven) if any(proven) else None,
-            bleu=scores["bleu"], chrf=scores["chrf"], length_ratio=scores["length_ratio"],
-            empty_best_percent=scores["empty_percent"], sentences=[
-                {"index": index, "text": t.text, "score": t.score, "proven": bool(t.proven),
-                 "expansions": int(t.expansions)} for index, t in enumerate(translations)]))
-        print("exact/%s: %.1f%% proven, %.1f s" % (variant_name("exact", None, kind, alpha),
-                                                   runs[-1]["proven_percent"], seconds),
-              file=sys.stderr, flush=True)
-    return runs, outputs
+                sentences_per_second=len(sources) / seconds)
+            print("%s: BLEU %.2f in %.1f s" % (name, row["bleu"], seconds), file=sys.stderr,
+                  flush=True)
+            if decoder == "exact":
+                proven = [t.proven for t in translations]
+                expansions = [t.expansions for t in translations]
+                row = dict(variant, max_expansions=args.max_expansions or translator.config[
+                    "decode"]["max_expansions"], proven_percent=percent(proven),
+                    expansions_median=float(np.median(expansions)),
+                    expansions_p95=float(np.percentile(expansions, 95)), seconds=seconds,
+                    seconds_per_proven_sentence=seconds / sum(proven) if any(proven) else None,
+                    empty_best_percent=row["empty_percent"],
+                    **{key: row[key] for key in ("bleu", "chrf", "length_ratio", "mean_score")},
+                    sentences=[{"index": index, "text": t.text, "score": float(t.score),
+                                "proven": t.proven, "expansions": t.expansions}
+                               for index, t in enumerate(translations)])
+            (exact_runs if decoder == "exact" else rows).append(row)
+    return rows, exact_runs, outputs
 
 
 def search_errors(translator, sources, references, sweep_rows, outputs, exact_runs):
@@ -500,14 +484,11 @@ def write_graphs(translator, logdir):
 
 def run_lab(args, translator, report, sources, references):
     """Adds the lab's keys (DESIGN.md "The decoding lab") to `report` and prints its tables."""
-    report["sweep"], outputs = sweep(translator, sources, references, args.sweep_beam_widths,
-                                     args.normalisations)
+    report["sweep"], exact_runs, outputs = sweep(translator, sources, references, args)
     print("\nSweep: the while_loop search (mean score under each row's normalisation)")
     print(format_table(report["sweep"], SWEEP_COLUMNS))
     if args.exact:
-        report["exact"], exact_outputs = exact_search(translator, sources, references,
-                                                      args.normalisations, args.max_expansions)
-        outputs.update(exact_outputs)
+        report["exact"] = exact_runs
         report["search_errors"] = search_errors(translator, sources, references,
                                                 report["sweep"], outputs, report["exact"])
         print("\nExact search (at most %d expansions a sentence)"

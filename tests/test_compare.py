@@ -423,3 +423,47 @@ def test_parse_normalisation_and_variant_names():
         ("none", 0.0), ("average", 0.0), ("gnmt", 1.0)]
     assert compare.variant_name("while_loop", 4, "gnmt", 0.6) == "beam4/gnmt:0.6"
     assert compare.variant_name("exact", None, "average", 0.0) == "exact/average"
+
+
+def test_search_errors_agree_with_rescoring_the_outputs_and_the_exact_best(
+        tiny_model_dir, translator, dev_pairs, tmp_path):
+    sources, references = (pairs[:5] for pairs in dev_pairs)
+    report_path = tmp_path / "report.json"
+    assert compare.main(lab_flags(tiny_model_dir, tmp_path, sources, references) + [
+        "--exact", "--max_expansions", "100", "--sweep_beam_widths", "1,2",
+        "--normalisations", "none,average", "--json", str(report_path)]) == 0
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    token_ids = [translator.tokenize(source) for source in sources]
+    assert [(run["length_penalty_kind"], run["max_expansions"]) for run in report["exact"]] == [
+        ("none", 100), ("average", 100)]
+    assert len(report["search_errors"]) == 4
+    for run in report["exact"]:
+        options = {"length_penalty_kind": run["length_penalty_kind"], "length_penalty": 0.0}
+        exact = translator.search(token_ids, "exact", options=dict(options, max_expansions=100))
+        assert [(s["proven"], s["expansions"]) for s in run["sentences"]] == [
+            (result.proven, result.expansions) for result in exact]
+        assert run["proven_percent"] == 100.0 * sum(r.proven for r in exact) / len(exact)
+        assert run["expansions_median"] == np.median([r.expansions for r in exact])
+        texts = [translator.detokenize(result.ids[0]) for result in exact]
+        assert run["bleu"] == pytest.approx(sacrebleu.corpus_bleu(texts, [references]).score)
+        assert run["empty_best_percent"] == 100.0 * texts.count("") / len(texts)
+        # The second computation: teacher-forced scores of the exact best, each output and
+        # the reference, compared here rather than taken from the searches.
+        exact_scores = [s["score"] for s in translator.score_tokens(
+            token_ids, [result.ids[0] for result in exact], options)]
+        reference_scores = [s["score"] for s in translator.score(sources, references, options)]
+        for row in report["search_errors"]:
+            if row["length_penalty_kind"] != run["length_penalty_kind"]:
+                continue
+            output = translator.search(token_ids, "while_loop", row["beam_width"], options)
+            output_scores = [s["score"] for s in translator.score_tokens(
+                token_ids, [result.ids[0] for result in output], options)]
+            errors = [exact_score > score + 1e-4 for exact_score, score, result
+                      in zip(exact_scores, output_scores, exact) if result.proven]
+            assert row["search_error_percent"] == (
+                100.0 * sum(errors) / len(errors) if errors else None)
+            assert row["reference_better_percent"] == 100.0 * sum(
+                reference > score + 1e-4
+                for reference, score in zip(reference_scores, output_scores)) / len(sources)
+    proven_rows = [row for row in report["search_errors"] if row["search_error_percent"]]
+    assert proven_rows, "no search error at all would test little"
