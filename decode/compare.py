@@ -67,18 +67,14 @@ SWEEP_COLUMNS = (
     ("empty %", "empty_percent", "%.1f"), ("mean score", "mean_score", "%.3f"),
     ("sent/s", "sentences_per_second", "%.1f"),
 )
-EXACT_COLUMNS = (
-    ("normalisation", "length_penalty_kind", "%s"), ("alpha", "length_penalty", "%g"),
+EXACT_COLUMNS = SWEEP_COLUMNS[2:4] + (
     ("proven %", "proven_percent", "%.1f"), ("expansions median", "expansions_median", "%.0f"),
     ("p95", "expansions_p95", "%.0f"), ("s/proven", "seconds_per_proven_sentence", "%.3f"),
-    ("BLEU", "bleu", "%.2f"), ("chrF", "chrf", "%.2f"), ("len ratio", "length_ratio", "%.3f"),
-    ("empty best %", "empty_best_percent", "%.1f"),
-)
+) + SWEEP_COLUMNS[4:7] + (("empty best %", "empty_best_percent", "%.1f"),)
 SEARCH_ERROR_COLUMNS = SWEEP_COLUMNS[:4] + (
     ("search error %", "search_error_percent", "%.1f"),
     ("reference better %", "reference_better_percent", "%.1f"),
-    ("empty %", "empty_output_percent", "%.1f"),
-)
+    ("empty %", "empty_output_percent", "%.1f"))
 SIGNIFICANCE_COLUMNS = (("a", "a", "%s"), ("b", "b", "%s"), ("BLEU a", "bleu_a", "%.2f"),
                         ("BLEU b", "bleu_b", "%.2f"), ("p", "p_value", "%.4f"))
 GRAPH_LENGTHS = (8, 32)  # --graphs: the unrolled search's steps in its two graphs
@@ -148,7 +144,7 @@ def parse_args(argv):
         parser.error("--reference needs --input (the default input brings its own references)")
     if min(args.max_sentences, args.latency_sentences) < 0 or args.runs < 1:
         parser.error("--max_sentences and --latency_sentences must be >= 0, --runs >= 1")
-    for name in ("json", "plot", "sweep_plot"):  # checked now: they are written after minutes of measuring
+    for name in ("json", "plot", "sweep_plot"):  # checked now: written after minutes of work
         path = getattr(args, name)
         if path and not os.path.isdir(os.path.dirname(path) or "."):
             parser.error("--%s %s: no such directory" % (name, path))
@@ -244,12 +240,12 @@ def agreement(detokenizer, results, reference_results):
 def parse_normalisation(text):
     """"none", "average" or "gnmt:ALPHA" -> (length_penalty_kind, length_penalty)."""
     kind, _, alpha = text.strip().partition(":")
-    if kind not in LENGTH_PENALTY_KINDS or bool(alpha) != (kind == "gnmt"):
-        raise ValueError("%r is not none, average or gnmt:ALPHA (e.g. gnmt:0.6)" % text)
     try:
-        return kind, float(alpha or 0)
+        if kind in LENGTH_PENALTY_KINDS and bool(alpha) == (kind == "gnmt"):
+            return kind, float(alpha or 0)
     except ValueError:
-        raise ValueError("%r: the alpha of gnmt must be a number" % text) from None
+        pass
+    raise ValueError("%r is not none, average or gnmt:ALPHA (e.g. gnmt:0.6)" % text)
 
 
 def normalisation_name(kind, alpha):
@@ -296,7 +292,7 @@ def sweep(translator, sources, references, args):
         variant = {"length_penalty_kind": kind, "length_penalty": alpha}
         for decoder, width in ([("while_loop", width) for width in args.sweep_beam_widths]
                                + [("exact", None)] * args.exact):
-            options = dict(variant, max_expansions=args.max_expansions) if width is None else variant
+            options = variant if width else dict(variant, max_expansions=args.max_expansions)
             translator.translate(sources[:1], decoder, width, options=options)  # builds
             started = time.perf_counter()
             translations = translator.translate(sources, decoder, width, options=options)
@@ -307,8 +303,7 @@ def sweep(translator, sources, references, args):
                 [t.text for t in translations], references),
                 mean_score=float(np.mean([t.score for t in translations])),
                 sentences_per_second=len(sources) / seconds)
-            print("%s: BLEU %.2f in %.1f s" % (name, row["bleu"], seconds), file=sys.stderr,
-                  flush=True)
+            print("%s: BLEU %.2f in %.1f s" % (name, row["bleu"], seconds), file=sys.stderr)
             if decoder == "exact":
                 proven = [t.proven for t in translations]
                 expansions = [t.expansions for t in translations]

@@ -354,9 +354,9 @@ def test_sweep_reports_sacrebleu_on_each_variants_outputs_significance_and_diffe
         translations = translator.translate(sources, "while_loop", row["beam_width"], options={
             "length_penalty_kind": row["length_penalty_kind"],
             "length_penalty": row["length_penalty"]})
-        texts = outputs[compare.variant_name("while_loop", row["beam_width"],
-                                             row["length_penalty_kind"],
-                                             row["length_penalty"])] = [t.text for t in translations]
+        name = compare.variant_name("while_loop", row["beam_width"], row["length_penalty_kind"],
+                                    row["length_penalty"])
+        texts = outputs[name] = [t.text for t in translations]
         bleu = sacrebleu.corpus_bleu(texts, [references])
         assert row["bleu"] == pytest.approx(bleu.score, abs=1e-9)
         assert row["chrf"] == pytest.approx(sacrebleu.corpus_chrf(texts, [references]).score)
@@ -394,7 +394,7 @@ def test_sweep_reports_sacrebleu_on_each_variants_outputs_significance_and_diffe
 @pytest.mark.parametrize("flags, message", [
     (["--sweep", "--normalisations", "gnmt"], "'gnmt' is not none, average or gnmt:ALPHA"),
     (["--sweep", "--normalisations", "none:1"], "'none:1' is not none, average or gnmt:ALPHA"),
-    (["--sweep", "--normalisations", "gnmt:x"], "the alpha of gnmt must be a number"),
+    (["--sweep", "--normalisations", "gnmt:x"], "'gnmt:x' is not none, average or gnmt:ALPHA"),
     (["--sweep", "--sweep_beam_widths", "1,a"], "--sweep_beam_widths must be comma-separated"),
     (["--sweep", "--differ", "beam1/none", "beam8/none"],
      "--differ beam8/none: not a variant of this run (beam1/none beam2/none"),
