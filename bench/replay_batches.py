@@ -25,6 +25,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 FIELDS = ("decoder", "beam_width", "n_best", "trace", "source_ids", "wall_seconds",
           "cpu_seconds")
 AS_SLOW_AS_SERVING = 1.25  # served / replayed wall time up to this: the batches are the cost
+SIZE_BINS = ((1, 1), (2, 4), (5, 8), (9, 16), (17, 32), (33, None))  # sentences per call
 
 
 def read_log(paths):
@@ -95,8 +96,12 @@ def report(records, rows, replay_step):
     replay_wall = sum(wall for _, wall, _, _ in rows)
     replay_cpu = sum(cpu for _, _, cpu, _ in rows)
     sentences = sum(len(record["source_ids"]) for record, _, _, _ in rows)
-    idles = [record["idle_seconds"] for record, _, _, _ in rows
-             if record.get("idle_seconds") is not None]
+    idles, seen_slots = [], set()  # a slot's first call waited since before the log began
+    for record in sorted(records, key=lambda record: record.get("time", 0.0)):
+        if record.get("slot") is not None and record.get("idle_seconds") is not None:
+            idles += [record["idle_seconds"]] if record["slot"] in seen_slots else []
+            seen_slots.add(record["slot"])
+    sizes = [len(record["source_ids"]) for record in records]
     served_steps = sorted({record.get("model_step") for record in records} - {None})
     span = (max(r["time"] + r["wall_seconds"] for r in records) - min(r["time"] for r in records)
             if all("time" in record for record in records) else None)
@@ -107,9 +112,14 @@ def report(records, rows, replay_step):
            sum(bool(r.get("graphs_built")) for r in records), sentences),
         "served: %.3f s wall, %.3f s CPU in calls (%.1f sentences per call-second); %s%s"
         % (served_wall, served_cpu, sentences / max(served_wall, 1e-9),
-           "slots idle %.3f s before them" % sum(idles) if idles else "no slots (no batching)",
+           "slots idle %.3f s between them" % sum(idles) if seen_slots else "no slots (no batching)",
            "" if span is None else "; %.1f sentences/s over the log's %.2f s" % (
                sum(len(r["source_ids"]) for r in records) / max(span, 1e-9), span)),
+        "sentences per call (calls): " + ", ".join(
+            "%s: %d" % ("%d+" % low if high is None else "%d-%d" % (low, high) if high > low
+                        else "%d" % low,
+                        sum(low <= size <= (high or size) for size in sizes))
+            for low, high in SIZE_BINS),
         "replay: %.3f s wall, %.3f s CPU back to back (%.1f sentences/s)"
         % (replay_wall, replay_cpu, sentences / max(replay_wall, 1e-9)),
         "served / replay: %.2fx wall, %.2fx CPU"
