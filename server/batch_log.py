@@ -1,7 +1,7 @@
 """The batch log: one JSON line per model call of the server, to see where serving time goes.
 
 `python -m bench.replay_batches --model_dir D --log F` re-runs the logged batches offline.
-Fields: docs/BENCHMARKS.md, "Where serving time goes (issue 20)".
+Fields and reasons: docs/BENCHMARKS.md, "The batch log and its replay".
 """
 
 import json

@@ -1,7 +1,7 @@
 """Continuous batching: concurrent requests of the same settings share model calls.
 
-Rules and reasons: docs/BENCHMARKS.md, "Serving: continuous batching" and "Batches
-without fragments (issue 20)".
+Rules and reasons: docs/BENCHMARKS.md, "Serving: continuous batching" and, for the hold,
+"Batches without fragments: the fair-share hold".
 """
 
 import collections
