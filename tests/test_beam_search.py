@@ -232,6 +232,24 @@ def test_update_fn_without_static_shapes(search):
     assert_same_result(actual, run_reference(toy, batch_state, 5, 3, 0.6))
 
 
+@pytest.mark.parametrize("search", sorted(SEARCHES))
+def test_state_that_update_fn_hands_back_unchanged_is_never_reordered(search):
+    # As the model's encoder memory: tiled, the same in every slot, so no gather is built for it.
+    toy = ToyDecoder()
+
+    def gathers(extra):
+        with tf.Graph().as_default() as graph:
+            state = tf.nest.map_structure(tf.constant, dict(toy.initial_state([0.0, 1.0]), **extra))
+
+            def update_fn(state, ids):
+                new_state, logits = toy.update_fn(state, ids)
+                return dict(new_state, **{key: state[key] for key in extra}), logits
+            SEARCHES[search](update_fn, state, 4, 3, BEGIN, END)
+            return sum(op.type == "GatherV2" for op in graph.get_operations())
+
+    assert gathers({"memory": np.zeros([2, 5, 6], np.float32)}) == gathers({})
+
+
 def test_template_update_fn_shares_its_variables_across_steps():
     def step(state, ids):
         weights = tf.get_variable("weights", [4, 4])
