@@ -23,11 +23,12 @@ from seq2seq.model import EncoderOutput
 
 ExactResult = collections.namedtuple("ExactResult", "ids score proven expansions")
 ExactResult.__doc__ = """One sentence's best hypothesis: ids (without the end token), its score,
-whether it is proven the best, and how many prefixes the search expanded."""
-# An expanded prefix: its pieces, log-probability, the decoder state after it, and the pieces
-# that may follow it with their log-probabilities, best first (end token left out).
-Node = collections.namedtuple("Node", "ids log_prob state child_ids child_log_probs")
-ROOT = -1  # a heap entry's node for the empty prefix, not yet expanded
+whether it is proven the best, and how many prefixes the search expanded (model rows)."""
+# One prefix to expand: its ids, log-probability, the decoder state before its last piece,
+# that piece (None: the empty prefix, fed the begin token), and the Node it expands again
+# (None: a new prefix).
+Request = collections.namedtuple("Request", "ids log_prob state_in last_id node")
+FIRST_CHILDREN = 16  # children a new node lists; expanding it again lists as many as before
 
 
 def normaliser(length, scoring):
@@ -37,12 +38,43 @@ def normaliser(length, scoring):
     return float(max(length, 1)) if scoring.length_penalty_kind == "average" else 1.0
 
 
+class Node:
+    """An expanded prefix and the children it lists, best first: ids, log_prob, state_in (as
+    `Request`), state (after its last piece), child_ids, child_log_probs, listed (every child
+    listed so far), rest_log_prob (the best child not listed, -inf if none may beat the best)."""
+    __slots__ = ("ids", "log_prob", "state_in", "state", "child_ids", "child_log_probs", "listed",
+                 "rest_log_prob")
+
+    def __init__(self, request, state):
+        self.ids, self.log_prob, self.state_in, self.state = request[:3] + (state,)
+        self.listed = np.zeros([0], np.int64)
+
+    def list_children(self, log_probs, threshold, end_token_id):
+        """Lists the best children whose log-probability passes `threshold` and not yet listed,
+        as many as were listed before (at least FIRST_CHILDREN); True if it listed any."""
+        passes = log_probs > threshold
+        passes[end_token_id] = False
+        passes[self.listed] = False
+        candidates = np.flatnonzero(passes)
+        count = max(FIRST_CHILDREN, len(self.listed))
+        self.rest_log_prob = -np.inf
+        if len(candidates) > count:
+            candidates = candidates[np.argpartition(-log_probs[candidates], count)]
+            self.rest_log_prob = log_probs[candidates[count]]
+            candidates = candidates[:count]
+        order = np.argsort(-log_probs[candidates], kind="stable")
+        self.child_ids, self.child_log_probs = candidates[order], log_probs[candidates[order]]
+        self.listed = np.concatenate([self.listed, self.child_ids])
+        return len(candidates) > 0
+
+
 class SentenceSearch:
     """The search of one sentence: its heap of prefixes to expand, and the incumbent.
 
-    Heap entries are (-log-probability, order, node, rank): the rank-th best child of an
-    expanded node. Each node's next child enters the heap only when the one before it leaves,
-    so the heap grows by one entry per expansion, not by one per vocabulary piece.
+    Heap entries are (-log-probability, order, Node, rank): the rank-th child a node lists, or
+    at rank len(child_ids) the node itself, to be expanded again for the children it has not
+    listed. A node's next entry enters the heap only when the one before it leaves, so the heap
+    grows by about one entry per expansion and a node keeps a few children, not the vocabulary.
     """
 
     def __init__(self, initial_state, limit, lower_bound, scoring, max_expansions):
@@ -50,61 +82,69 @@ class SentenceSearch:
         self.max_expansions, self.expansions = max_expansions, 0
         self.largest_normaliser = normaliser(limit, scoring)  # each kind grows with the length
         self.best_ids, self.best_score = lower_bound if lower_bound else (None, -np.inf)
-        self.nodes, self.heap, self.pushed = [], [(-0.0, 0, ROOT, 0)], 1
+        self.heap, self.pushed = [(-0.0, 0, None, 0)], 1  # None: the empty prefix
 
     def beats_best(self, log_prob):
         """Whether a prefix of this log-probability may still end above the incumbent."""
         return log_prob / self.largest_normaliser > self.best_score
 
     def pop(self, count):
-        """Up to `count` prefixes to expand, best first: (ids, log_prob, state, last id or None)."""
-        prefixes = []
-        while self.heap and len(prefixes) < count and self.expansions + len(prefixes) < (
-                self.max_expansions):
-            negative_log_prob, _, node_index, rank = self.heap[0]
+        """Up to `count` `Request`s, best first, within max_expansions."""
+        requests = []
+        while self.heap and len(requests) < count and (
+                self.expansions + len(requests) < self.max_expansions):
+            negative_log_prob, _, node, rank = self.heap[0]
             if not self.beats_best(-negative_log_prob):
                 self.heap = []  # best-first: no entry left can beat the incumbent
                 break
             heapq.heappop(self.heap)
-            if node_index == ROOT:
-                prefixes.append(((), 0.0, self.initial_state, None))
+            if node is None:
+                requests.append(Request((), 0.0, self.initial_state, None, None))
                 continue
-            node = self.nodes[node_index]
-            if rank + 1 < len(node.child_ids):
-                self._push(node.log_prob + node.child_log_probs[rank + 1], node_index, rank + 1)
+            if rank == len(node.child_ids):
+                requests.append(Request(node.ids, node.log_prob, node.state_in,
+                                        node.ids[-1] if node.ids else None, node))
+                continue
+            self._push_next(node, rank + 1)
             child_id = int(node.child_ids[rank])
-            prefixes.append((node.ids + (child_id,), -negative_log_prob, node.state, child_id))
-        return prefixes
+            requests.append(Request(node.ids + (child_id,), -negative_log_prob, node.state,
+                                    child_id, None))
+        return requests
 
-    def _push(self, log_prob, node_index, rank):
-        heapq.heappush(self.heap, (-log_prob, self.pushed, node_index, rank))
+    def _push_next(self, node, rank):
+        """Pushes a node's child at `rank`, or past its listed children the node itself."""
+        if rank < len(node.child_ids):
+            log_prob = node.log_prob + node.child_log_probs[rank]
+        elif node.rest_log_prob > -np.inf:
+            log_prob = node.log_prob + node.rest_log_prob
+        else:
+            return
+        heapq.heappush(self.heap, (-log_prob, self.pushed, node, rank))
         self.pushed += 1
 
-    def add(self, ids, log_prob, state, log_probs, end_log_prob, end_token_id):
-        """Records an expansion of prefix `ids`: its end-token child is scored, the children
-        that may beat the incumbent are kept.
+    def add(self, request, state, log_probs, end_log_prob, end_token_id):
+        """Records the expansion of a `Request`: a new prefix's end-token child is scored; the
+        children that may beat the incumbent are listed.
 
         Args:
-          state: the decoder state after `ids`; log_probs: [vocab] next-piece log-probs with
-          the options' -inf applied; end_log_prob: the end token's, without them (at the limit
-          the searches force the end token).
+          state: the decoder state after the prefix; log_probs: [vocab] next-piece log-probs
+          with the options' -inf applied; end_log_prob: the end token's, without them (at the
+          limit the searches force the end token).
         """
         self.expansions += 1
-        at_limit = len(ids) + 1 >= self.limit
-        end_score = (log_prob + (end_log_prob if at_limit else log_probs[end_token_id])) / (
-            normaliser(len(ids) + 1, self.scoring))
-        if end_score > self.best_score:
-            self.best_ids, self.best_score = ids, float(end_score)
-        if at_limit:
-            return
-        threshold = self.best_score * self.largest_normaliser - log_prob
-        child_ids = np.flatnonzero(log_probs > threshold)
-        child_ids = child_ids[child_ids != end_token_id]
-        if len(child_ids):
-            order = np.argsort(-log_probs[child_ids], kind="stable")
-            node = Node(ids, log_prob, state, child_ids[order], log_probs[child_ids[order]])
-            self.nodes.append(node)
-            self._push(log_prob + node.child_log_probs[0], len(self.nodes) - 1, 0)
+        node, ids, log_prob = request.node, request.ids, request.log_prob
+        if node is None:
+            at_limit = len(ids) + 1 >= self.limit
+            end_score = (log_prob + (end_log_prob if at_limit else log_probs[end_token_id])) / (
+                normaliser(len(ids) + 1, self.scoring))
+            if end_score > self.best_score:
+                self.best_ids, self.best_score = ids, float(end_score)
+            if at_limit:
+                return
+            node = Node(request, state)
+        if node.list_children(log_probs, self.best_score * self.largest_normaliser - log_prob,
+                              end_token_id):
+            self._push_next(node, 0)
 
     def result(self):
         proven = not any(self.beats_best(-entry[0]) for entry in self.heap)
@@ -138,12 +178,12 @@ def exact_search(expand, initial_states, limits, lower_bounds, scoring, begin_to
         if not requests:
             return [search.result() for search in searches]
         states, log_probs, end_log_probs = expand(
-            [index for index, _ in requests], [prefix[2] for _, prefix in requests],
-            np.array([begin_token_id if prefix[3] is None else prefix[3]
-                      for _, prefix in requests], np.int32),
-            [prefix[0] for _, prefix in requests])
-        for row, (index, (ids, log_prob, _, _)) in enumerate(requests):
-            searches[index].add(ids, log_prob, states[row], log_probs[row], end_log_probs[row],
+            [index for index, _ in requests], [request.state_in for _, request in requests],
+            np.array([begin_token_id if request.last_id is None else request.last_id
+                      for _, request in requests], np.int32),
+            [request.ids for _, request in requests])
+        for row, (index, request) in enumerate(requests):
+            searches[index].add(request, states[row], log_probs[row], end_log_probs[row],
                                 end_token_id)
 
 

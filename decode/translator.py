@@ -449,17 +449,13 @@ class Translator:
                      inputs["last_ids"]: last_ids, inputs["prefixes"]: padded,
                      inputs["prefix_lengths"]: [len(prefix) for prefix in prefixes],
                      self._fed_options["min_length"]: options["min_length"]}
-            feeds.update(zip(tf.nest.flatten(inputs["states"]),
-                             (np.stack(rows) for rows in zip(*map(tf.nest.flatten, states)))))
-            found = self._session.run(outputs, feeds)
-            flat_states = tf.nest.flatten(found["states"])
-            return ([tf.nest.pack_sequence_as(found["states"], [part[row] for part in flat_states])
-                     for row in range(len(prefixes))], found["log_probs"], found["end_log_probs"])
+            feeds.update(zip(tf.nest.flatten(inputs["states"]), map(np.stack, zip(*states))))
+            found = self._session.run(outputs, feeds)  # a state: a tuple of its flattened rows
+            return (list(zip(*tf.nest.flatten(found["states"]))), found["log_probs"],
+                    found["end_log_probs"])
 
-        initial = tf.nest.flatten(encoded.initial_state)
         return exact_search(
-            expand, [tf.nest.pack_sequence_as(encoded.initial_state, [part[row] for part in initial])
-                     for row in range(len(source_ids))],
+            expand, list(zip(*tf.nest.flatten(encoded.initial_state))),
             [output_length_limit(length, self.config["decode"]) for length in source_length],
             [_best_hypothesis(_search_result(ids[row], scores[row], lengths[row]))
              for row in range(len(ids))],
