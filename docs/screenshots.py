@@ -1,17 +1,20 @@
-"""Takes the README's screenshots with headless Chromium: the page's search view and TensorBoard.
+"""Takes the README's screenshots with headless Chromium: the page's search view and training
+panel, and TensorBoard.
 
     .venv/bin/python docs/screenshots.py --model_dir runs/default [--logdir D] [--graphs_logdir G]
-        [--out docs/img]
+        [--training_config C] [--training_evaluations N] [--out docs/img]
 
 Serves MODEL_DIR with serve.py, and TensorBoard over LOGDIR (default: MODEL_DIR; its graph tab over
-GRAPHS_LOGDIR, e.g. where the search graphs were written, default: LOGDIR), all on 127.0.0.1 only,
-and writes:
+GRAPHS_LOGDIR, e.g. where the search graphs were written, default: LOGDIR), all on 127.0.0.1 only;
+trains TRAINING_CONFIG (default: configs/default.yaml) into a scratch model directory while
+serve.py serves it; and writes:
   page-search.png        the page's "Show the search" view: both beam searches' trees and attention
+  training-panel.png     the page's training panel mid-training, after N evaluations (default 3)
   tensorboard-graphs.png, tensorboard-images.png, tensorboard-histograms.png
                          TensorBoard's graph, images (attention heatmaps) and histograms tabs
 
 Needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver) and
-selenium (requirements-dev.txt). Stops both servers it started, whatever happens.
+selenium (requirements-dev.txt). Stops every process it started, whatever happens.
 """
 
 import argparse
@@ -39,6 +42,7 @@ CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run
                   "--disable-background-networking", "--disable-component-update",
                   "--disable-sync", "--hide-scrollbars", "--force-device-scale-factor=1")
 START_TIMEOUT_S = 600  # serve.py loads TensorFlow and the model; TensorBoard reads the events
+TRAINING_TIMEOUT_S = 3600  # preparing the data and training up to the evaluations asked for
 # TensorBoard's tabs, by the name in its URL, and the file each goes to.
 TENSORBOARD_TABS = (("graphs", "tensorboard-graphs.png"), ("images", "tensorboard-images.png"),
                     ("histograms", "tensorboard-histograms.png"))
@@ -137,6 +141,38 @@ def page_screenshot(driver, url, text, beam_width, n_best, path):
     search.screenshot(path)
 
 
+def training_screenshot(config, evaluations, path, scratch):
+    """Trains `config` into a scratch model directory while serve.py serves it; saves the page's
+    training panel once it shows `evaluations` evaluations and a model is served."""
+    model_dir = os.path.join(scratch, "training-model")
+    port = free_port()
+    url = "http://127.0.0.1:%d/" % port
+    with open(os.path.join(scratch, "train.log"), "w") as log:
+        trainer = subprocess.Popen([sys.executable, "train.py", "--config", config, "--model_dir",
+                                    model_dir], cwd=REPOSITORY, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        with started([sys.executable, "serve.py", "--model_dir", model_dir, "--host", "127.0.0.1",
+                      "--port", str(port), "--warm_up_source_tokens", "0"],
+                     url + "v1/training", os.path.join(scratch, "serve-training.log")), \
+                chromium(1280, 900, os.path.join(scratch, "training-profile")) as driver:
+            driver.get(url)
+
+            def mid_training(_):
+                if trainer.poll() is not None:
+                    raise RuntimeError("train.py ended (exit %d) before %d evaluations; its log: %s"
+                                       % (trainer.returncode, evaluations, log.name))
+                shown = driver.find_elements(By.CSS_SELECTOR, "#training-examples thead th")
+                return driver.find_element(By.ID, "translate").is_enabled() and \
+                    len(shown) > evaluations  # a column per evaluation after the sources'
+            WebDriverWait(driver, TRAINING_TIMEOUT_S, poll_frequency=5).until(mid_training)
+            panel = driver.find_element(By.ID, "training")
+            driver.set_window_size(1280, panel.size["height"] + 400)
+            panel.screenshot(path)
+    finally:
+        trainer.terminate()
+        trainer.wait(timeout=60)
+
+
 def tensorboard_screenshot(driver, url, tab, path, settle_s):
     """Opens TensorBoard's `tab` and saves the window once it has drawn."""
     driver.get("%s/#%s" % (url, tab))
@@ -193,8 +229,12 @@ def main(argv=None):
     parser.add_argument("--n_best", type=int, default=2)
     parser.add_argument("--settle_s", type=float, default=8.0,
                         help="seconds TensorBoard is given to draw a tab after it loads")
-    parser.add_argument("--skip", choices=("page", "tensorboard"), action="append", default=[],
-                        help="leave out these screenshots")
+    parser.add_argument("--training_config", default=os.path.join("configs", "default.yaml"),
+                        help="the config trained for the training panel's screenshot")
+    parser.add_argument("--training_evaluations", type=int, default=3,
+                        help="the evaluations the training panel shows in its screenshot")
+    parser.add_argument("--skip", choices=("page", "training", "tensorboard"), action="append",
+                        default=[], help="leave out these screenshots")
     args = parser.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     python = sys.executable
@@ -209,6 +249,10 @@ def main(argv=None):
                 path = os.path.join(args.out, "page-search.png")
                 page_screenshot(driver, url, args.text, args.beam_width, args.n_best, path)
                 print("wrote", path)
+        if "training" not in args.skip:
+            path = os.path.join(args.out, "training-panel.png")
+            training_screenshot(args.training_config, args.training_evaluations, path, scratch)
+            print("wrote", path)
         if "tensorboard" not in args.skip:
             logdir = args.logdir or args.model_dir
             graphs_logdir = args.graphs_logdir or logdir

@@ -18,7 +18,7 @@ CHECKPOINT_STATE = "checkpoint"  # tf.train's record of a directory's checkpoint
 
 def process_alive(pid):
     """Whether process `pid` runs (a zombie, exited but not yet reaped, does not)."""
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+    if not isinstance(pid, int) or pid <= 0:
         return False
     try:
         os.kill(pid, 0)
@@ -90,13 +90,8 @@ def has_trained_checkpoint(model_dir):
 
 
 def describe_duration(seconds):
-    """A number of seconds as a person reads it: "40 s", "12 min", "1 h 5 min"."""
-    seconds = max(0, int(round(seconds)))
-    if seconds < 90:
-        return "%d s" % seconds
-    if seconds < 5400:
-        return "%d min" % round(seconds / 60.0)
-    return "%d h %d min" % (seconds // 3600, round(seconds % 3600 / 60.0))
+    """A number of seconds as a person reads it: "40 s", "12 min"."""
+    return "%d s" % round(seconds) if seconds < 90 else "%d min" % round(seconds / 60.0)
 
 
 def waiting_message(model_dir):
@@ -118,12 +113,11 @@ def waiting_message(model_dir):
             "save_checkpoints_steps"]
     except (ConfigError, OSError):
         first_step = None
-    when = ""
-    speed = status.get("steps_per_second")
+    when, speed = " shortly", status.get("steps_per_second")
     if first_step and step < first_step:
         when = " at step %d" % first_step
         if isinstance(speed, (int, float)) and speed > 0:
-            when = " in about %s (step %d)" % (
-                describe_duration((first_step - step) / speed), first_step)
+            when = " in about %s (step %d)" % (describe_duration((first_step - step) / speed),
+                                               first_step)
     return ("training has started (step %d of %s) and has written no checkpoint yet: the first "
-            "model will be ready%s" % (step, status.get("max_steps", "?"), when or " shortly"))
+            "model will be ready%s" % (step, status.get("max_steps", "?"), when))

@@ -1,0 +1,195 @@
+"""Hot reload under load: serve.py's latency, failures and memory while better checkpoints appear.
+
+    .venv/bin/python bench/reload_under_load.py --model_dir D [--clients 8] [--reloads 50]
+        [--baseline_s 20] [--warm_up_source_tokens 16] [--json F]
+
+Copies D's config and tokenizer into a scratch model directory, serves it with serve.py
+(watching, the default), installs D's newest checkpoint as MODEL_DIR/best/, and lets
+`--clients` threads send one sentence after another (one keep-alive connection each)
+throughout. After `--baseline_s` seconds without a reload, it installs D's other
+checkpoints as best/ in turn, `--reloads` times (as training's best-checkpoint rule does: a
+staging directory renamed into place), each once the previous one is served.
+
+Reported: failed requests (any answer but 200); p50/p99 latency of the requests of the
+baseline and of those that overlapped a reload (from the install to the server's
+`loaded_at`); answers whose step was not served at any moment of their request (the server
+switches at `loaded_at`; until then the step before is the best it has built); the server's
+resident memory
+(VmRSS) before the first reload, after the 5th and after the last, and the reload times
+(install to loaded_at; serve.py warms every new model up as it warms the first, the unrolled
+decoder's graphs for sources of up to --warm_up_source_tokens included).
+"""
+
+import argparse
+import glob
+import http.client
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SENTENCES = ("twenty one", "the first of May", "I bought these two chairs.", "Monday")
+
+
+def checkpoint_steps(model_dir):
+    """The steps of the checkpoints in `model_dir` (its latest ones), in order."""
+    return sorted(int(match.group(1)) for match in (
+        re.search(r"model\.ckpt-(\d+)\.index$", path)
+        for path in glob.glob(os.path.join(model_dir, "model.ckpt-*.index"))) if match)
+
+
+def install_best(source_dir, step, model_dir):
+    """Makes checkpoint `step` of `source_dir` MODEL_DIR/best/: staged, then renamed in."""
+    best = os.path.join(model_dir, "best")
+    staging = best + ".tmp"
+    os.makedirs(staging)
+    for path in glob.glob(os.path.join(source_dir, "model.ckpt-%d.*" % step)):
+        shutil.copy(path, staging)  # new mtimes: the same step installed again is new files
+    with open(os.path.join(staging, "checkpoint"), "w") as state:
+        state.write('model_checkpoint_path: "model.ckpt-%d"\n' % step)
+    if os.path.exists(best):
+        os.replace(best, best + ".old")
+    os.replace(staging, best)
+    shutil.rmtree(best + ".old", ignore_errors=True)
+
+
+def resident_mib(pid):
+    with open("/proc/%d/status" % pid) as status:
+        return int(re.search(r"VmRSS:\s+(\d+) kB", status.read()).group(1)) / 1024.0
+
+
+def get_json(port, path):
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        connection.request("GET", path)
+        response = connection.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        connection.close()
+
+
+def client(port, index, stop, answers):
+    """Sends sentences until `stop`; appends (started, ended, status, step) per request."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    count = 0
+    while not stop.is_set():
+        body = json.dumps({"text": SENTENCES[(index + count) % len(SENTENCES)]})
+        started = time.time()
+        try:
+            connection.request("POST", "/translate", body, {"Content-Type": "application/json"})
+            response = connection.getresponse()
+            answer = json.loads(response.read())
+            answers.append((started, time.time(), response.status,
+                            answer.get("model", {}).get("step")))
+        except (OSError, http.client.HTTPException, ValueError):
+            answers.append((started, time.time(), 0, None))
+            connection.close()
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        count += 1
+    connection.close()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model_dir", required=True,
+                        help="a trained model directory holding two checkpoints or more")
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--reloads", type=int, default=50)
+    parser.add_argument("--baseline_s", type=float, default=20.0)
+    parser.add_argument("--warm_up_source_tokens", type=int, default=16,
+                        help="serve.py's flag of that name")
+    parser.add_argument("--json", help="also write the report here")
+    args = parser.parse_args(argv)
+    steps = checkpoint_steps(args.model_dir)
+    if len(steps) < 2:
+        parser.error("%s holds %d checkpoints; two or more are needed" % (args.model_dir,
+                                                                          len(steps)))
+    scratch = tempfile.mkdtemp(prefix="reload-bench-")
+    model_dir = os.path.join(scratch, "model")
+    os.makedirs(model_dir)
+    for name in ("config.yaml", "spm.model", "source.model", "target.model", "tokenizer.json"):
+        if os.path.exists(os.path.join(args.model_dir, name)):
+            shutil.copy(os.path.join(args.model_dir, name), model_dir)
+    install_best(args.model_dir, steps[-1], model_dir)
+    log = open(os.path.join(scratch, "serve.log"), "w")
+    server = subprocess.Popen(
+        [sys.executable, "serve.py", "--model_dir", model_dir, "--port", "0",
+         "--warm_up_source_tokens", str(args.warm_up_source_tokens)],
+        cwd=REPOSITORY, stdout=subprocess.PIPE, stderr=log, text=True)
+    answers, stop, reloads, memory = [], threading.Event(), [], {}  # memory: reloads -> MiB
+    try:
+        port = int(re.search(r":(\d+)/", server.stdout.readline()).group(1))
+        server.stdout.readline()  # "ready: URL"
+        memory[0] = resident_mib(server.pid)
+        clients = [threading.Thread(target=client, args=(port, index, stop, answers))
+                   for index in range(args.clients)]
+        for thread in clients:
+            thread.start()
+        time.sleep(args.baseline_s)
+        baseline_end = time.time()
+        served = steps[-1]
+        for number in range(1, args.reloads + 1):
+            step = [other for other in steps if other != served][number % (len(steps) - 1)]
+            installed = time.time()
+            install_best(args.model_dir, step, model_dir)
+            while True:
+                info = get_json(port, "/v1/info")[1]
+                if info["loaded_at"] >= installed and info["model"]["step"] == step:
+                    break
+                if info["reload_error"]:
+                    raise RuntimeError("reload %d failed: %s" % (number, info["reload_error"]))
+                time.sleep(0.05)
+            reloads.append((installed, info["loaded_at"], served, step))
+            served = step
+            if number in (5, args.reloads):
+                memory[number] = resident_mib(server.pid)
+        stop.set()
+        for thread in clients:
+            thread.join()
+    finally:
+        stop.set()
+        server.terminate()
+        server.wait(timeout=60)
+        log.close()
+
+    def p(latencies, quantile):
+        return round(float(np.percentile(latencies, quantile)) * 1000.0, 1) if latencies else None
+    baseline = [end - start for start, end, _, _ in answers if end <= baseline_end]
+    during = [end - start for start, end, _, _ in answers
+              if any(start <= loaded and end >= installed for installed, loaded, _, _ in reloads)]
+    wrong_step = 0  # a step not served at any moment of its request (a switch: at loaded_at)
+    for start, end, status, step in answers:
+        if status == 200:
+            switched = [reload for reload in reloads if reload[1] <= start]
+            served = {switched[-1][3] if switched else steps[-1]}
+            served.update(reload[3] for reload in reloads if start <= reload[1] <= end)
+            wrong_step += step not in served
+    report = {
+        "clients": args.clients, "reloads": len(reloads), "requests": len(answers),
+        "failed": sum(status != 200 for _, _, status, _ in answers),
+        "baseline_ms": {"requests": len(baseline), "p50": p(baseline, 50), "p99": p(baseline, 99)},
+        "during_reloads_ms": {"requests": len(during), "p50": p(during, 50),
+                              "p99": p(during, 99)},
+        "answers_from_a_step_not_served_in_their_time": wrong_step,
+        "reload_seconds": {"median": round(float(np.median(
+            [loaded - installed for installed, loaded, _, _ in reloads])), 2),
+            "max": round(max(loaded - installed for installed, loaded, _, _ in reloads), 2)},
+        "rss_mib": {"after_%d" % number: round(mib, 1) for number, mib in sorted(memory.items())},
+    }
+    print(json.dumps(report, indent=2))
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(report, out, indent=2)
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
