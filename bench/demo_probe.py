@@ -218,32 +218,38 @@ def main(argv=None):
     def translate(texts):
         return translator.translate(texts, args.decoder, args.beam_width, 1)
 
-    report, misses = collections.OrderedDict(), {}
+    report, misses, flagged = collections.OrderedDict(), {}, collections.OrderedDict()
     for kind, cases in kinds.items():
         results = translate([english for english, _ in cases])
         wrong = [(english, expected, result.text) for (english, expected), result in zip(cases, results)
                  if norm(result.text) != norm(expected)]
         report[kind] = (len(cases) - len(wrong), len(cases))
         misses[kind] = wrong
+        misses[kind + "_flagged"] = [english for (english, _), result in zip(cases, results) if result.unfamiliar]
+        flagged[kind] = (len(misses[kind + "_flagged"]), len(cases))
     results = translate([text for pair in pairs for text in pair])
     wrong = [(variant, original_result.text, variant_result.text)
              for (original, variant), original_result, variant_result in zip(pairs, results[::2], results[1::2])
              if norm(original_result.text) != norm(variant_result.text)]
     report["variants"], misses["variants"] = (len(pairs) - len(wrong), len(pairs)), wrong
+    misses["variants_flagged"] = [variant for (_, variant), r in zip(pairs, results[1::2]) if r.unfamiliar]
     test_results = translate(test_sources)
     exact = sum(result.text == target for result, target in zip(test_results, test_targets))
     ood = translate(OUT_OF_DOMAIN)
-    flagged = {"out_of_domain": (sum(r.unfamiliar for r in ood), len(ood)),
-               "test_split": (sum(r.unfamiliar for r in test_results), len(test_results)),
-               "variants": (sum(r.unfamiliar for r in results[1::2]), len(pairs))}
+    flagged.update(variants=(len(misses["variants_flagged"]), len(pairs)),
+                   out_of_domain=(sum(r.unfamiliar for r in ood), len(ood)),
+                   test_split=(sum(r.unfamiliar for r in test_results), len(test_results)))
     misses["out_of_domain_not_flagged"] = [text for text, r in zip(OUT_OF_DOMAIN, ood) if not r.unfamiliar]
     print("model %s (step %s), %s beam %d" % (args.model_dir, translator.step, args.decoder, args.beam_width))
     for kind, (right, total) in report.items():
-        print("%-10s %4d / %4d right  %5.1f%%" % (kind, right, total, 100.0 * right / total))
+        print("%-10s %4d / %4d right  %5.1f%%   flagged unfamiliar %5.1f%%"
+              % (kind, right, total, 100.0 * right / total, 100.0 * flagged[kind][0] / total))
         for miss in misses[kind][:args.show]:
             print("    miss: %s" % " | ".join(miss))
+        if misses[kind + "_flagged"]:
+            print("    flagged: %s" % "; ".join(misses[kind + "_flagged"][:args.show]))
     print("test split exact match %d / %d  %5.1f%%" % (exact, len(test_targets), 100.0 * exact / len(test_targets)))
-    for name, (count, total) in flagged.items():
+    for name, (count, total) in list(flagged.items())[-2:]:
         print("flagged unfamiliar: %-14s %4d / %4d  %5.1f%%" % (name, count, total, 100.0 * count / total))
     print("    not flagged: %s" % "; ".join(misses["out_of_domain_not_flagged"]))
     if args.json:
