@@ -112,7 +112,7 @@ def main(argv=None):
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config_path = os.path.join(args.model_dir, CONFIG_FILE)
     waits = not (args.no_watch or args.export_dir or os.path.isfile(config_path))
-    try:  # waiting for training to write it: the serve section's defaults
+    try:  # no config.yaml yet (training prepares its data first): the serve defaults
         config = load_config(None if waits else config_path)
     except ConfigError as error:
         print("serve.py: %s (is %s a model directory written by train.py?)"
