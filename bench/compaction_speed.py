@@ -1,23 +1,22 @@
 """Compaction (issue 20): the while_loop search with and without decided sentences leaving.
 
     python -m bench.compaction_speed --model_dir runs/es --input /tmp/es_test.src
-        [--passes 3] [--batch_size 32] [--beam_width K] [--json F]
+        [--passes 3] [--batch_size 32] [--beam_width K] [--against CHECKOUT] [--json F]
 
-Builds the while_loop search over the model directory's checkpoint twice, as
-decode.translator.search_encoded builds it (the config's beam width and decoding options,
-each sentence's length limit), with `compact` on and off, and decodes the whole input in
-batches of `batch_size` in two orders: the file's own (mixed lengths, the Translator's
-length sort bypassed) and length-sorted (what decode.translate does). Batches run as the
-Translator runs them (its session settings, one batch per core at once). The four variants
-are timed in turns, rotating, `passes` times; the table gives the median sentences/s.
-The first pass also compares every sentence's hypotheses between the two searches. Run it
-in a checkout without compaction (a git worktree of an older commit) and it times the
-search "off" alone, for a comparison across processes.
+Builds the while_loop search over the model directory's checkpoint as
+decode.translator.search_encoded builds it (the config's beam width and length penalty,
+each sentence's length limit) with `compact` on and off, and with --against also the search
+and beam_update_fn of another checkout (e.g. `git archive 9fd11a4 decode seq2seq | tar -x -C
+/tmp/base`), over the same variables. It decodes the whole input in batches of `batch_size`
+in two orders: the file's own (mixed lengths, the Translator's length sort bypassed) and
+length-sorted (what decode.translate does). Batches run as the Translator runs them (its
+session settings, one batch per core at once). The variants are timed in turns, rotating,
+`passes` times; the table gives the median sentences/s and CPU seconds of the process. The
+first pass also compares every sentence's hypotheses with the "off" search's.
 """
 
 import argparse
 import concurrent.futures
-import inspect
 import json
 import os
 import statistics
@@ -33,16 +32,25 @@ from tensorflow.core.protobuf import rewriter_config_pb2  # noqa: E402
 
 from data_pipeline.tokenizer import BOS_ID, EOS_ID, Tokenizer  # noqa: E402
 from decode import while_loop_beam_search  # noqa: E402
-from decode.scoring import Scoring  # noqa: E402
 from decode.translator import find_checkpoint, output_length_limits, pad_batch  # noqa: E402
 from seq2seq.config import load_config  # noqa: E402
 from seq2seq.model import Seq2SeqModel  # noqa: E402
 
-HAS_COMPACTION = "compact" in inspect.signature(while_loop_beam_search).parameters
+def checkout_search(checkout):
+    """(while_loop_beam_search, Seq2SeqModel.beam_update_fn) of another checkout's files."""
+    import importlib.util
+    from bench.decode_speed import load_checkout_searches
+    spec = importlib.util.spec_from_file_location(
+        "against_model", os.path.join(checkout, "seq2seq", "model.py"))
+    model_module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(model_module)
+    return (load_checkout_searches(checkout).while_loop_beam_search,
+            model_module.Seq2SeqModel.beam_update_fn)
 
 
-def build(model_dir, beam_width):
-    """(session, source placeholders, {compact: (ids, scores, lengths)}), the checkpoint loaded."""
+def build(model_dir, beam_width, against=None):
+    """(session, source placeholders, {variant: (ids, scores, lengths)}, tokenizer, decode
+    params); variants "on", "off" (compaction) and with `against` "against"."""
     config = load_config(os.path.join(model_dir, "config.yaml"))
     decode_params = config["decode"]
     tokenizer = Tokenizer.load(model_dir)
@@ -54,14 +62,16 @@ def build(model_dir, beam_width):
                              tokenizer.target_vocab_size)
         encoded = model.encode(source_ids, source_length, training=False)
         limits = output_length_limits(source_length, decode_params)
-        scoring = Scoring(decode_params["length_penalty"], decode_params["length_penalty_kind"])
+        scoring = decode_params["length_penalty"]  # GNMT's alpha, the other options off
+        variants = {"on": (while_loop_beam_search, Seq2SeqModel.beam_update_fn, {"compact": True}),
+                    "off": (while_loop_beam_search, Seq2SeqModel.beam_update_fn, {})}
+        if against:
+            variants["against"] = checkout_search(against) + ({},)
         searches = {}
-        for compact in (True, False) if HAS_COMPACTION else (False,):
-            update_fn, initial_state = model.beam_update_fn(encoded, beam_width)
-            extra = {"compact": compact} if HAS_COMPACTION else {}
-            searches[compact] = while_loop_beam_search(
-                update_fn, initial_state, tf.reduce_max(limits), beam_width, BOS_ID, EOS_ID,
-                scoring, max_lengths=limits, **extra)
+        for name, (search, beam_update_fn, options) in variants.items():
+            update_fn, initial_state = beam_update_fn(model, encoded, beam_width)
+            searches[name] = search(update_fn, initial_state, tf.reduce_max(limits), beam_width,
+                                    BOS_ID, EOS_ID, scoring, max_lengths=limits, **options)
         session = tf.Session(graph=graph, config=tf.ConfigProto(  # as the Translator's
             inter_op_parallelism_threads=decode_params["inter_op_threads"],
             intra_op_parallelism_threads=decode_params["intra_op_threads"],
@@ -78,11 +88,11 @@ def decode_all(session, placeholders, search, batches, pool):
     return list(pool.map(run, batches))
 
 
-def differing_sentences(compacted, full):
-    """Indices (in batch order) of sentences whose hypotheses differ: ids up to each length,
-    lengths, or scores beyond 1e-5."""
+def differing_sentences(results, reference):
+    """Indices (in batch order) of the sentences whose hypotheses differ from `reference`'s:
+    ids up to each length, lengths, or scores beyond 1e-5."""
     differing, index = [], 0
-    for (ids, scores, lengths), (full_ids, full_scores, full_lengths) in zip(compacted, full):
+    for (ids, scores, lengths), (full_ids, full_scores, full_lengths) in zip(results, reference):
         for row in range(len(scores)):
             same = (np.array_equal(lengths[row], full_lengths[row])
                     and np.allclose(scores[row], full_scores[row], rtol=1e-5, atol=1e-5)
@@ -102,58 +112,60 @@ def main():
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--beam_width", type=int, help="default: the config's")
     parser.add_argument("--limit", type=int, help="only the first N sentences")
+    parser.add_argument("--against", metavar="CHECKOUT",
+                        help="also time this checkout's search and beam_update_fn")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
     tf.disable_v2_behavior()
+    beam_width = args.beam_width or load_config(
+        os.path.join(args.model_dir, "config.yaml"))["decode"]["beam_width"]
     session, placeholders, searches, tokenizer, decode_params = build(
-        args.model_dir, args.beam_width or load_config(
-            os.path.join(args.model_dir, "config.yaml"))["decode"]["beam_width"])
+        args.model_dir, beam_width, args.against)
     with open(args.input, encoding="utf-8") as f:
         sources = [tokenizer.encode_source(line.rstrip("\n")) for line in f if line.strip()]
     sources = [ids for ids in sources if ids][:args.limit]
-    by_length = sorted(sources, key=len)
-    orders = {"file order": sources, "sorted": by_length}
-    variants = {(order, compact): [sentences[i:i + args.batch_size]
-                                   for i in range(0, len(sentences), args.batch_size)]
-                for order, sentences in orders.items() for compact in searches}
+    orders = {"file order": sources, "sorted": sorted(sources, key=len)}
+    batches = {order: [sentences[i:i + args.batch_size]
+                       for i in range(0, len(sentences), args.batch_size)]
+               for order, sentences in orders.items()}
+    names = [(order, search) for order in orders for search in searches]
     pool = concurrent.futures.ThreadPoolExecutor(decode_params["concurrent_batches"]
                                                  or os.cpu_count())
-    names = list(variants)
-    for name in names:  # warm up: first runs of each graph
-        decode_all(session, placeholders, searches[name[1]], variants[name][:2], pool)
-    seconds = {name: [] for name in names}
-    results = {}
+    for order, search in names:  # warm up: first runs of each graph
+        decode_all(session, placeholders, searches[search], batches[order][:2], pool)
+    wall, cpu, results = {name: [] for name in names}, {name: [] for name in names}, {}
     load_before = os.getloadavg()
     for repeat in range(args.passes):
         for name in names[repeat % len(names):] + names[:repeat % len(names)]:
-            start = time.perf_counter()
-            outputs = decode_all(session, placeholders, searches[name[1]], variants[name], pool)
-            seconds[name].append(time.perf_counter() - start)
+            wall_start, cpu_start = time.perf_counter(), time.process_time()
+            outputs = decode_all(session, placeholders, searches[name[1]], batches[name[0]], pool)
+            wall[name].append(time.perf_counter() - wall_start)
+            cpu[name].append(time.process_time() - cpu_start)
             results.setdefault(name, outputs)
         print("pass %d: %s" % (repeat + 1, ", ".join(
-            "%s/%s %.1f s" % (order, "on" if compact else "off", seconds[(order, compact)][-1])
-            for order, compact in names)), flush=True)
-    speeds = {name: len(sources) / statistics.median(times) for name, times in seconds.items()}
+            "%s/%s %.1f s" % (name + (wall[name][-1],)) for name in names)), flush=True)
     print("\n%d sentences, batches of %d, beam %d; load average %s -> %s, %d CPUs"
-          % (len(sources), args.batch_size, args.beam_width or decode_params["beam_width"],
-             load_before, os.getloadavg(), os.cpu_count()))
-    print("| batches | compaction | sentences/s (median of %d) | runs (s) |" % args.passes)
-    print("| --- | --- | ---: | --- |")
-    for (order, compact), speed in speeds.items():
-        print("| %s | %s | %.1f | %s |" % (order, "on" if compact else "off", speed,
-                                          ", ".join("%.1f" % s for s in seconds[(order, compact)])))
-    report = {"sentences": len(sources), "speeds": {"%s/%s" % (order, "on" if compact else "off"):
-                                                    speed for (order, compact), speed in
-                                                    speeds.items()}}
-    if HAS_COMPACTION:
-        for order in orders:
-            ratio = speeds[(order, True)] / speeds[(order, False)]
-            differing = differing_sentences(results[(order, True)], results[(order, False)])
-            report[order] = {"on/off": ratio, "differing_sentences": differing}
-            print("%s: compaction on/off %.2fx; %d of %d sentences differ %s"
-                  % (order, ratio, len(differing), len(sources), differing[:10]))
-        print("file order/sorted, compaction on: %.2f"
-              % (speeds[("file order", True)] / speeds[("sorted", True)]))
+          % (len(sources), args.batch_size, beam_width, load_before, os.getloadavg(),
+             os.cpu_count()))
+    print("| batches | search | sentences/s | vs off | CPU s | CPU vs off | sentences differing "
+          "from off |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    report = {"sentences": len(sources), "load_average": [load_before, os.getloadavg()]}
+    for order, search in names:
+        speed = len(sources) / statistics.median(wall[(order, search)])
+        seconds = statistics.median(cpu[(order, search)])
+        differing = differing_sentences(results[(order, search)], results[(order, "off")])
+        report["%s/%s" % (order, search)] = {
+            "sentences_per_second": speed, "cpu_seconds": seconds, "differing": differing,
+            "wall_runs": wall[(order, search)], "cpu_runs": cpu[(order, search)]}
+        print("| %s | %s | %.1f | %.2fx | %.2f | %.2fx | %d |" % (
+            order, search, speed, statistics.median(wall[(order, "off")]) / statistics.median(
+                wall[(order, search)]), seconds,
+            statistics.median(cpu[(order, "off")]) / seconds, len(differing)))
+    mixed, ordered = (report["%s/on" % order] for order in orders)
+    print("file order / sorted, compaction on: %.2f (sentences/s), %.2f (CPU)" % (
+        mixed["sentences_per_second"] / ordered["sentences_per_second"],
+        ordered["cpu_seconds"] / mixed["cpu_seconds"]))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1)
