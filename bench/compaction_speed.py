@@ -38,14 +38,9 @@ from seq2seq.model import Seq2SeqModel  # noqa: E402
 
 def checkout_search(checkout):
     """(while_loop_beam_search, Seq2SeqModel.beam_update_fn) of another checkout's files."""
-    import importlib.util
-    from bench.decode_speed import load_checkout_searches
-    spec = importlib.util.spec_from_file_location(
-        "against_model", os.path.join(checkout, "seq2seq", "model.py"))
-    model_module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(model_module)
+    from bench.decode_speed import load_checkout_beam_update_fn, load_checkout_searches
     return (load_checkout_searches(checkout).while_loop_beam_search,
-            model_module.Seq2SeqModel.beam_update_fn)
+            load_checkout_beam_update_fn(checkout))
 
 
 def build(model_dir, beam_width, against=None):

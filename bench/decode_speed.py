@@ -8,7 +8,9 @@ timed in round-robin repetitions (so that load from other processes hits all
 of them alike); the table gives median sentences/s and ratios to tfa.
 
 - while_loop / unrolled / greedy: decode.while_loop_beam_search,
-  decode.rnn_beam_search, decode.greedy_search over model.beam_update_fn.
+  decode.rnn_beam_search, decode.greedy_search over model.beam_update_fn;
+  "while_loop, compact" with compact=True (no sentence ends here, so it shows what
+  compaction costs when nothing leaves; bench/compaction_speed.py what it saves).
 - floor: the same per-step arithmetic (GRU, attention, projection,
   log-softmax, one top_k over beam x vocab) in a bare tf.while_loop without
   any beam bookkeeping (no scores, no state reordering, no history);
@@ -75,16 +77,20 @@ def encoded_batch(model, batch_size, seed=1):
                         training=False)
 
 
-def build_our_search(search, model, encoded, beam_width, length):
-    update_fn, initial_state = model.beam_update_fn(encoded, beam_width)
+def build_our_search(search, model, encoded, beam_width, length, beam_update_fn=None,
+                     **options):
+    """`search` over the model's step (`beam_update_fn`: another checkout's
+    Seq2SeqModel.beam_update_fn instead of the model's own), `options` its keywords."""
+    update_fn, initial_state = (beam_update_fn or Seq2SeqModel.beam_update_fn)(
+        model, encoded, beam_width)
     return search(never_ending(update_fn), initial_state, length, beam_width, BEGIN, END,
-                  LENGTH_PENALTY)[:2]
+                  LENGTH_PENALTY, **options)[:2]
 
 
-def build_greedy(model, encoded, length):
-    update_fn, initial_state = model.beam_update_fn(encoded, 1)
-    return greedy_search(never_ending(update_fn), initial_state, length, BEGIN, END,
-                         LENGTH_PENALTY)[:2]
+def build_greedy(model, encoded, length, search=greedy_search, beam_update_fn=None, **options):
+    update_fn, initial_state = (beam_update_fn or Seq2SeqModel.beam_update_fn)(model, encoded, 1)
+    return search(never_ending(update_fn), initial_state, length, BEGIN, END,
+                  LENGTH_PENALTY, **options)[:2]
 
 
 def one_stage_top_k(logits, beam_log_probs, beam_width):
@@ -261,7 +267,18 @@ def load_checkout_searches(checkout):
     return against_decode
 
 
-AGAINST = None  # --against: the other checkout's decode package, timed beside ours
+def load_checkout_beam_update_fn(checkout):
+    """Seq2SeqModel.beam_update_fn of another checkout's seq2seq/model.py, to call on our
+    model (the same templates, so the same variables)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "against_model", os.path.join(checkout, "seq2seq", "model.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.Seq2SeqModel.beam_update_fn
+
+
+AGAINST = None  # --against: the other checkout's decode package and beam_update_fn
 SESSION_CONFIG = None  # --threads: the throughput session's ConfigProto (None: TensorFlow's threads)
 
 
@@ -300,6 +317,8 @@ def throughput(batch_size, beam_width, length, repeats):
         fetches = {
             "while_loop": build_our_search(while_loop_beam_search, model, encoded, beam_width,
                                            length),
+            "while_loop, compact": build_our_search(while_loop_beam_search, model, encoded,
+                                                    beam_width, length, compact=True),
             "unrolled": build_our_search(rnn_beam_search, model, encoded, beam_width, length),
             "greedy": build_greedy(model, encoded, length),
             "floor": build_floor(model, encoded, batch_size, beam_width, length,
@@ -313,13 +332,14 @@ def throughput(batch_size, beam_width, length, repeats):
             "tfa": build_tfa(model, encoded, batch_size, beam_width, length),
         }
         if AGAINST:
+            searches, beam_update_fn = AGAINST
             fetches["while_loop (--against)"] = build_our_search(
-                AGAINST.while_loop_beam_search, model, encoded, beam_width, length)
+                searches.while_loop_beam_search, model, encoded, beam_width, length,
+                beam_update_fn)
             fetches["unrolled (--against)"] = build_our_search(
-                AGAINST.rnn_beam_search, model, encoded, beam_width, length)
-            update_fn, initial_state = model.beam_update_fn(encoded, 1)
-            fetches["greedy (--against)"] = AGAINST.greedy_search(
-                never_ending(update_fn), initial_state, length, BEGIN, END, LENGTH_PENALTY)[:2]
+                searches.rnn_beam_search, model, encoded, beam_width, length, beam_update_fn)
+            fetches["greedy (--against)"] = build_greedy(model, encoded, length,
+                                                         searches.greedy_search, beam_update_fn)
         with tf.Session(config=SESSION_CONFIG) as session:
             session.run(tf.global_variables_initializer())
             wall, cpu = time_variants(session, fetches, repeats)
@@ -410,8 +430,8 @@ def main():
     parser.add_argument("--sizes", help="throughput sizes batch:beam:steps,... (default: %s)"
                         % ",".join("%d:%d:%d" % size for size in SIZES))
     parser.add_argument("--against", metavar="CHECKOUT",
-                        help="also time the searches of this checkout (e.g. ../baseline, "
-                             "made by `git worktree add ../baseline 72d9ef8`)")
+                        help="also time the searches and beam_update_fn of this checkout "
+                             "(e.g. ../baseline, made by `git worktree add ../baseline 72d9ef8`)")
     parser.add_argument("--json", help="also write the results to this file")
     parser.add_argument("--threads", metavar="INTER/INTRA",
                         help="the throughput session's inter/intra-op threads for every variant, "
@@ -423,7 +443,8 @@ def main():
         SESSION_CONFIG = tf.ConfigProto(inter_op_parallelism_threads=inter,
                                         intra_op_parallelism_threads=intra)
     if args.against:
-        AGAINST = load_checkout_searches(args.against)
+        AGAINST = (load_checkout_searches(args.against),
+                   load_checkout_beam_update_fn(args.against))
     sizes = SIZES
     if args.sizes:
         sizes = [tuple(int(n) for n in size.split(":")) for size in args.sizes.split(",")]
