@@ -203,8 +203,9 @@ def expansion_step(model, encoder_output, scoring, end_token_id):
     """
     with tf.name_scope("exact_step"):
         inputs = {"sentences": tf.placeholder(tf.int32, [None], "sentences"),
-                  "states": tf.nest.map_structure(lambda t: tf.placeholder(t.dtype, t.shape),
-                                                  encoder_output.initial_state),
+                  "states": tf.nest.map_structure(
+                      lambda t: tf.placeholder(t.dtype, [None] + t.shape.as_list()[1:]),
+                      encoder_output.initial_state),
                   "last_ids": tf.placeholder(tf.int32, [None], "last_ids"),
                   "prefixes": tf.placeholder(tf.int32, [None, None], "prefixes"),
                   "prefix_lengths": tf.placeholder(tf.int32, [None], "prefix_lengths")}

@@ -14,15 +14,26 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from decode import greedy_search, translate as translate_cli, while_loop_beam_search
-from decode.exact import exact_search
+from decode.exact import exact_search, expansion_step
 from decode.scoring import Scoring
 from decode.translator import Translator, output_length_limit
+from seq2seq.model import EncoderOutput
 from tests.numpy_beam_search import beam_search as numpy_beam_search, log_softmax
 from tests.toy_decoder import ToyDecoder, row_state
 
 BEGIN, END = 0, 1
 KINDS = {"gnmt 0.6": (0.6, "gnmt"), "gnmt 2.0": (2.0, "gnmt"), "average": (0.0, "average"),
          "none": (0.0, "none")}
+
+
+def forbidden(prefix, candidate, scoring):
+    """Whether the options forbid `candidate` after `prefix`: it would repeat an n-gram of the
+    prefix, or it is the end token before min_length."""
+    n = scoring.no_repeat_ngram_size
+    ngram = tuple(prefix[len(prefix) - n + 1:]) + (candidate,) if n else None
+    repeats = n and len(prefix) >= n and ngram in set(
+        tuple(prefix[i:i + n]) for i in range(len(prefix) - n + 1))
+    return bool(repeats) or (candidate == END and len(prefix) < scoring.min_length)
 
 
 def toy_expand(step, scoring):
@@ -34,12 +45,8 @@ def toy_expand(step, scoring):
             state, logits = step(state, int(last_id))
             log_probs = log_softmax(logits)
             end_log_probs.append(log_probs[END])
-            n = scoring.no_repeat_ngram_size
             for candidate in range(len(log_probs)):
-                ngram = tuple(prefix[len(prefix) - n + 1:]) + (candidate,) if n else None
-                repeats = n and len(prefix) >= n and ngram in set(
-                    tuple(prefix[i:i + n]) for i in range(len(prefix) - n + 1))
-                if repeats or (candidate == END and len(prefix) < scoring.min_length):
+                if forbidden(prefix, candidate, scoring):
                     log_probs[candidate] = -np.inf
             new_states.append(state)
             all_log_probs.append(log_probs)
@@ -219,6 +226,45 @@ def test_the_cap_stops_unproven_with_the_known_bound_or_better(toy_sentences):
             assert bound[1] <= result.score <= full.score
         else:
             assert result == full
+
+
+class LookupModel:
+    """A stand-in for Seq2SeqModel.step: logits from the previous piece plus the sentence's
+    memory row; the state counts steps."""
+
+    def __init__(self, table):
+        self.table = tf.constant(table)
+
+    def step(self, encoder_output, state, prev_ids):
+        return ({"h": state["h"] + 1.0},
+                tf.gather(self.table, prev_ids) + encoder_output.memory[:, 0, :])
+
+
+@pytest.mark.parametrize("blocking, min_length", [(0, 0), (1, 0), (2, 3), (3, 0)])
+def test_the_step_graph_masks_prefixes_of_any_length_as_the_rules_say(blocking, min_length):
+    rng = np.random.RandomState(blocking)
+    table, memory = rng.randn(6, 6).astype(np.float32), rng.randn(2, 1, 6).astype(np.float32)
+    prefixes = [(), (2,), (2, 3, 2), (3, 3, 3, 3), (0, 4, 0, 4, 0), (4, 2)]
+    sentences, last_ids = [0, 1, 0, 1, 1, 0], [p[-1] if p else BEGIN for p in prefixes]
+    padded = np.array([[-1] * (5 - len(p)) + list(p) for p in prefixes], np.int32)
+    scoring = Scoring(0.0, "none", 0.0, blocking, min_length)
+    with tf.Graph().as_default():
+        encoded = EncoderOutput(tf.constant(memory), tf.constant(memory), tf.ones([2, 1]),
+                                {"h": tf.zeros([2, 3])})
+        inputs, outputs = expansion_step(LookupModel(table), encoded, scoring, END)
+        with tf.Session() as session:
+            found = session.run(outputs, {
+                inputs["sentences"]: sentences, inputs["last_ids"]: last_ids,
+                inputs["prefixes"]: padded, inputs["prefix_lengths"]: [len(p) for p in prefixes],
+                inputs["states"]["h"]: np.zeros([6, 3], np.float32)})
+    for row, (prefix, sentence, last_id) in enumerate(zip(prefixes, sentences, last_ids)):
+        expected = log_softmax(table[last_id] + memory[sentence, 0])
+        np.testing.assert_allclose(found["end_log_probs"][row], expected[END], rtol=1e-5)
+        for candidate in range(6):
+            if forbidden(prefix, candidate, scoring):
+                expected[candidate] = -np.inf
+        np.testing.assert_allclose(found["log_probs"][row], expected, rtol=1e-5)
+    np.testing.assert_array_equal(found["states"]["h"], np.ones([6, 3]))
 
 
 # Through the Translator, on the tiny trained model.

@@ -1,0 +1,67 @@
+"""How far the exact search (decoder exact, issue 18) gets on one model and one test set.
+
+    .venv/bin/python -m bench.exact_search --model_dir runs/es \
+        --input ../shared/corpora/gettext-en-es/test.tsv --sentences 100 \
+        [--normalisations gnmt:0.6,none] [--max_expansions 2000] [--rows_per_call 512]
+
+For each length normalisation: the percentage of sentences proven optimal within the cap,
+the expansions per sentence (median, 95th percentile, most), the wall and CPU seconds of the
+whole exact search (its first beam search included; CPU: every thread of this process, which
+load from other processes does not inflate), wall seconds per proven sentence, and how often
+the exact best beats the beam search it started from (by more than 1e-4) or is empty.
+"""
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow.compat.v1 as tf  # noqa: E402
+
+from decode import translator as translator_module  # noqa: E402
+from decode.translator import Translator  # noqa: E402
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model_dir", required=True)
+    parser.add_argument("--input", required=True, help="sources, one per line (a TSV: column 1)")
+    parser.add_argument("--sentences", type=int, default=100, help="the first N lines")
+    parser.add_argument("--normalisations", default="gnmt:0.6,none",
+                        help="kind[:alpha],... (default: %(default)s)")
+    parser.add_argument("--max_expansions", type=int, default=2000)
+    parser.add_argument("--rows_per_call", type=int, default=translator_module.EXACT_ROWS_PER_CALL)
+    args = parser.parse_args(argv)
+    with open(args.input, encoding="utf-8") as lines:
+        sources = [line.rstrip("\n").split("\t")[0] for line in lines][:args.sentences]
+    tf.disable_v2_behavior()
+    translator_module.EXACT_ROWS_PER_CALL = args.rows_per_call
+    translator = Translator(args.model_dir)
+    translator.warm_up(["while_loop", "exact"])
+    print("%d sentences, max_expansions %d, %d prefixes per model call"
+          % (len(sources), args.max_expansions, args.rows_per_call))
+    print("| normalisation | proven | expansions median | p95 | most | wall s | CPU s | "
+          "wall s / proven sentence | exact beats beam | empty best |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for normalisation in args.normalisations.split(","):
+        kind, _, alpha = normalisation.partition(":")
+        options = {"length_penalty_kind": kind, "length_penalty": float(alpha or 0)}
+        beams = translator.translate(sources, options=options)
+        started, cpu_started = time.perf_counter(), time.process_time()
+        exact = translator.translate(sources, "exact",
+                                     options=dict(options, max_expansions=args.max_expansions))
+        seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
+        expansions = [translation.expansions for translation in exact]
+        proven = sum(translation.proven for translation in exact)
+        print("| %s | %.0f%% | %.0f | %.0f | %d | %.1f | %.1f | %.3f | %.0f%% | %.0f%% |" % (
+            normalisation, 100.0 * proven / len(exact), np.median(expansions),
+            np.percentile(expansions, 95), max(expansions), seconds, cpu_seconds,
+            seconds / max(proven, 1),
+            100.0 * np.mean([e.score > b.score + 1e-4 for e, b in zip(exact, beams)]),
+            100.0 * np.mean([e.text == "" for e in exact])), flush=True)
+
+
+if __name__ == "__main__":
+    main()
