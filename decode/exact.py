@@ -174,7 +174,8 @@ def exact_search(expand, initial_states, limits, lower_bounds, scoring, begin_to
         unfinished = [index for index, search in enumerate(searches)
                       if search.heap and search.expansions < max_expansions]
         share = max(1, rows_per_call // max(len(unfinished), 1))
-        requests = [(index, prefix) for index in unfinished for prefix in searches[index].pop(share)]
+        requests = [(index, request) for index in unfinished
+                    for request in searches[index].pop(share)]
         if not requests:
             return [search.result() for search in searches]
         states, log_probs, end_log_probs = expand(

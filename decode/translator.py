@@ -100,7 +100,8 @@ def search_encoded(model, encoder_output, source_length, decode_params, decoder,
     Args:
       model, encoder_output: a `Seq2SeqModel` and its `encode(..., training=False)`.
       source_length: [batch] int32; decode_params: the config's "decode" dict.
-      decoder: one of DECODERS but "exact" (decode/exact.py); beam_width: K (1 for greedy, the samples for sample).
+      decoder: one of DECODERS but "exact" (`Translator._run_exact`); beam_width: K (1 for
+        greedy, the samples for sample).
       unrolled_length: the unrolled search's steps (`unrolled_length_bucket`), else None.
       trace: also return the search's trace dict, with the attention (decode/beam_search.py).
       options: decoding options (decode/options.py) over decode_params': values or scalar
@@ -435,9 +436,9 @@ class Translator:
         encoded = self._session.run(self._encoded, feeds)
         shape = GraphShape(None, options["no_repeat_ngram_size"], False, options["min_length"] > 0)
         graph_options = self._graph_options("exact", shape)
-        inputs, outputs = self._fetches(("exact", None, None, False, shape), lambda: expansion_step(
-            self._model, self._encoded, Scoring(*(graph_options[name] for name in SCORING_OPTIONS)),
-            EOS_ID))
+        scoring = Scoring(*(graph_options[name] for name in SCORING_OPTIONS))
+        inputs, outputs = self._fetches(("exact", None, None, False, shape), lambda: (
+            expansion_step(self._model, self._encoded, scoring, EOS_ID)))
 
         def expand(sentences, states, last_ids, prefixes):
             width = max(len(prefix) for prefix in prefixes)
@@ -616,8 +617,9 @@ class Translator:
 
     def warm_up(self, decoders=None, beam_widths=None, max_source_length=None):
         """Builds the graphs of `decoders` (None: all) at `beam_widths` (None: the default;
-        exact: at the default) and runs each once; "unrolled" gets every length bucket of sources up to
-        `max_source_length` tokens (None: data.max_source_length). Returns the new `Variant`s."""
+        exact: at the default) and runs each once; "unrolled" gets every length bucket of
+        sources up to `max_source_length` tokens (None: data.max_source_length). Returns the
+        new `Variant`s."""
         max_source_length = max_source_length or self.config["data"]["max_source_length"]
         already_built = len(self.variants)
         for decoder in decoders or self.decoders:

@@ -94,8 +94,8 @@ def toy_sentences():
         states = toy.initial_state([-1.0, 0.0, 0.6])
         limits = [6, 4, 5]
         rows = [row_state(states, row) for row in range(3)]
-        sentences[seed] = (toy, rows, limits, [
-            list(every_hypothesis(toy.numpy_step, row, limit, 5)) for row, limit in zip(rows, limits)])
+        sentences[seed] = (toy, rows, limits, [list(every_hypothesis(toy.numpy_step, row, limit, 5))
+                                               for row, limit in zip(rows, limits)])
     return sentences
 
 
