@@ -21,9 +21,9 @@ class InstantTranslator(Translator):
     """A Translator that checks its options and then decodes nothing."""
 
     def translate_tokens(self, token_ids, decoder="while_loop", beam_width=None, n_best=1,
-                         trace=False):
+                         trace=False, options=None):
         """Each sentence's own source tokens, detokenized, as its one hypothesis, score 0."""
-        self.check_options(decoder, beam_width, n_best)
+        self.check_options(decoder, beam_width, n_best, options)
         return [Translation(text, 0.0, [Hypothesis(text, 0.0)], False, None)
                 for text in (self._tokenizer.decode_source(ids) for ids in token_ids)]
 

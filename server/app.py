@@ -12,13 +12,14 @@ import unicodedata
 from flask import Flask, Response, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
+from decode.options import EXACT_OPTIONS, HINTS, OPTIONS, SAMPLING_OPTIONS, ranges
 from server.batcher import Batcher
 from server.training_status import training_report
 
 LOG = logging.getLogger("seq2seq.serve")
 ACCESS_LOG = logging.getLogger("seq2seq.serve.access")
 PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static", "index.html")
-ROUTES = "GET /, GET /healthz, GET /v1/info, GET /v1/training, POST /translate"
+ROUTES = "GET /, GET /healthz, GET /v1/info, GET /v1/training, POST /translate, POST /score"
 # The page is self-contained: it may talk to this server and load nothing else.
 PAGE_POLICY = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
                "connect-src 'self'; img-src data:")
@@ -26,7 +27,11 @@ CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "
          415: "unsupported_media_type", 431: "request_header_fields_too_large",
          500: "internal_error", 501: "not_implemented", 503: "unavailable"}
 DEFAULT_DECODER = "while_loop"
-FIELDS = ("text", "texts", "decoder", "beam_width", "n_best", "trace")
+FIELDS = ("text", "texts", "decoder", "beam_width", "n_best", "trace") + OPTIONS
+SCORE_FIELDS = ("source", "target", "pairs") + OPTIONS  # the Translator names the unused options
+BEAMLESS_DECODERS = ("sample", "exact")  # no beam: no beam_width, nothing to trace
+EXCLUSIVE_MINIMUM = ("temperature", "top_p")  # above their minimum, not at it (decode/options.py)
+MAX_SERVED_EXPANSIONS = 20000  # the exact search's cap a request may ask for (SERVING-NOTES.md)
 # The optional fields of a type: the exact Python type JSON parses them to, and its name.
 TYPED_FIELDS = (("trace", bool, "true or false"), ("beam_width", int, "an integer"),
                 ("n_best", int, "an integer"))
@@ -46,7 +51,9 @@ BODY_OVER_LIMIT = "the body is over the limit of %d bytes"  # also waitress's 41
 
 Limits = collections.namedtuple(
     "Limits", "max_body_bytes max_texts max_chars max_tokens max_unrolled_tokens")
-BatchKey = collections.namedtuple("BatchKey", "decoder beam_width trace n_best")
+# beam_width: as the Translator takes it (None for sample and exact); options: (name, value)
+# pairs of every decoding option the decoder uses, resolved.
+BatchKey = collections.namedtuple("BatchKey", "decoder beam_width trace n_best options")
 ItemResult = collections.namedtuple("ItemResult", "translation graphs_built step")
 
 
@@ -154,6 +161,36 @@ def read_examples(config, limit=MAX_EXAMPLES):
     return []
 
 
+def takes_option(decoder, name):
+    """Whether `decoder` uses the decoding option `name` (the Translator refuses it otherwise)."""
+    if name in SAMPLING_OPTIONS or name in EXACT_OPTIONS:
+        return decoder == ("sample" if name in SAMPLING_OPTIONS else "exact")
+    return not (name == "coverage_penalty" and decoder == "exact")
+
+
+def decoding_report(translator):
+    """/v1/info's `decoding`: per option its default, allowed values, hint and decoders."""
+    decode_params = translator.config["decode"]
+    report = {}
+    for name, (kind, low, high) in ranges(
+            decode_params, translator.config["data"]["max_target_length"]).items():
+        if kind == "choice":
+            allowed = {"type": "choice", "choices": list(low)}
+        else:
+            allowed = {"type": "integer" if kind == "int" else "number", "min": low, "max": high,
+                       "exclusive_min": name in EXCLUSIVE_MINIMUM}
+        report[name] = dict(default=decode_params[name], **allowed, hint=HINTS[name],
+                            decoders=[decoder for decoder in translator.decoders
+                                      if takes_option(decoder, name)])
+    report["max_expansions"]["max"] = served_max_expansions(decode_params)
+    return report
+
+
+def served_max_expansions(decode_params):
+    """The most expansions a request may ask of the exact search (at least the default)."""
+    return max(MAX_SERVED_EXPANSIONS, decode_params["max_expansions"])
+
+
 def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, model_dir=None):
     """Returns the Flask app serving `model` (a ModelSlot: 503 while empty).
 
@@ -174,7 +211,8 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
         with model.holding() as translator, translator.recording_builds() as built:
             translations = translator.translate_tokens(
                 [ids for ids, _ in items], decoder=key.decoder, beam_width=key.beam_width,
-                n_best=max(n_best for _, n_best in items), trace=key.trace)
+                n_best=max(n_best for _, n_best in items), trace=key.trace,
+                options=dict(key.options))
         return [ItemResult(translation._replace(n_best=translation.n_best[:n_best]), len(built),
                            translator.step)
                 for translation, (_, n_best) in zip(translations, items)]
@@ -209,7 +247,7 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
             decoders=list(translator.decoders),
             defaults={"decoder": DEFAULT_DECODER,
                       "beam_width": translator.check_options(DEFAULT_DECODER), "n_best": 1},
-            decoding={"length_penalty": translator.config["decode"]["length_penalty"]},
+            decoding=decoding_report(translator),
             limits=dict(limits._asdict(), min_beam_width=widths[0], max_beam_width=widths[-1],
                         max_n_best=widths[-1]),
             tracing=translator.can_trace,  # "trace": true with one text (not a SavedModel)
@@ -230,14 +268,7 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
     @app.post("/translate")
     def translate():
         translator = model.loaded()[0]
-        mimetype, charset = request.mimetype, request.mimetype_params.get("charset")
-        if mimetype != "application/json":
-            raise ApiError(415, "send the body as JSON with Content-Type: application/json, "
-                           "got %s" % (json.dumps(mimetype) if mimetype else "no Content-Type"))
-        if charset is not None and charset.lower() not in ("utf-8", "utf8"):
-            raise ApiError(415, "the body must be UTF-8, got charset=%s" % charset)
-        fields = _parse_json_object(request.get_data(cache=False))
-        token_ids, n_best, key = _parse_request(fields, limits, translator)
+        token_ids, n_best, key = _parse_request(_request_fields(), limits, translator)
         g.sentences = len(token_ids)
         answer = batcher.submit(key, [(ids, n_best) for ids in token_ids],
                                 max(map(len, token_ids)))
@@ -248,14 +279,35 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
             translations.append({"text": translation.text, "score": float(translation.score),
                                  "n_best": hypotheses,
                                  "unfamiliar": bool(translation.unfamiliar)})
+            if translation.proven is not None:
+                translations[-1].update(proven=bool(translation.proven),
+                                        expansions=int(translation.expansions))
             if translation.trace is not None:
                 translations[-1]["trace"] = translation.trace
         return jsonify(
             translations=translations, decoder=key.decoder, beam_width=key.beam_width,
+            options=dict(key.options),
             elapsed_ms=round((time.perf_counter() - g.started) * 1000.0, 2),
             decode_ms=round(answer.call_seconds * 1000.0, 2),
             graphs_built=answer.results[0].graphs_built,
             model={"name": translator.model_name, "step": answer.results[0].step})
+
+    @app.post("/score")
+    def score():
+        sources, targets, target_names, options = _parse_score_request(
+            _request_fields(), limits, model.loaded()[0])
+        g.sentences = len(sources)
+        with model.holding() as translator:
+            try:
+                scores = translator.score(sources, targets, options)
+            except ValueError as error:
+                raise ApiError(400, str(error)) from None
+        for name, scored in zip(target_names, scores):  # the character limit bounded the work
+            if scored["length"] - 1 > limits.max_tokens:
+                raise ApiError(400, "%s has %d tokens; the limit is %d"
+                               % (name, scored["length"] - 1, limits.max_tokens))
+        return jsonify(scores=scores, model={"name": translator.model_name,
+                                             "step": translator.step})
 
     @app.errorhandler(ApiError)
     def api_error(error):
@@ -298,6 +350,17 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
         return response
 
     return app
+
+
+def _request_fields():
+    """The JSON object a POST carries, or raises ApiError (415 for another content type)."""
+    mimetype, charset = request.mimetype, request.mimetype_params.get("charset")
+    if mimetype != "application/json":
+        raise ApiError(415, "send the body as JSON with Content-Type: application/json, "
+                       "got %s" % (json.dumps(mimetype) if mimetype else "no Content-Type"))
+    if charset is not None and charset.lower() not in ("utf-8", "utf8"):
+        raise ApiError(415, "the body must be UTF-8, got charset=%s" % charset)
+    return _parse_json_object(request.get_data(cache=False))
 
 
 def _parse_json_object(body):
@@ -372,25 +435,76 @@ def _parse_request(fields, limits, translator):
     if trace and not translator.can_trace:
         raise ApiError(400, "trace: this server serves a SavedModel, which returns no trace")
     decoder = DEFAULT_DECODER if fields.get("decoder") is None else fields["decoder"]
+    given = {name: fields[name] for name in OPTIONS if name in fields}
+    expansions, most_expansions = given.get("max_expansions"), served_max_expansions(
+        translator.config["decode"])
+    if decoder == "exact" and decoder in translator.decoders and type(expansions) is int and \
+            not 1 <= expansions <= most_expansions:
+        raise ApiError(400, "max_expansions must be in 1..%d on this server, got %s"
+                       % (most_expansions, shown(expansions)))
     try:
-        beam_width = translator.check_options(decoder, beam_width, n_best)
+        width = translator.check_options(decoder, beam_width, n_best, given)
+        options = translator.resolve_options(decoder, given)
     except ValueError as error:
         raise ApiError(400, str(error)) from None
+    if trace and decoder in BEAMLESS_DECODERS:
+        raise ApiError(400, "trace: the %s decoder keeps no beams to trace; trace a beam search "
+                       "or greedy" % decoder)
     if decoder == "unrolled":
         for (name, _), ids in zip(named, token_ids):
             if len(ids) > limits.max_unrolled_tokens:
                 raise ApiError(400, "%s has %d tokens; the unrolled decoder's graph grows with "
                                "the length, so it serves up to %d source tokens here; use "
                                "while_loop" % (name, len(ids), limits.max_unrolled_tokens))
-    return token_ids, n_best, BatchKey(decoder, beam_width, bool(trace), n_best if trace else None)
+    used = tuple((name, options[name]) for name in OPTIONS if takes_option(decoder, name))
+    return token_ids, n_best, BatchKey(decoder, None if decoder in BEAMLESS_DECODERS else width,
+                                       bool(trace), n_best if trace else None, used)
 
 
-def _token_ids(name, text, limits, translator):
-    """Returns the source token ids of one text, or raises ApiError."""
+def _parse_score_request(fields, limits, translator):
+    """Returns (sources, targets, the targets' field names, options), or raises ApiError."""
+    unknown = sorted(set(fields) - set(SCORE_FIELDS))
+    if unknown:
+        raise ApiError(400, "unknown field %s; the fields are %s"
+                       % (shown(unknown[0]), ", ".join(SCORE_FIELDS)))
+    if "pairs" in fields:
+        if "source" in fields or "target" in fields:
+            raise ApiError(400, 'give "source" and "target", or "pairs", not both')
+        pairs = fields["pairs"]
+        if not isinstance(pairs, list):
+            raise ApiError(400, "pairs must be a list of objects, got %s"
+                           % JSON_TYPE_NAMES[type(pairs)])
+        if not pairs:
+            raise ApiError(400, "pairs is empty")
+        if len(pairs) > limits.max_texts:
+            raise ApiError(400, "pairs has %d entries; the limit is %d"
+                           % (len(pairs), limits.max_texts))
+        for index, pair in enumerate(pairs):
+            if not isinstance(pair, dict) or set(pair) != {"source", "target"}:
+                raise ApiError(400, 'pairs[%d] must be an object with "source" and "target", '
+                               "got %s" % (index, shown(pair)))
+        named = [("pairs[%d]." % index, pair) for index, pair in enumerate(pairs)]
+    elif "source" in fields and "target" in fields:
+        named = [("", fields)]
+    else:
+        raise ApiError(400, 'give "source" and "target" (strings), or "pairs" (a list of '
+                       '{"source", "target"} objects)')
+    for prefix, pair in named:
+        _token_ids(prefix + "source", pair["source"], limits, translator)
+    sources = [pair["source"].strip() for _, pair in named]
+    targets = [_checked_text(prefix + "target", pair["target"], limits, may_be_empty=True)
+               for prefix, pair in named]
+    options = {name: fields[name] for name in OPTIONS if name in fields}
+    return sources, targets, [prefix + "target" for prefix, _ in named], options
+
+
+def _checked_text(name, text, limits, may_be_empty=False):
+    """Returns a client's text stripped, or raises ApiError: not a string, empty, too long, or
+    holding a refused character."""
     if not isinstance(text, str):
         raise ApiError(400, "%s must be a string, got %s" % (name, JSON_TYPE_NAMES[type(text)]))
     text = text.strip()
-    if not text:
+    if not text and not may_be_empty:
         raise ApiError(400, "%s is empty" % name)
     if len(text) > limits.max_chars:
         raise ApiError(400, "%s has %d characters; the limit is %d"
@@ -400,7 +514,12 @@ def _token_ids(name, text, limits, translator):
         if refused and char not in ALLOWED_CONTROLS:
             raise ApiError(400, "%s contains %s U+%04X at position %d"
                            % (name, refused, ord(char), position))
-    token_ids = translator.tokenize(text)
+    return text
+
+
+def _token_ids(name, text, limits, translator):
+    """Returns the source token ids of one text, or raises ApiError."""
+    token_ids = translator.tokenize(_checked_text(name, text, limits))
     if not token_ids:  # normalisation drops some characters (a zero-width space)
         raise ApiError(400, "%s is empty once tokenized: the tokenizer drops every "
                        "character it has" % name)

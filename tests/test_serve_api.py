@@ -68,12 +68,15 @@ def test_translate_one_text(client, translator, config):
     response = client.post("/translate", json={"text": "  three hundred and twelve  "})
     assert response.status_code == 200
     body = response.get_json()
-    assert list(body) == ["translations", "decoder", "beam_width", "elapsed_ms", "decode_ms",
-                          "graphs_built", "model"]
+    assert list(body) == ["translations", "decoder", "beam_width", "options", "elapsed_ms",
+                          "decode_ms", "graphs_built", "model"]
     assert body["decoder"] == "while_loop"
     assert body["beam_width"] == config["decode"]["beam_width"]
     assert 0 < body["decode_ms"] <= body["elapsed_ms"]
     assert body["model"] == {"name": translator.model_name, "step": translator.step}
+    assert body["options"] == {name: config["decode"][name] for name in (
+        "length_penalty", "length_penalty_kind", "coverage_penalty", "no_repeat_ngram_size",
+        "min_length")}, "the options the beam search used: the config's"
     [translation] = body["translations"]
     [expected] = translator.translate(["three hundred and twelve"])
     assert translation["text"] == expected.text
@@ -154,10 +157,10 @@ def test_info_reports_the_model_and_the_limits(client, translator, config):
     assert info["model"] == {"name": translator.model_name, "step": translator.step,
                              "source_vocab_size": translator.source_vocab_size,
                              "target_vocab_size": translator.target_vocab_size}
-    assert info["decoders"] == ["while_loop", "unrolled", "greedy"]
+    assert info["decoders"] == ["while_loop", "unrolled", "greedy", "sample", "exact"]
     assert info["defaults"] == {"decoder": "while_loop",
                                 "beam_width": config["decode"]["beam_width"], "n_best": 1}
-    assert info["decoding"] == {"length_penalty": config["decode"]["length_penalty"]}
+    assert info["decoding"]["length_penalty"]["default"] == config["decode"]["length_penalty"]
     serve = config["serve"]
     assert info["limits"] == {
         "max_body_bytes": serve["max_body_bytes"], "max_texts": serve["max_texts"],
@@ -361,7 +364,7 @@ BAD_REQUESTS = [
     ("invalid utf-8", raw_body(b'{"text": "caf\xe9"}'), 400, "bad_request",
      "not valid UTF-8 (byte 0xe9 at offset 13)"),
     ("unknown decoder", json_body({"text": "one", "decoder": "beam"}), 400, "bad_request",
-     'decoder must be one of while_loop, unrolled, greedy, got "beam"'),
+     'decoder must be one of while_loop, unrolled, greedy, sample, exact, got "beam"'),
     ("decoder not a string", json_body({"text": "one", "decoder": 2}), 400, "bad_request",
      "decoder must be one of"),
     ("beam width zero", json_body({"text": "one", "beam_width": 0}), 400, "bad_request",
@@ -381,7 +384,7 @@ BAD_REQUESTS = [
      json_body({"text": "one", "decoder": "greedy", "beam_width": 1000000}), 400, "bad_request",
      "beam_width must be an integer in 1..8, got 1000000"),
     ("long decoder name", json_body({"text": "one", "decoder": "x" * 5000}), 400, "bad_request",
-     'decoder must be one of while_loop, unrolled, greedy, got "xxxx'),
+     'decoder must be one of while_loop, unrolled, greedy, sample, exact, got "xxxx'),
     ("unrolled over its length", json_body({"texts": ["one", "one " * 17], "decoder": "unrolled"}),
      400, "bad_request", "tokens; the unrolled decoder's graph grows with the length, so it "
      "serves up to 16 source tokens here; use while_loop"),
