@@ -11,13 +11,18 @@ from training.status import read_training_status
 logger = logging.getLogger("seq2seq")
 
 
-def evaluations_since_best(model_dir):
-    """How many evaluations in the training status came after the best checkpoint's."""
+def best_step(model_dir):
+    """The step of `model_dir`'s best checkpoint, or None."""
     best_dir = best_checkpoint_dir(model_dir)
     best = read_best(best_dir) if best_dir else None
-    evaluations = (read_training_status(model_dir) or {}).get("evaluations", [])
-    return sum(evaluation["step"] > (best["global_step"] if best else -1)
-               for evaluation in evaluations)
+    return best and best["global_step"]
+
+
+def evaluations_since_best(model_dir):
+    """How many evaluations in the training status came after the best checkpoint's."""
+    best = best_step(model_dir)
+    return sum(evaluation["step"] > (-1 if best is None else best)
+               for evaluation in (read_training_status(model_dir) or {}).get("evaluations", []))
 
 
 class StopHook(tf.train.SessionRunHook):
@@ -33,13 +38,9 @@ class StopHook(tf.train.SessionRunHook):
 
 class EarlyStopping(tf.estimator.Exporter):
     """Counts the evaluations since the best; after `patience` of them (0: never) its `hook`
-    ends training, at the step of the evaluation that decided.
-
-    An Exporter listed after BestCheckpointExporter, whose best/ then says whether this
-    evaluation was the best (a higher dev BLEU, a tie going to the lower dev perplexity). The
-    hook, a training hook, runs after the checkpoint saver that ran the evaluation, in the same
-    step.
-    """
+    (a training hook) ends training at the step of the evaluation that decided. Listed after
+    BestCheckpointExporter, whose best/ says whether an evaluation was the best (why:
+    docs/TRAINING-NOTES.md, "Early stopping")."""
 
     name = "early_stopping"
 
@@ -60,7 +61,5 @@ class EarlyStopping(tf.estimator.Exporter):
 
     def export(self, estimator, export_path, checkpoint_path, eval_result,
                is_the_final_export):
-        best_dir = best_checkpoint_dir(estimator.model_dir)
-        best = read_best(best_dir) if best_dir else None
-        self.record(int(eval_result[tf.GraphKeys.GLOBAL_STEP]), best and best["global_step"])
+        self.record(int(eval_result[tf.GraphKeys.GLOBAL_STEP]), best_step(estimator.model_dir))
         return None

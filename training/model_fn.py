@@ -40,8 +40,7 @@ def tower_devices(num_towers):
 
 
 def session_config(num_towers):
-    """A ConfigProto with a virtual CPU device per tower when there are no GPUs, with the
-    logical GPUs of tf.config's virtual device configuration when it splits a GPU, else None."""
+    """A ConfigProto: a CPU device per tower without GPUs, or tf.config's logical GPUs; or None."""
     if num_towers > 1 and tower_devices(num_towers)[0].startswith("/cpu"):
         return tf.ConfigProto(device_count={"CPU": num_towers}, allow_soft_placement=True)
     if not any(logical_gpus()):

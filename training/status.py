@@ -1,15 +1,13 @@
 """MODEL_DIR/training_status.json: what training is doing, for the server's training panel.
 
-The format is a contract with the server (DESIGN.md, "Training while serving"):
+The format (DESIGN.md, "Training while serving"; why: docs/TRAINING-NOTES.md):
 {"running": bool, "pid": int, "started_at": unix s, "updated_at": unix s, "step": int,
  "max_steps": int, "steps_per_second": float|null, "eta_seconds": float|null,
  "stopped": null|"max_steps"|"early_stopping"|"error",
  "evaluations": [{"step", "loss", "dev_bleu", "dev_perplexity",
                   "examples": [{"source", "translation"}]}]}
-Every write replaces the file whole (a temporary file beside it, then os.replace).
 """
 
-import contextlib
 import fcntl
 import json
 import logging
@@ -38,17 +36,6 @@ def read_training_status(model_dir):
     return status if isinstance(status, dict) else None
 
 
-@contextlib.contextmanager
-def _locked(directory):
-    """Holds an exclusive lock on `directory` (a cluster's chief and evaluator both write)."""
-    descriptor = os.open(directory, os.O_RDONLY)
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(descriptor)  # releases the lock
-
-
 def write_training_status(model_dir, evaluation=None, **fields):
     """Updates MODEL_DIR/training_status.json and replaces the file whole.
 
@@ -59,8 +46,9 @@ def write_training_status(model_dir, evaluation=None, **fields):
     Returns:
       The status as written.
     """
-    path = os.path.join(model_dir, STATUS_FILE)
-    with _locked(model_dir):
+    descriptor = os.open(model_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)  # released by os.close
         now = time.time()
         status = read_training_status(model_dir) or {
             "running": True, "pid": os.getpid(), "started_at": now, "updated_at": now, "step": 0,
@@ -75,7 +63,9 @@ def write_training_status(model_dir, evaluation=None, **fields):
         with os.fdopen(handle, "w", encoding="utf-8") as f:
             json.dump(status, f, ensure_ascii=False)
         os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
+        os.replace(temporary, os.path.join(model_dir, STATUS_FILE))
+    finally:
+        os.close(descriptor)
     return status
 
 
@@ -90,8 +80,8 @@ def start_training_status(model_dir, step, max_steps):
 
 
 def read_examples(serialized):
-    """The "examples" eval metric (training/model_fn.py's bleu_and_examples: a serialized text
-    Summary of (source, translation) rows) -> [{"source": str, "translation": str}]."""
+    """The "examples" eval metric (a serialized text Summary of (source, translation) rows, by
+    training/model_fn.py's bleu_and_examples) -> [{"source": str, "translation": str}]."""
     rows = tf.make_ndarray(tf.Summary.FromString(serialized).value[0].tensor)
     return [{"source": source.decode("utf-8"), "translation": translation.decode("utf-8")}
             for source, translation in rows]
