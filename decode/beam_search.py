@@ -324,8 +324,10 @@ def search_loop(update_fn, initial_state, sequence_length, width, begin_token_id
                 scoring, max_lengths, trace, source_mask, select=None, sampling=False,
                 compact=False):
     """The tf.while_loop of `while_loop_beam_search` (Args and Returns as it), choosing each
-    step's tokens with `select` (select_best's signature; None: select_best); `sampling`: every slot starts alive,
-    keeps its own parent, and the results are sorted best first (decode/sampling.py)."""
+    step's tokens with `select` (select_best's signature; None: select_best); `sampling`:
+    every slot starts alive, keeps its own parent, and the results are sorted best first
+    (decode/sampling.py); `compact`: decided sentences leave the loop, so neither update_fn
+    nor `select` may read per-sentence values from its closure."""
     sequence_length = _checked_length(sequence_length)
     state, ids, beam, max_lengths = _start(initial_state, width, begin_token_id, max_lengths,
                                            scoring, source_mask, all_alive=sampling)
