@@ -12,14 +12,8 @@ LOG = logging.getLogger("seq2seq.serve")
 
 
 class BatchLog:
-    """Appends a record of each model call to a file (opened per line: it may be moved away).
-
-    The items and results it describes are server/app.py's: an item is (source ids,
-    n_best), a result an ItemResult (translation, graphs_built, step).
-
-    Args:
-      path: the file; ValueError if it cannot be appended to.
-    """
+    """Appends a JSON line per model call to `path` (opened per line: it may be moved away); a
+    ValueError if it cannot be appended to."""
 
     def __init__(self, path):
         try:
@@ -33,8 +27,8 @@ class BatchLog:
         """Appends one call's line; a failed write is logged, not raised.
 
         Args:
-          key: the batch's settings (a namedtuple: decoder, beam_width, trace, ...).
-          items, results: the batch's, in order (results empty if the call failed).
+          key, items, results: the batch's server/app.py BatchKey, its (source ids, n_best)
+            items and its ItemResults (none if the call failed).
           call: server.batcher.Call, the call's timing, slot and error.
         """
         translations = [result.translation for result in results]

@@ -36,15 +36,9 @@ class _Waiter:
 
 
 def length_groups(waiters, max_items, step_overhead):
-    """Splits requests into groups: one joins when length * items <= longest * (overhead + items).
-
-    Args:
-      waiters: requests of one key (.items, .length).
-      max_items: the most items in a group (a larger request is a group alone).
-      step_overhead: a model step's fixed cost, in sentence-steps.
-    Returns:
-      A list of lists of waiters.
-    """
+    """Splits requests of one key (.items, .length), shortest first, into lists of at most
+    `max_items` items (a larger request alone): one joins when length * items <= longest *
+    (step_overhead + items), step_overhead being a model step's fixed cost in sentence-steps."""
     groups, items, longest = [], 0, 0
     for waiter in sorted(waiters, key=lambda waiter: waiter.length):
         if groups and items + len(waiter.items) <= max_items and \
@@ -122,62 +116,39 @@ class Batcher:
             with self._lock:
                 timeout = self._dispatch(waiter)
         if waiter.batch is not None:
-            batch, call = waiter.batch, self._run(waiter.batch, waiter)
-            with self._lock:
-                self._running -= 1
-                self._running_items -= sum(len(member.items) for member in batch)
-                if call.slot is not None:
-                    self._free_slots.append([call.slot, time.perf_counter()])
-                self._dispatch(None)
-            if self._log is not None:
-                self._log.write(batch[0].key, [item for member in batch for item in member.items],
-                                [result for member in batch
-                                 for result in (member.answer.results if member.answer else [])],
-                                call)
+            self._run(waiter)
         if waiter.error is not None:
             raise BatchFailed("the model call of this request's batch failed") from waiter.error
         return waiter.answer
 
     def _dispatch(self, waiter):
-        """Starts the batches the rule allows on free slots (under the lock).
-
-        Args:
-          waiter: the calling thread's queued request, or None.
-        Returns:
-          How long `waiter` waits before it checks again (None: until woken).
-        """
+        """Starts the batches the rule allows on free slots (under the lock); returns how long
+        `waiter`, the calling thread's queued request (or None), waits before it checks again
+        (None: until woken)."""
         now = time.perf_counter()
         while self._queue and self._running < self.concurrency:
-            deadline, share = self._hold(now)
-            if deadline is not None:
-                for queued in self._queue:  # each re-checks at the deadline
-                    if queued is not waiter and not queued.timed:
-                        queued.wake.set()
-                if waiter is not None:
-                    waiter.timed = True
-                return deadline - now
-            self._start(self._take_batch(share), now)
+            share = math.inf  # the most items the batch takes
+            if self._running and self._hold_seconds:  # a free slot beside busy ones
+                queued_items = sum(len(queued.items) for queued in self._queue)
+                share = -(-(queued_items + self._running_items) // (self._running + 1))
+                deadline = max(self._queue[0].arrived, self._free_slots[0][1]) + self._hold_seconds
+                if queued_items < share and now < deadline:  # it holds
+                    for queued in self._queue:  # each re-checks at the deadline
+                        if queued is not waiter and not queued.timed:
+                            queued.wake.set()
+                    if waiter is not None:
+                        waiter.timed = True
+                    return deadline - now
+            batch = self._take_batch(share)
+            slot = self._free_slots.pop(0) if self._free_slots else None
+            self._running += 1
+            self._running_items += sum(len(queued.items) for queued in batch)
+            batch[0].batch = batch  # its first request runs it
+            batch[0].slot = (slot[0], now - slot[1]) if slot else (None, None)
+            batch[0].wake.set()
         if waiter is not None:
             waiter.timed = False
         return None
-
-    def _hold(self, now):
-        """(deadline, None) while a free slot holds, else (None, the most items it takes)."""
-        if self._running == 0 or not self._hold_seconds:
-            return None, math.inf
-        queued = sum(len(waiter.items) for waiter in self._queue)
-        share = -(-(queued + self._running_items) // (self._running + 1))
-        deadline = max(self._queue[0].arrived, self._free_slots[0][1]) + self._hold_seconds
-        return (None, share) if queued >= share or now >= deadline else (deadline, None)
-
-    def _start(self, batch, now):
-        """Gives `batch` a free slot and wakes its first request to run it (under the lock)."""
-        slot = self._free_slots.pop(0) if self._free_slots else None
-        self._running += 1
-        self._running_items += sum(len(waiter.items) for waiter in batch)
-        batch[0].batch = batch
-        batch[0].slot = (slot[0], now - slot[1]) if slot else (None, None)
-        batch[0].wake.set()
 
     def _take_batch(self, max_items):
         """Removes the oldest request's batch, of at most `max_items` items but at least that
@@ -195,23 +166,19 @@ class Batcher:
         self._queue = [waiter for waiter in self._queue if waiter not in batch]
         return batch
 
-    def _run(self, batch, runner):
-        """Runs one batch, counted, and hands each of its requests its answer or the error.
-
-        Returns:
-          The `Call` it made.
-        """
+    def _run(self, runner):
+        """Runs `runner`'s batch, counted and logged, hands each of its requests its answer or
+        the error, then frees its slot."""
+        batch = runner.batch
         items = [item for waiter in batch for item in waiter.items]
         with self._lock:
             self._totals["running"] += 1
         started_at, started, started_cpu = time.time(), time.perf_counter(), time.thread_time()
-        error = None
+        results = error = None
         try:
-            results = self._run_batch(batch[0].key, items)
+            results = self._run_batch(runner.key, items)
         except Exception as caught:
-            results, error = None, caught
-            for waiter in batch:
-                waiter.error = caught
+            error = caught
         seconds = time.perf_counter() - started
         call = Call(started_at, *runner.slot, seconds, time.thread_time() - started_cpu, error)
         with self._lock:
@@ -220,10 +187,18 @@ class Batcher:
                 self._totals[name] += value
         start = 0
         for waiter in batch:
+            waiter.error = error
             if results is not None:
                 waiter.answer = Answer(results[start:start + len(waiter.items)], seconds)
                 start += len(waiter.items)
             if waiter is not runner:
                 waiter.done = True
                 waiter.wake.set()
-        return call
+        with self._lock:
+            self._running -= 1
+            self._running_items -= len(items)
+            if call.slot is not None:
+                self._free_slots.append([call.slot, time.perf_counter()])
+            self._dispatch(None)
+        if self._log is not None:
+            self._log.write(runner.key, items, results or [], call)
