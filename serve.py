@@ -1,9 +1,8 @@
 """Serves a trained model over HTTP: the JSON API of DESIGN.md and a web page.
 
-/healthz answers 503 until the model is loaded ("ready: URL" is printed then). The model
-directory is watched: the server waits for training's first checkpoint if there is none yet,
-and switches to each better one without a restart (--no_watch: load once, or exit 1).
-SIGTERM or SIGINT stops the server once the requests in flight are answered.
+/healthz answers 503 until a model is loaded ("ready: URL" is printed then); the server waits
+for training's first checkpoint and switches to each better one (docs/SERVING-NOTES.md).
+SIGTERM or SIGINT stops it once the requests in flight are answered.
 """
 
 import argparse
@@ -48,9 +47,8 @@ def parse_args(argv):
                              "(MODEL_DIR/best/, else the latest); a newer export beside it "
                              "is taken up when it appears")
     parser.add_argument("--no_watch", action="store_true",
-                        help="load the model once, exiting if there is none; by default the "
-                             "server waits for training's first checkpoint and switches to each "
-                             "better one (or newer export) without a restart")
+                        help="load the model once, exiting if there is none (default: wait "
+                             "for it, then switch to each better one or newer export)")
     parser.add_argument("--no_batching", action="store_true",
                         help="translate every request alone, concurrently (serve.batching: false)")
     parser.add_argument("--warm_up_source_tokens",
@@ -143,12 +141,11 @@ def main(argv=None):
     LOG.info("stopped")
     stopping.set()
     loading.join(timeout=1.0)  # returns at once unless a model is being built
-    exit_code = 1 if args.no_watch and not (model.ready or loading.is_alive()) else 0
     if loading.is_alive():  # stopped while loading: see docs/SERVING-NOTES.md
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(exit_code)
-    return exit_code
+        os._exit(0)
+    return 1 if args.no_watch and not model.ready else 0
 
 
 if __name__ == "__main__":

@@ -1,9 +1,8 @@
 """Hot reload: serves a model directory's newest model, built beside the one serving.
 
-The model directory's own rule picks the model (`find_checkpoint`: the best-BLEU checkpoint,
-else the latest; or the newest export beside --export_dir). A poll stats its files; when
-they differ from the served ones, a new Translator is built and warmed up in the poll's
-thread, then swapped in between batches. Why: docs/SERVING-NOTES.md, "Hot reload".
+A poll stats the files of the model `find_checkpoint` picks (or of the newest export beside
+--export_dir); when they differ from the served ones, a new Translator is built and warmed up
+in the poll's thread, then swapped in between batches. Why: docs/SERVING-NOTES.md, "Hot reload".
 """
 
 import collections
@@ -18,8 +17,7 @@ from server.training_status import has_model_files, is_untrained
 
 LOG = logging.getLogger("seq2seq.serve")
 
-# A model to serve: its checkpoint prefix or SavedModel directory, and the (name, size, mtime)
-# of its files, which say whether it is the one already served or already failed.
+# A model to serve: its checkpoint prefix or SavedModel directory, and its files' stats.
 Candidate = collections.namedtuple("Candidate", "path files")
 
 
@@ -87,23 +85,20 @@ class Reloader:
             path = newest_export(self._export_dir)
             return Candidate(path, file_stats(glob.glob(os.path.join(path, "**"), recursive=True),
                                               os.path.dirname(path)))
-        if not has_model_files(self._model_dir):
-            return self._waiting("waiting for train.py to write config.yaml and the tokenizer "
-                                 "into %s" % self._model_dir)
-        try:
-            path = find_checkpoint(self._model_dir)
-        except ValueError:
-            path = None
-        if path is None or is_untrained(path):
-            return self._waiting("%s holds no checkpoint past step 0 yet; waiting for "
-                                 "training's first" % self._model_dir)
-        files = glob.glob(glob.escape(path) + ".index") + glob.glob(glob.escape(path) + ".data-*")
-        return Candidate(path, file_stats(files, os.path.dirname(path)))
-
-    def _waiting(self, line):
-        if line != self._said:
-            LOG.info(line)
-            self._said = line
+        waiting = "waiting for train.py to write config.yaml and the tokenizer into %s"
+        if has_model_files(self._model_dir):
+            try:
+                path = find_checkpoint(self._model_dir)
+            except ValueError:
+                path = None
+            if path is not None and not is_untrained(path):
+                files = (glob.glob(glob.escape(path) + ".index")
+                         + glob.glob(glob.escape(path) + ".data-*"))
+                return Candidate(path, file_stats(files, os.path.dirname(path)))
+            waiting = "%s holds no checkpoint past step 0 yet; waiting for training's first"
+        if waiting != self._said:
+            LOG.info(waiting, self._model_dir)
+            self._said = waiting
         return None
 
     def poll(self):

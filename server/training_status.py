@@ -1,7 +1,7 @@
 """What training is doing, as the server reports it: MODEL_DIR/training_status.json read back.
 
-The trainer replaces the file whole at each progress line and evaluation (DESIGN.md,
-"Training while serving"). Nothing here imports TensorFlow: it answers while the model loads.
+training/status.py writes the file; nothing here imports TensorFlow: it answers while the
+model loads.
 """
 
 import json
@@ -29,7 +29,7 @@ def process_alive(pid):
     try:
         with open("/proc/%d/stat" % pid, encoding="utf-8") as stat:
             return stat.read().rpartition(")")[2].split()[0] != "Z"
-    except (OSError, IndexError):
+    except OSError:  # no /proc (macOS)
         return True
 
 
@@ -49,16 +49,11 @@ def read_status(model_dir):
 
 
 def training_report(model_dir, serving_step):
-    """GET /v1/training's body: the status file's fields, and the step being served (or None).
-
-    A model directory without a status file (or None) reports running false, no step, no
-    evaluations.
-    """
+    """GET /v1/training's body: the status file's fields (running false, no step, no evaluations
+    without one, or without `model_dir`) and the step being served (or None)."""
     status = (read_status(model_dir) if model_dir else None) or {}
-    evaluations = status.get("evaluations")
     return {"running": bool(status.get("running")), "step": status.get("step"),
-            "max_steps": status.get("max_steps"),
-            "evaluations": evaluations if isinstance(evaluations, list) else [],
+            "max_steps": status.get("max_steps"), "evaluations": status.get("evaluations", []),
             "serving_step": serving_step, "eta_seconds": status.get("eta_seconds"),
             "steps_per_second": status.get("steps_per_second"), "stopped": status.get("stopped"),
             "updated_at": status.get("updated_at")}
@@ -72,8 +67,8 @@ def has_model_files(model_dir):
 
 
 def is_untrained(checkpoint_path):
-    """Whether a checkpoint is tf.estimator's first, of step 0: not served (its searches all
-    run to the length limit, its translations are noise)."""
+    """Whether a checkpoint is tf.estimator's first, of step 0: not served (its translations are
+    noise)."""
     return checkpoint_path.endswith("-0")
 
 
@@ -87,11 +82,6 @@ def has_trained_checkpoint(model_dir):
     except OSError:
         return False
     return bool(latest) and not is_untrained(latest.group(1))
-
-
-def describe_duration(seconds):
-    """A number of seconds as a person reads it: "40 s", "12 min"."""
-    return "%d s" % round(seconds) if seconds < 90 else "%d min" % round(seconds / 60.0)
 
 
 def waiting_message(model_dir):
@@ -116,8 +106,9 @@ def waiting_message(model_dir):
     when, speed = " shortly", status.get("steps_per_second")
     if first_step and step < first_step:
         when = " at step %d" % first_step
-        if isinstance(speed, (int, float)) and speed > 0:
-            when = " in about %s (step %d)" % (describe_duration((first_step - step) / speed),
-                                               first_step)
+        if speed:
+            seconds = (first_step - step) / speed
+            when = " in about %s (step %d)" % ("%d s" % round(seconds) if seconds < 90 else
+                                               "%d min" % round(seconds / 60.0), first_step)
     return ("training has started (step %d of %s) and has written no checkpoint yet: the first "
             "model will be ready%s" % (step, status.get("max_steps", "?"), when))
