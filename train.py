@@ -229,7 +229,7 @@ def positive_int(text):
 
 
 def config_path(args):
-    """--config, else the trained model's config to evaluate or export, else configs/default.yaml."""
+    """--config, else the trained model's config to evaluate or export, else DEFAULT_CONFIG."""
     if args.config:
         return args.config
     trained = os.path.join(args.model_dir or "", CONFIG_FILE)

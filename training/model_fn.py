@@ -156,7 +156,7 @@ def assert_finite_step(loss, gradient_norm, global_step):
 
 
 def as_non_finite_loss_error(error):
-    """A `tf.errors.OpError` -> a NonFiniteLossError if `assert_finite_step` raised it, else None."""
+    """A tf.errors.OpError -> a NonFiniteLossError if `assert_finite_step` raised it, else None."""
     if error.op is None or _GUARD_NAME not in error.op.name:
         return None
     what = re.search(r"assertion failed: \[(.*?)\]", error.message).group(1)
