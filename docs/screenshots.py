@@ -9,6 +9,8 @@ GRAPHS_LOGDIR, e.g. where the search graphs were written, default: LOGDIR), all 
 trains TRAINING_CONFIG (default: configs/default.yaml) into a scratch model directory while
 serve.py serves it; and writes:
   page-search.png        the page's "Show the search" view: both beam searches' trees and attention
+  page-lab.png           the page's decoding options, the sample and exact columns beside the beam
+                         search, "Try your own translation" and the beam-width chart, for one sentence
   training-panel.png     the page's training panel mid-training, after N evaluations (default 3)
   tensorboard-graphs.png, tensorboard-images.png, tensorboard-histograms.png
                          TensorBoard's graph, images (attention heatmaps) and histograms tabs
@@ -141,6 +143,33 @@ def page_screenshot(driver, url, text, beam_width, n_best, path):
     search.screenshot(path)
 
 
+def lab_screenshot(driver, url, text, own_translation, path):
+    """Translates `text` with while_loop, sample and exact, charts the beam widths, scores
+    `own_translation`; saves the page from the options to the chart."""
+    wait = WebDriverWait(driver, START_TIMEOUT_S)
+    driver.get(url)
+    wait.until(expected_conditions.element_to_be_clickable((By.ID, "translate")))
+    for box in driver.find_elements(By.CSS_SELECTOR, "#decoders input"):
+        if box.is_selected() != (box.get_attribute("value") in ("while_loop", "sample", "exact")):
+            box.click()
+    driver.find_element(By.ID, "text").send_keys(text)
+    driver.find_element(By.ID, "chart").click()
+    driver.find_element(By.ID, "translate").click()
+    wait.until(lambda _: driver.find_element(By.ID, "translate").is_enabled() and
+               driver.find_element(By.ID, "status").text.endswith("."))
+    error = driver.find_element(By.ID, "error")
+    if error.is_displayed():
+        raise RuntimeError("the page shows an error: " + error.text)
+    driver.find_element(By.ID, "own-text").send_keys(own_translation)
+    driver.find_element(By.ID, "own-score").click()
+    wait.until(expected_conditions.visibility_of_element_located((By.ID, "own-meaning")))
+    # The training panel has a screenshot of its own.
+    driver.execute_script("document.getElementById('training').style.display = 'none';")
+    height = driver.execute_script("return document.documentElement.scrollHeight;")
+    driver.set_window_size(driver.get_window_size()["width"], height + 200)
+    driver.find_element(By.TAG_NAME, "main").screenshot(path)
+
+
 def training_screenshot(config, evaluations, path, scratch):
     """Trains `config` into a scratch model directory while serve.py serves it; saves the page's
     training panel once it shows `evaluations` evaluations and a model is served."""
@@ -227,28 +256,39 @@ def main(argv=None):
                         help="the sentence whose search the page shows")
     parser.add_argument("--beam_width", type=int, default=4)
     parser.add_argument("--n_best", type=int, default=2)
+    parser.add_argument("--lab_text", default="I paid three hundred and five euros on Monday",
+                        help="the sentence of the lab's screenshot (exact search, beam widths)")
+    parser.add_argument("--own_translation",
+                        default="Eu paguei trezentos e cinco euros na segunda-feira.",
+                        help="the translation typed into 'Try your own translation'")
     parser.add_argument("--settle_s", type=float, default=8.0,
                         help="seconds TensorBoard is given to draw a tab after it loads")
     parser.add_argument("--training_config", default=os.path.join("configs", "default.yaml"),
                         help="the config trained for the training panel's screenshot")
     parser.add_argument("--training_evaluations", type=int, default=3,
                         help="the evaluations the training panel shows in its screenshot")
-    parser.add_argument("--skip", choices=("page", "training", "tensorboard"), action="append",
+    parser.add_argument("--skip", choices=("page", "lab", "training", "tensorboard"),
+                        action="append",
                         default=[], help="leave out these screenshots")
     args = parser.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     python = sys.executable
     with tempfile.TemporaryDirectory(prefix="screenshots-") as scratch:
-        if "page" not in args.skip:
+        if "page" not in args.skip or "lab" not in args.skip:
             port = free_port()
             url = "http://127.0.0.1:%d/" % port
             with started([python, "serve.py", "--model_dir", args.model_dir, "--host", "127.0.0.1",
                           "--port", str(port), "--warm_up_source_tokens", "0"],
                          url + "healthz", os.path.join(scratch, "serve.log")), \
                     chromium(1280, 900, os.path.join(scratch, "page-profile")) as driver:
-                path = os.path.join(args.out, "page-search.png")
-                page_screenshot(driver, url, args.text, args.beam_width, args.n_best, path)
-                print("wrote", path)
+                if "page" not in args.skip:
+                    path = os.path.join(args.out, "page-search.png")
+                    page_screenshot(driver, url, args.text, args.beam_width, args.n_best, path)
+                    print("wrote", path)
+                if "lab" not in args.skip:
+                    path = os.path.join(args.out, "page-lab.png")
+                    lab_screenshot(driver, url, args.lab_text, args.own_translation, path)
+                    print("wrote", path)
         if "training" not in args.skip:
             path = os.path.join(args.out, "training-panel.png")
             training_screenshot(args.training_config, args.training_evaluations, path, scratch)
