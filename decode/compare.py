@@ -45,7 +45,7 @@ import numpy as np  # noqa: E402
 import sacrebleu  # noqa: E402
 
 from data_pipeline.corpus import read_text_lines  # noqa: E402
-from decode.options import LENGTH_PENALTY_KINDS, add_flags  # noqa: E402
+from decode.options import LENGTH_PENALTY_KINDS, SCORING_OPTIONS, add_flags, from_flags  # noqa: E402
 
 STEADY_COLUMNS = (
     ("decoder", "decoder", "%s"), ("beam", "beam_width", "%d"), ("graphs", "graphs", "%d"),
@@ -114,7 +114,7 @@ def parse_args(argv):
                           "(default: %(default)s)")
     lab.add_argument("--exact", action="store_true", help="the exact search and each variant's "
                                                           "search errors (implies --sweep)")
-    add_flags(parser, ("max_expansions",))
+    add_flags(parser, SCORING_OPTIONS + ("max_expansions",))
     lab.add_argument("--sweep_plot", help="write BLEU and length ratio against beam width here")
     lab.add_argument("--differ", nargs=2, metavar=("A", "B"),
                      help="list the sentences variants A and B translate differently")
@@ -199,11 +199,11 @@ def timed(function, runs):
     return results[0], timings[0], timings[1:]
 
 
-def measure(translator, token_ids, references, decoder, beam_width, runs):
+def measure(translator, token_ids, references, decoder, beam_width, runs, options):
     """(row: a dict of the STEADY_COLUMNS fields, results: a list of SearchResult)."""
     with translator.recording_builds() as built:
         results, first, timings = timed(
-            lambda: translator.search(token_ids, decoder, beam_width), runs)
+            lambda: translator.search(token_ids, decoder, beam_width, options), runs)
     steady = statistics.median(timings)
     output_tokens = [len(result.ids[0]) for result in results]
     texts = [translator.detokenize(result.ids[0]) for result in results]
@@ -290,9 +290,11 @@ def sweep(translator, sources, references, args):
     rows, exact_runs, outputs = [], [], {}
     for kind, alpha in args.normalisations:
         variant = {"length_penalty_kind": kind, "length_penalty": alpha}
+        flagged = dict(variant, no_repeat_ngram_size=args.no_repeat_ngram_size,
+                       min_length=args.min_length)
         for decoder, width in ([("while_loop", width) for width in args.sweep_beam_widths]
                                + [("exact", None)] * args.exact):
-            options = variant if width else dict(variant, max_expansions=args.max_expansions)
+            options = flagged if width else dict(flagged, max_expansions=args.max_expansions)
             translator.translate(sources[:1], decoder, width, options=options)  # builds
             started = time.perf_counter()
             translations = translator.translate(sources, decoder, width, options=options)
@@ -523,8 +525,9 @@ def main(argv=None):
                 print("%s: %d ops" % (name, count))
             print("tensorboard --logdir %s  (then the Graphs tab)" % args.graphs)
             return 0
+        options = from_flags(args, SCORING_OPTIONS)
         for width in args.beam_widths:
-            translator.check_options("while_loop", width)
+            translator.check_options("while_loop", width, options=options)
         source_path, reference_path = ((args.input, args.reference) if args.input
                                        else default_input_files(translator.config))
         sources, token_ids, references = load_inputs(translator, source_path, reference_path,
@@ -547,7 +550,7 @@ def main(argv=None):
                   "step": translator.step},
         "inputs": {"source": source_path, "reference": reference_path, "sentences": len(token_ids),
                    "source_tokens": sum(len(ids) for ids in token_ids)},
-        "decode": translator.config["decode"],
+        "decode": translator.config["decode"], "options": options,
         "machine": {"platform": platform.platform(), "processor": platform.processor(),
                     "cpus": os.cpu_count(), "tensorflow": tf.__version__},
     }
@@ -560,11 +563,11 @@ def main(argv=None):
         variant_translator = Translator(args.model_dir)
         try:
             row, results[decoder, width] = measure(
-                variant_translator, token_ids, references, decoder, width, args.runs)
+                variant_translator, token_ids, references, decoder, width, args.runs, options)
             if decoder == "greedy" or width == args.beam_widths[-1]:
                 for ids in token_ids[:args.latency_sentences]:
                     result, _, timings = timed(lambda: variant_translator.search(
-                        [ids], decoder, width)[0], args.runs)
+                        [ids], decoder, width, options)[0], args.runs)
                     report["sentence_latency"].append({
                         "decoder": decoder, "beam_width": width, "source_tokens": len(ids),
                         "output_tokens": len(result.ids[0]),

@@ -467,3 +467,26 @@ def test_search_errors_agree_with_rescoring_the_outputs_and_the_exact_best(
                 for reference, score in zip(reference_scores, output_scores)) / len(sources)
     proven_rows = [row for row in report["search_errors"] if row["search_error_percent"]]
     assert proven_rows, "no search error at all would test little"
+
+
+def test_the_decoding_options_are_flags_of_the_comparison(tiny_model_dir, translator, short_pairs,
+                                                          tmp_path, capsys):
+    sources = [source for source, _ in short_pairs]
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(sources) + "\n", encoding="utf-8")
+    options = {"length_penalty_kind": "average", "no_repeat_ngram_size": 2}
+    assert compare.main(["--model_dir", tiny_model_dir, "--input", str(source), "--beam_widths",
+                         "4", "--runs", "1", "--latency_sentences", "1", "--json",
+                         str(tmp_path / "report.json"), "--length_penalty_kind", "average",
+                         "--no_repeat_ngram_size", "2"]) == 0
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    assert {key: report["options"][key] for key in options} == options
+    expected = [t.text for t in translator.translate(sources, "while_loop", 4, options=options)]
+    found = [translator.detokenize(result.ids[0])
+             for result in translator.search([translator.tokenize(s) for s in sources],
+                                             "unrolled", 4, options)]
+    assert found == expected  # the comparison's agreement row checked the same pair
+    assert report["agreement"][0]["identical_texts_percent"] == 100.0
+    assert compare.main(["--model_dir", tiny_model_dir, "--input", str(source),
+                         "--coverage_penalty", "-1"]) == 2
+    assert "coverage_penalty must be in 0.." in capsys.readouterr().err
