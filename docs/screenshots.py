@@ -9,8 +9,8 @@ GRAPHS_LOGDIR, e.g. where the search graphs were written, default: LOGDIR), all 
 trains TRAINING_CONFIG (default: configs/default.yaml) into a scratch model directory while
 serve.py serves it; and writes:
   page-search.png        the page's "Show the search" view: both beam searches' trees and attention
-  page-lab.png           the page's decoding options, the sample and exact columns beside the beam
-                         search, "Try your own translation" and the beam-width chart, for one sentence
+  page-lab.png           the page's decoding options, the sample and exact columns beside the
+                         beam search, "Try your own translation" and the beam-width chart
   training-panel.png     the page's training panel mid-training, after N evaluations (default 3)
   tensorboard-graphs.png, tensorboard-images.png, tensorboard-histograms.png
                          TensorBoard's graph, images (attention heatmaps) and histograms tabs

@@ -77,15 +77,18 @@ BAD_OPTIONS = [
     # (case id, fields beside "text", part of the message)
     ("length_penalty a string", {"length_penalty": "0.6"},
      'length_penalty must be a number, got "0.6"'),
-    ("length_penalty a boolean", {"length_penalty": True}, "length_penalty must be a number, got true"),
-    ("length_penalty negative", {"length_penalty": -0.1}, "length_penalty must be in 0.., got -0.1"),
+    ("length_penalty a boolean", {"length_penalty": True},
+     "length_penalty must be a number, got true"),
+    ("length_penalty negative", {"length_penalty": -0.1},
+     "length_penalty must be in 0.., got -0.1"),
     ("length_penalty_kind unknown", {"length_penalty_kind": "log"},
      'length_penalty_kind must be one of gnmt, average, none, got "log"'),
     ("length_penalty_kind a number", {"length_penalty_kind": 1},
      "length_penalty_kind must be one of gnmt, average, none, got 1"),
     ("coverage_penalty a list", {"coverage_penalty": [0.2]},
      "coverage_penalty must be a number, got [0.2]"),
-    ("coverage_penalty negative", {"coverage_penalty": -1}, "coverage_penalty must be in 0.., got -1"),
+    ("coverage_penalty negative", {"coverage_penalty": -1},
+     "coverage_penalty must be in 0.., got -1"),
     ("coverage_penalty with exact", dict(EXACT, coverage_penalty=0.2),
      "coverage_penalty is not an option of the exact decoder"),
     ("no_repeat_ngram_size a float", {"no_repeat_ngram_size": 2.0},
@@ -98,7 +101,8 @@ BAD_OPTIONS = [
     ("min_length negative", {"decoder": "greedy", "min_length": -2},
      "min_length must be in 0..64, got -2"),
     ("min_length over the length limit", {"min_length": 65}, "min_length must be in 0..64, got 65"),
-    ("num_samples a float", dict(SAMPLE, num_samples=2.5), "num_samples must be an integer, got 2.5"),
+    ("num_samples a float", dict(SAMPLE, num_samples=2.5),
+     "num_samples must be an integer, got 2.5"),
     ("num_samples zero", dict(SAMPLE, num_samples=0), "num_samples must be in 1..8, got 0"),
     ("num_samples over the widest beam", dict(SAMPLE, num_samples=9),
      "num_samples must be in 1..8, got 9"),
@@ -116,11 +120,13 @@ BAD_OPTIONS = [
     ("top_p a string", dict(SAMPLE, top_p="0.9"), 'top_p must be a number, got "0.9"'),
     ("top_p zero", dict(SAMPLE, top_p=0), "top_p must be in (0, 1], got 0"),
     ("top_p over one", dict(SAMPLE, top_p=1.5), "top_p must be in (0, 1], got 1.5"),
-    ("top_p with exact", dict(EXACT, top_p=0.9), "top_p is an option of the sample decoder, not of exact"),
+    ("top_p with exact", dict(EXACT, top_p=0.9),
+     "top_p is an option of the sample decoder, not of exact"),
     ("seed a float", dict(SAMPLE, seed=1.5), "seed must be an integer, got 1.5"),
     ("seed of 20 digits", dict(SAMPLE, seed=10 ** 20),
      "seed must be in -4611686018427387904..4611686018427387904, got an integer of more than 15"),
-    ("seed with a beam search", {"seed": 1}, "seed is an option of the sample decoder, not of while_loop"),
+    ("seed with a beam search", {"seed": 1},
+     "seed is an option of the sample decoder, not of while_loop"),
     ("max_expansions a float", dict(EXACT, max_expansions=10.0),
      "max_expansions must be an integer, got 10.0"),
     ("max_expansions zero", dict(EXACT, max_expansions=0),
@@ -132,13 +138,16 @@ BAD_OPTIONS = [
      "max_expansions is an option of the exact decoder, not of sample"),
     ("beam_width with sample", dict(SAMPLE, beam_width=2),
      "beam_width is not an option of the sample decoder"),
-    ("beam_width with exact", dict(EXACT, beam_width=2), "beam_width is not an option of the exact decoder"),
+    ("beam_width with exact", dict(EXACT, beam_width=2),
+     "beam_width is not an option of the exact decoder"),
     ("n_best over the samples", dict(SAMPLE, num_samples=2, n_best=3),
      "n_best must be an integer in 1..2 (the number of samples), got 3"),
     ("n_best with exact", dict(EXACT, n_best=2),
      "n_best must be an integer in 1..1 (the exact search finds the one best translation), got 2"),
-    ("trace with sample", dict(SAMPLE, trace=True), "trace: the sample decoder keeps no beams to trace"),
-    ("trace with exact", dict(EXACT, trace=True), "trace: the exact decoder keeps no beams to trace"),
+    ("trace with sample", dict(SAMPLE, trace=True),
+     "trace: the sample decoder keeps no beams to trace"),
+    ("trace with exact", dict(EXACT, trace=True),
+     "trace: the exact decoder keeps no beams to trace"),
 ]
 
 
@@ -225,7 +234,8 @@ def test_exact_answers_say_proven_and_expansions(client, translator):
     for translation, alone, beam in zip(answer["translations"], translator.translate(
             texts, decoder="exact"), beams):
         assert_as_translator(translation, alone)
-        assert (translation["proven"], translation["expansions"]) == (alone.proven, alone.expansions)
+        assert (translation["proven"], translation["expansions"]) == (alone.proven,
+                                                                     alone.expansions)
         assert 1 <= translation["expansions"] <= answer["options"]["max_expansions"]
         assert translation["score"] >= beam["score"] - 1e-4, "never below the beam it starts from"
         assert "proven" not in beam and "expansions" not in beam
@@ -284,7 +294,8 @@ def test_a_search_s_own_output_scores_its_score(client):
     for text in ("one", "forty two", "nine thousand", "twenty one", SENTENCE):
         [translation] = translated(client, text=text, trace=True)["translations"]
         [score] = scored(client, source=text, target=translation["text"])["scores"]
-        if [piece["piece"] for piece in score["pieces"]] != translation["trace"]["n_best"][0]["pieces"]:
+        pieces = [piece["piece"] for piece in score["pieces"]]
+        if pieces != translation["trace"]["n_best"][0]["pieces"]:
             continue  # its text splits into other pieces than the search chose
         assert score["score"] == pytest.approx(translation["score"], abs=1e-4)
         compared += 1
@@ -320,7 +331,8 @@ BAD_SCORES = [
     ("a pair without its target", {"pairs": [{"source": "one"}]},
      'pairs[0] must be an object with "source" and "target"'),
     ("a pair's source empty", {"pairs": [{"source": "one", "target": "um"},
-                                         {"source": "", "target": "x"}]}, "pairs[1].source is empty"),
+                                         {"source": "", "target": "x"}]},
+     "pairs[1].source is empty"),
     ("a pair's target a number", {"pairs": [{"source": "one", "target": 2}]},
      "pairs[0].target must be a string, got a number"),
     ("length_penalty negative", {"source": "one", "target": "um", "length_penalty": -1},

@@ -109,7 +109,8 @@ def test_the_options_are_sent_and_change_the_answer(browser, page_url, translato
 @pytest.mark.parametrize("decoders, name, value, message", [
     (("sample",), "temperature", "0", "temperature must be a number above 0, not 0."),
     (("sample",), "top_p", "1.5", "top_p must be a number above 0 and at most 1, not 1.5."),
-    (("while_loop",), "min_length", "65", "min_length must be a whole number in 0\u201364, not 65."),
+    (("while_loop",), "min_length", "65",
+     "min_length must be a whole number in 0\u201364, not 65."),
     (("while_loop",), "coverage_penalty", "", "coverage_penalty must be a number of at least 0."),
     (("exact",), "max_expansions", "2.5",
      "max_expansions must be a whole number in 1\u201320000, not 2.5."),
@@ -210,8 +211,8 @@ def test_try_your_own_translation_scores_it_beside_the_search_s_best(browser, pa
     [score] = translator.score(["forty two"], [own])
     assert score["score"] < best.score - 1e-4
     result, meaning = score_own(browser, wait, own)
-    assert result == "Yours scores %.3f; the search's best, %s\u2019s \u201c%s\u201d, scores %.3f." % (
-        score["score"], decoder, best.text, best.score)
+    assert result == "Yours scores %.3f; the search's best, %s\u2019s \u201c%s\u201d, " \
+        "scores %.3f." % (score["score"], decoder, best.text, best.score)
     assert meaning == "Yours scores lower: the model prefers its own translation. If yours is " \
         "the better one, that is a model error, not a search error."
     assert text_of(browser, "own-pieces") == "Its pieces and their log-probabilities: " + \
@@ -234,8 +235,8 @@ def test_a_translation_the_search_missed_is_called_a_search_error(browser, trans
         translate_one(browser, wait, "forty two", ["while_loop"])
         [score] = translator.score(["forty two"], ["quarenta e dois"])
         result, meaning = score_own(browser, wait, "quarenta e dois")
-        assert result == "Yours scores %.3f; the search's best, while_loop\u2019s \u201cnada\u201d, " \
-            "scores -1000.000." % score["score"]
+        assert result == "Yours scores %.3f; the search's best, while_loop\u2019s " \
+            "\u201cnada\u201d, scores -1000.000." % score["score"]
         assert meaning == "Yours scores higher: the model prefers your translation, but the " \
             "search missed it. That is a search error."
 
