@@ -5,6 +5,7 @@ a flag (`decode.translate`, `decode.compare`) overrides it. `resolve` is the one
 checks a value, so every entry point refuses the same values with the same message.
 """
 
+import json
 import numbers
 
 LENGTH_PENALTY_KINDS = ("gnmt", "average", "none")
@@ -14,6 +15,7 @@ SCORING_OPTIONS = ("length_penalty", "length_penalty_kind", "coverage_penalty",
 SAMPLING_OPTIONS = ("num_samples", "temperature", "top_k", "top_p", "seed")
 EXACT_OPTIONS = ("max_expansions",)
 OPTIONS = SCORING_OPTIONS + SAMPLING_OPTIONS + EXACT_OPTIONS
+SCORE_OPTIONS = ("length_penalty", "length_penalty_kind", "coverage_penalty")  # change a score
 HINTS = {
     "length_penalty": "alpha: how much longer translations are favoured (gnmt)",
     "length_penalty_kind": "gnmt: log p / ((5 + length) / 6) ** alpha; average: log p / length; "
@@ -47,12 +49,21 @@ def from_flags(args, names=OPTIONS):
     return {name: getattr(args, name) for name in names}
 
 
-def _is_int(value):
+def is_int(value):
+    """True for a Python or NumPy integer, False for a bool."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-def _is_number(value):
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+def shown(value, limit=40):
+    """A value as an error message shows it: its JSON (or repr) cut to `limit` characters;
+    an integer of more than 15 digits described, not written out."""
+    if is_int(value):
+        return "an integer of more than 15 digits" if abs(value) >= 10 ** 15 else str(int(value))
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def ranges(decode_params, max_target_length):
@@ -75,7 +86,8 @@ def _check(name, value, kind, low, high):
     """None, or what is wrong with `value` for the option `name`."""
     if kind == "choice":
         return None if value in low else "must be one of %s" % ", ".join(low)
-    if not (_is_int(value) if kind == "int" else _is_number(value)):
+    number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if not (is_int(value) if kind == "int" else number):
         return "must be %s" % ("an integer" if kind == "int" else "a number")
     if name in ("temperature", "top_p"):
         return None if 0 < value <= (high or float("inf")) else "must be in (0, %s]" % (
@@ -85,19 +97,21 @@ def _check(name, value, kind, low, high):
     return None
 
 
-def resolve(decoder, given, decode_params, max_target_length, shown=repr):
-    """Every option's value for one decoder: `given` (name -> value; None: the default) over
-    the config's `decode` section.
+def resolve(decoder, given, decode_params, max_target_length):
+    """Every option's value for one decoder ("score": for `Translator.score`): `given` (name ->
+    value; None: the default) over config["decode"]. max_target_length (config
+    data.max_target_length) bounds min_length and no_repeat_ngram_size.
 
-    Args:
-      decoder: the decoder's name; given: a dict of options; decode_params: config["decode"];
-      max_target_length: the longest target (config data.max_target_length), which bounds
-        min_length and no_repeat_ngram_size; shown: how a message shows a client's value.
-    Returns:
-      A dict with every name of OPTIONS.
-    Raises:
-      ValueError naming the first unknown, ill-typed, out-of-range or unused option.
+    Returns a dict with every name of OPTIONS; ValueError names the first unknown, ill-typed,
+    out-of-range or unused option.
     """
+    given = given or {}
+    if decoder == "score":
+        unused = sorted(set(name for name, value in given.items() if value is not None)
+                        - set(SCORE_OPTIONS))
+        if unused:
+            raise ValueError("%s does not change a score; the scoring options are %s"
+                             % (unused[0], ", ".join(SCORE_OPTIONS)))
     unknown = sorted(set(given) - set(OPTIONS))
     if unknown:
         raise ValueError("unknown decoding option %s; the options are %s"

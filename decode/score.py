@@ -11,6 +11,7 @@ each piece with its log-probability.
 
 import argparse
 import json
+import pathlib
 import sys
 
 import tensorflow.compat.v1 as tf
@@ -19,8 +20,6 @@ from data_pipeline.tokenizer import BOS_ID
 from decode import options
 from decode import scoring as scoring_lib
 from seq2seq.common import sequence_mask
-
-SCORE_OPTIONS = ("length_penalty", "length_penalty_kind", "coverage_penalty")
 
 
 def score_encoded(model, encoder_output, target_ids, target_length, scoring):
@@ -58,12 +57,10 @@ def main(argv=None):
     parser.add_argument("--targets", required=True, help="their translations, line by line")
     parser.add_argument("--output", default="-", help="JSON lines (default: stdout)")
     parser.add_argument("--hparams", default="")
-    options.add_flags(parser, SCORE_OPTIONS)
+    options.add_flags(parser, options.SCORE_OPTIONS)
     args = parser.parse_args(argv)
-    with open(args.input, encoding="utf-8") as sources_file, \
-            open(args.targets, encoding="utf-8") as targets_file:
-        sources = sources_file.read().splitlines()
-        targets = targets_file.read().splitlines()
+    sources, targets = (pathlib.Path(path).read_text(encoding="utf-8").splitlines()
+                        for path in (args.input, args.targets))
     if len(sources) != len(targets):
         parser.error("--input has %d lines but --targets has %d: they must pair line by line"
                      % (len(sources), len(targets)))
@@ -71,15 +68,14 @@ def main(argv=None):
     from decode.translator import Translator
     translator = Translator(args.model_dir, hparams=args.hparams)
     try:
-        scored = translator.score(sources, targets, options.from_flags(args, SCORE_OPTIONS))
+        scored = translator.score(sources, targets, options.from_flags(args, options.SCORE_OPTIONS))
     except ValueError as error:
         parser.error(str(error))
     lines = "".join(json.dumps(result, ensure_ascii=False) + "\n" for result in scored)
     if args.output == "-":
         sys.stdout.write(lines)
     else:
-        with open(args.output, "w", encoding="utf-8") as output:
-            output.write(lines)
+        pathlib.Path(args.output).write_text(lines, encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -9,8 +9,6 @@ batch. The reasons and timings behind the choices: docs/DECODING-NOTES.md.
 import collections
 import concurrent.futures
 import contextlib
-import json
-import numbers
 import os
 import threading
 import time
@@ -22,8 +20,8 @@ from tensorflow.core.protobuf import rewriter_config_pb2
 from data_pipeline.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
 from decode import DECODERS, greedy_search, rnn_beam_search, while_loop_beam_search
 from decode.exact import exact_search, expansion_step
-from decode.options import OPTIONS, SCORING_OPTIONS, resolve
-from decode.score import SCORE_OPTIONS, score_encoded
+from decode.options import OPTIONS, is_int, resolve, shown
+from decode.score import score_encoded
 from decode.sampling import Sampling, sample_search, sentence_keys
 from decode.scoring import Scoring, tracks_coverage
 from seq2seq.config import load_config
@@ -56,21 +54,15 @@ FED_OPTIONS = {"length_penalty": np.float32, "coverage_penalty": np.float32,
                "top_p": np.float32, "seed": np.int64}
 
 
-def is_int(value):
-    """True for a Python or NumPy integer, False for a bool."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+def graph_shape(options):
+    """The `GraphShape` of resolved decoding options."""
+    return GraphShape(options["length_penalty_kind"], options["no_repeat_ngram_size"],
+                      options["coverage_penalty"] > 0, options["min_length"] > 0)
 
 
-def shown(value, limit=40):
-    """A value as an error message shows it: its JSON (or repr) cut to `limit` characters;
-    an integer of more than 15 digits described, not written out."""
-    if is_int(value):
-        return "an integer of more than 15 digits" if abs(value) >= 10 ** 15 else str(int(value))
-    try:
-        text = json.dumps(value)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "..."
+def fields_of(kind, options):
+    """A namedtuple `kind` (Scoring, Sampling) of the options of its fields' names."""
+    return kind(*(options[name] for name in kind._fields))
 
 
 def output_length_limit(source_length, decode_params):
@@ -100,19 +92,16 @@ def search_encoded(model, encoder_output, source_length, decode_params, decoder,
     Args:
       model, encoder_output: a `Seq2SeqModel` and its `encode(..., training=False)`.
       source_length: [batch] int32; decode_params: the config's "decode" dict.
-      decoder: one of DECODERS but "exact" (`Translator._run_exact`); beam_width: K (1 for
-        greedy, the samples for sample).
-      unrolled_length: the unrolled search's steps (`unrolled_length_bucket`), else None.
-      trace: also return the search's trace dict, with the attention (decode/beam_search.py).
-      options: decoding options (decode/options.py) over decode_params': values or scalar
-        tensors, but length_penalty_kind and no_repeat_ngram_size, which shape the graph;
-        the sample decoder also needs "sentence_keys" ([batch] int64, decode/sampling.py).
+      decoder: one of DECODERS but "exact"; beam_width: K (1 for greedy, the samples for sample).
+      unrolled_length: the unrolled search's steps, else None; trace: also return the trace.
+      options: decoding options over decode_params' (values or scalar tensors; the kind and n
+        Python values); sample also needs "sentence_keys" ([batch] int64, decode/sampling.py).
     Returns:
       ids [batch, K, time] int32, scores [batch, K] float32 best first, lengths
       [batch, K] int32 counting the end token, and with `trace` the trace dict.
     """
     params = dict(decode_params, **(options or {}))
-    scoring = Scoring(*(params[name] for name in SCORING_OPTIONS))
+    scoring = fields_of(Scoring, params)
     coverage = tracks_coverage(scoring)
     scope = "%s_beam%d" % (decoder, beam_width) + (
         "_len%d" % unrolled_length if unrolled_length else "") + ("_trace" if trace else "")
@@ -126,9 +115,9 @@ def search_encoded(model, encoder_output, source_length, decode_params, decoder,
                                    BOS_ID, EOS_ID, scoring, trace=trace, **common)
         max_length = tf.reduce_max(limits, name="max_output_length")  # every sentence's bound
         if decoder == "sample":
-            sampling = Sampling(*(params[name] for name in Sampling._fields))
             return sample_search(update_fn, initial_state, max_length, beam_width, BOS_ID, EOS_ID,
-                                 scoring, sampling, params["sentence_keys"], **common)
+                                 scoring, fields_of(Sampling, params), params["sentence_keys"],
+                                 **common)
         if decoder == "greedy":
             return greedy_search(update_fn, initial_state, max_length, BOS_ID, EOS_ID, scoring,
                                  trace=trace, **common)
@@ -184,12 +173,10 @@ class Translator:
         """Loads the config, tokenizer, graph, session and weights.
 
         Args:
-          model_dir: a directory written by train.py.
-          export_dir: a SavedModel to serve instead of a checkpoint; or checkpoint:
-            a checkpoint path prefix instead of `find_checkpoint(model_dir)`.
-          hparams: "section.key=value,..." overrides of the model directory's config.
-            decode.concurrent_batches and decode.*_threads come from the defaults and hparams
-            only, never from config.yaml: they fit the machine that decodes, not the model.
+          model_dir: a directory written by train.py; export_dir: a SavedModel to serve, or
+            checkpoint: a path prefix (default: `find_checkpoint(model_dir)`).
+          hparams: "section.key=value,..." overrides of the config (decode's thread keys: of
+            the defaults, never of config.yaml).
         Raises:
           ValueError: not a model directory, no checkpoint, or one that does not fit.
         """
@@ -262,7 +249,7 @@ class Translator:
         except KeyError as error:
             raise ValueError("the SavedModel in %s was not exported by train.py: it has no %s"
                              % (export_dir, error)) from None
-        self.decoders, self.can_trace = ("while_loop",), False
+        self.decoders, self.can_trace, self._fed_options = ("while_loop",), False, {}
         self.default_beam_width = self._exported[1].shape.as_list()[1]  # scores [batch, K]
         self.beam_widths = range(self.default_beam_width, self.default_beam_width + 1)
         self.step = int(self._session.run(tf.train.get_global_step(self._graph)))
@@ -313,36 +300,51 @@ class Translator:
         """Target ids -> text, up to the first end token."""
         return self._tokenizer.decode_target(ids)
 
+    def _ids_of(self, name, texts, source=True):
+        """A list of strings -> their ids (sources: non-empty); ValueError names a bad one."""
+        if isinstance(texts, str):
+            raise ValueError("%s must be a list of strings, got one string "
+                             "(wrap a single sentence in a list)" % name)
+        token_ids = []
+        for index, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise ValueError("%s[%d] must be a string, got %s"
+                                 % (name, index, type(text).__name__))
+            token_ids.append(self.tokenize(text) if source else
+                             self._tokenizer.encode_target(text))
+            if source and not token_ids[-1]:
+                raise ValueError("%s[%d] is empty (no source tokens)" % (name, index))
+        return token_ids
+
     def resolve_options(self, decoder, options=None):
-        """Every decoding option's value for `decoder` (decode/options.py's `resolve`):
-        `options` (name -> value, None: the default) over the config. ValueError names the
-        first bad one; a SavedModel serves the default options only."""
-        resolved = resolve(decoder, options or {}, self.config["decode"],
-                           self.config["data"]["max_target_length"], shown)
-        if self._exported:
-            changed = [name for name in OPTIONS if resolved[name] != self.config["decode"][name]]
-            if changed:
-                raise ValueError("the exported SavedModel serves the config's decoding options "
-                                 "only (a checkpoint serves others), got %s %s"
-                                 % (changed[0], shown(resolved[changed[0]])))
+        """Every decoding option's value for `decoder` ("score": for `score`), `options` (name
+        -> value; None: the default) over the config (decode/options.py's `resolve`).
+        ValueError names the first bad one; a SavedModel serves the config's options only."""
+        resolved = resolve(decoder, options, self.config["decode"],
+                           self.config["data"]["max_target_length"])
+        changed = [name for name in OPTIONS if resolved[name] != self.config["decode"][name]]
+        if self._exported and changed:
+            raise ValueError("the exported SavedModel serves the config's decoding options "
+                             "only (a checkpoint serves others), got %s %s"
+                             % (changed[0], shown(resolved[changed[0]])))
         return resolved
 
     def check_options(self, decoder, beam_width=None, n_best=1, options=None):
-        """Returns the width to decode with (1 for greedy and exact, num_samples for sample):
-        decoder one of `decoders`, beam_width one of `beam_widths` (checked for greedy too) or
-        None (the default; sample and exact take none), n_best 1..width, options as
-        `resolve_options`. ValueError names the option, its values, the value cut short."""
+        """The width to decode with (1 for greedy and exact, num_samples for sample).
+
+        decoder: one of `decoders`; beam_width: one of `beam_widths` (checked for greedy too),
+        or None: the default (sample and exact take none); n_best: 1..width; options: as
+        `resolve_options`. ValueError names the first bad one, its allowed values and the value.
+        """
         if decoder not in self.decoders:
             raise ValueError("decoder must be one of %s, got %s"
                              % (", ".join(self.decoders), shown(decoder)))
         resolved = self.resolve_options(decoder, options)
-        if decoder == "sample" and beam_width is not None:
-            raise ValueError("beam_width is not an option of the sample decoder (num_samples "
-                             "sets how many translations it draws)")
-        if decoder == "exact" and beam_width is not None:
-            raise ValueError("beam_width is not an option of the exact decoder (it finds the one "
-                             "best translation, starting from the while_loop search at "
-                             "decode.beam_width %d)" % self.default_beam_width)
+        if decoder in ("sample", "exact") and beam_width is not None:
+            raise ValueError("beam_width is not an option of the %s decoder (%s)" % (
+                decoder, "num_samples sets how many translations it draws" if decoder == "sample"
+                else "it finds the one best translation, starting from the while_loop search "
+                     "at decode.beam_width %d" % self.default_beam_width))
         if beam_width is None:
             beam_width = self.default_beam_width
         elif self._exported and is_int(beam_width) and beam_width != self.default_beam_width:
@@ -362,119 +364,154 @@ class Translator:
                             decoder, "beam width"), shown(n_best)))
         return int(width)
 
+    def translate(self, texts, decoder="while_loop", beam_width=None, n_best=1, trace=False,
+                  options=None):
+        """A list of strings -> a `Translation` each, in order; decoder, beam_width, n_best,
+        options: as `check_options` (fewer hypotheses only where fewer are possible)."""
+        width = self.check_options(decoder, beam_width, n_best, options)  # before tokenizing
+        return self._translate(self._ids_of("texts", texts), decoder, width, n_best, trace,
+                               options)
+
+    def translate_tokens(self, token_ids, decoder="while_loop", beam_width=None, n_best=1,
+                         trace=False, options=None):
+        """`translate` for lists of source ids (from `tokenize`), each non-empty."""
+        width = self.check_options(decoder, beam_width, n_best, options)
+        return self._translate(token_ids, decoder, width, n_best, trace, options)
+
+    def _translate(self, token_ids, decoder, width, n_best, trace, options):
+        translations = []
+        for ids, (result, sentence_trace) in zip(
+                token_ids, self._search(token_ids, decoder, width, trace, options)):
+            hypotheses = [Hypothesis(self.detokenize(target_ids), score) for target_ids, score
+                          in zip(result.ids[:n_best], result.scores[:n_best])]
+            translations.append(Translation(hypotheses[0].text, hypotheses[0].score, hypotheses,
+                                            self._tokenizer.is_unfamiliar(ids), sentence_trace,
+                                            result.proven, result.expansions))
+        return translations
+
     def search(self, token_ids, decoder="while_loop", beam_width=None, options=None):
         """Tokenized sentences (each non-empty) -> a `SearchResult` each, in input order."""
         width = self.check_options(decoder, beam_width, options=options)
-        return [result for result, _ in self._search(
-            token_ids, decoder, width, False, self.resolve_options(decoder, options))]
+        return [result for result, _ in self._search(token_ids, decoder, width, False, options)]
 
-    def _search(self, token_ids, decoder, beam_width, trace, options):
+    def _search(self, token_ids, decoder, width, trace, options):
         """`search` with checked options: a list of (SearchResult, trace or None)."""
         if trace and not self.can_trace:
             raise ValueError("the exported SavedModel returns no trace (a checkpoint does)")
-        if trace and decoder == "sample":
-            raise ValueError("trace: the sample decoder draws, it does not search; trace a "
-                             "beam search or greedy")
-        if trace and decoder == "exact":
-            raise ValueError("trace: the exact decoder keeps no beams to trace; trace a beam "
-                             "search or greedy")
+        if trace and decoder in ("sample", "exact"):
+            raise ValueError("trace: the %s; trace a beam search or greedy" % (
+                "sample decoder draws, it does not search" if decoder == "sample"
+                else "exact decoder keeps no beams to trace"))
         for index, ids in enumerate(token_ids):
             if not len(ids):
                 raise ValueError("sentence %d has no source tokens" % index)
+        options = self.resolve_options(decoder, options)
+
+        def run(batch):
+            sentences = [token_ids[index] for index in batch]
+            if decoder == "exact":
+                return [(SearchResult([found.ids], [found.score], found.proven, found.expansions),
+                         None) for found in self._run_exact(sentences, options)]
+            outputs = self._run(decoder, width, sentences, trace, options)
+            return [(_search_result(*(output[row] for output in outputs[:3])),
+                     self._sentence_trace(outputs[3], row, sentence,
+                                          *(output[row] for output in outputs[:3]))
+                     if trace else None) for row, sentence in enumerate(sentences)]
+        return self._in_batches(token_ids, run)
+
+    def _in_batches(self, token_ids, run):
+        """`run(batch of indices)`'s result per index, in input order, over length-sorted
+        batches of `token_ids`, `concurrent_batches` at once on pool threads that record into
+        the caller's `recording_builds`."""
         results = [None] * len(token_ids)
         batches = length_sorted_batches([len(ids) for ids in token_ids],
                                         self.config["decode"]["batch_size"])
 
-        def run(batch, lists=self._recordings.__dict__.get("lists", [])):
-            self._recordings.lists = lists  # the caller's recording_builds, on a pool thread
-            if decoder == "exact":
-                return self._run_exact(*pad_batch([token_ids[i] for i in batch]), options)
-            return self._run(decoder, beam_width, *pad_batch([token_ids[i] for i in batch]),
-                             trace, options)
+        def run_batch(batch, lists=self._recordings.__dict__.get("lists", [])):
+            self._recordings.lists = lists
+            return run(batch)
         with concurrent.futures.ThreadPoolExecutor(self._concurrent_batches) as pool:
-            runs = pool.map(run, batches) if len(batches) > 1 else map(run, batches)
-            for batch, outputs in zip(batches, runs):
-                if decoder == "exact":
-                    for index, result in zip(batch, outputs):
-                        results[index] = (SearchResult([result.ids], [result.score],
-                                                       result.proven, result.expansions), None)
-                    continue
-                ids, scores, lengths = outputs[:3]
-                for row, index in enumerate(batch):
-                    results[index] = (_search_result(ids[row], scores[row], lengths[row]),
-                                      self._sentence_trace(outputs[3], row, token_ids[index],
-                                                           ids[row], scores[row], lengths[row])
-                                      if trace else None)
+            runs = pool.map(run_batch, batches) if len(batches) > 1 else map(run_batch, batches)
+            for batch, found in zip(batches, runs):
+                for index, result in zip(batch, found):
+                    results[index] = result
         return results
 
-    def _run(self, decoder, beam_width, source_ids, source_length, trace=False, options=None):
-        """source_ids [batch, src_time], source_length [batch] -> ids [batch, K, time],
-        scores [batch, K], lengths [batch, K] (and the trace dict), building on first use;
-        options: resolved decoding options (None: the config's)."""
-        feeds = {self._source_ids: source_ids, self._source_length: source_length}
+    def _feeds(self, sentences, options):
+        """The feeds of a batch of source id lists and of the fed decoding options."""
+        feeds = dict(zip((self._source_ids, self._source_length), pad_batch(sentences)))
+        feeds.update((tensor, options[name]) for name, tensor in self._fed_options.items())
+        return feeds
+
+    def _run(self, decoder, beam_width, sentences, trace, options):
+        """Source id lists -> ids [batch, K, time], scores [batch, K], lengths [batch, K] (and
+        the trace dict), under resolved options."""
         fetches = self._exported
         if not fetches:
-            options = options or self.resolve_options(decoder)
-            unrolled_length = (unrolled_length_bucket(int(source_length.max()),
+            unrolled_length = (unrolled_length_bucket(max(map(len, sentences)),
                                                       self.config["decode"])
                                if decoder == "unrolled" else None)
-            shape = GraphShape(options["length_penalty_kind"], options["no_repeat_ngram_size"],
-                               options["coverage_penalty"] > 0, options["min_length"] > 0)
-            key = (decoder, beam_width, unrolled_length, trace, shape)
-            fetches = self._fetches(key, lambda: search_encoded(
+            key = (decoder, beam_width, unrolled_length, trace, graph_shape(options))
+            fetches = self._fetches(key, lambda graph_options: search_encoded(
                 self._model, self._encoded, self._source_length, self.config["decode"], *key[:4],
-                options=self._graph_options(decoder, shape)))
-            feeds.update((tensor, options[name]) for name, tensor in self._fed_options.items())
-        return self._session.run(fetches, feeds)
+                options=graph_options))
+        return self._session.run(fetches, self._feeds(sentences, options))
 
-    def _run_exact(self, source_ids, source_length, options):
-        """The exact search of a batch (decode/exact.py): an `ExactResult` per sentence, from
-        the while_loop search's best at the default beam width."""
-        ids, scores, lengths = self._run("while_loop", self.default_beam_width, source_ids,
-                                         source_length, options=options)
-        feeds = {self._source_ids: source_ids, self._source_length: source_length}
-        encoded = self._session.run(self._encoded, feeds)
-        shape = GraphShape(None, options["no_repeat_ngram_size"], False, options["min_length"] > 0)
-        graph_options = self._graph_options("exact", shape)
-        scoring = Scoring(*(graph_options[name] for name in SCORING_OPTIONS))
-        inputs, outputs = self._fetches(("exact", None, None, False, shape), lambda: (
-            expansion_step(self._model, self._encoded, scoring, EOS_ID)))
+    def _run_exact(self, sentences, options):
+        """The exact search of a batch (decode/exact.py), from the while_loop search's best at
+        the default beam width: an `ExactResult` per sentence."""
+        beams = self._run("while_loop", self.default_beam_width, sentences, False, options)
+        encoded = self._session.run(self._encoded, self._feeds(sentences, options))
+        inputs, outputs = self._fetches(
+            ("exact", None, None, False, graph_shape(options)._replace(kind=None)),
+            lambda graph_options: expansion_step(self._model, self._encoded,
+                                                 fields_of(Scoring, graph_options), EOS_ID))
 
-        def expand(sentences, states, last_ids, prefixes):
+        def expand(rows, states, last_ids, prefixes):
             width = max(len(prefix) for prefix in prefixes)
             padded = np.full([len(prefixes), width], -1, np.int32)  # -1 in front: no piece
             for row, prefix in enumerate(prefixes):
                 padded[row, width - len(prefix):] = prefix
-            feeds = {self._encoded.memory: encoded.memory, self._encoded.keys: encoded.keys,
-                     self._encoded.mask: encoded.mask, inputs["sentences"]: sentences,
-                     inputs["last_ids"]: last_ids, inputs["prefixes"]: padded,
-                     inputs["prefix_lengths"]: [len(prefix) for prefix in prefixes],
-                     self._fed_options["min_length"]: options["min_length"]}
+            feeds = dict(zip(self._encoded[:3], encoded[:3]))  # memory, keys, mask
+            feeds.update({inputs["sentences"]: rows, inputs["last_ids"]: last_ids,
+                          inputs["prefixes"]: padded,
+                          inputs["prefix_lengths"]: [len(prefix) for prefix in prefixes],
+                          self._fed_options["min_length"]: options["min_length"]})
             feeds.update(zip(tf.nest.flatten(inputs["states"]), map(np.stack, zip(*states))))
             found = self._session.run(outputs, feeds)  # a state: a tuple of its flattened rows
             return (list(zip(*tf.nest.flatten(found["states"]))), found["log_probs"],
                     found["end_log_probs"])
 
+        best = [_search_result(*beam) for beam in zip(*beams)]
         return exact_search(
             expand, list(zip(*tf.nest.flatten(encoded.initial_state))),
-            [output_length_limit(length, self.config["decode"]) for length in source_length],
-            [_best_hypothesis(_search_result(ids[row], scores[row], lengths[row]))
-             for row in range(len(ids))],
-            Scoring(*(options[name] for name in SCORING_OPTIONS)), BOS_ID, EOS_ID,
-            options["max_expansions"], EXACT_ROWS_PER_CALL)
+            [output_length_limit(len(sentence), self.config["decode"]) for sentence in sentences],
+            [(tuple(result.ids[0]), result.scores[0]) if result.ids else None for result in best],
+            fields_of(Scoring, options), BOS_ID, EOS_ID, options["max_expansions"],
+            EXACT_ROWS_PER_CALL)
 
     def _fetches(self, key, build):
-        """A variant's fetches, built by `build()` on first use; a graph not yet built goes
-        (once) to this thread's `recording_builds` lists, shared with the pool threads of its
-        call. key: (decoder, width, unrolled_length, trace, GraphShape)."""
+        """The fetches of graph `key` (decoder, width, unrolled_length, trace, GraphShape), built
+        by `build(options)` on first use (options: `search_encoded`'s for the key); a graph not
+        yet built goes (once) to this thread's `recording_builds` lists."""
         built = self._built.get(key)
         if built is None:
             with self._lock:  # a variant enters _built only once built and restored
                 built = self._built.get(key)
                 if built is None:
                     started, start_ops = time.perf_counter(), len(self._graph.get_operations())
+                    decoder, shape = key[0], key[4]
+                    options = dict(self._fed_options, length_penalty_kind=shape.kind,
+                                   no_repeat_ngram_size=shape.ngram)
+                    if not shape.coverage:
+                        options["coverage_penalty"] = 0.0
+                    if not shape.min_length:
+                        options["min_length"] = 0
                     with self._graph.as_default():
-                        fetches = build()
+                        if decoder == "sample":
+                            options["sentence_keys"] = sentence_keys(self._source_ids,
+                                                                     self._source_length)
+                        fetches = build(options)
                     variant = Variant(*key, build_seconds=time.perf_counter() - started,
                                       num_ops=len(self._graph.get_operations()) - start_ops)
                     self._restore_new_variables()
@@ -487,9 +524,8 @@ class Translator:
         """The model's scores of given translations (DESIGN.md "Scoring a translation").
 
         Args:
-          sources, targets: lists of strings, pairwise; a target may be empty (the end token
-            alone). options: length_penalty, length_penalty_kind, coverage_penalty (None: the
-            config's).
+          sources, targets: lists of strings, pairwise (a target may be empty); options:
+            length_penalty, length_penalty_kind, coverage_penalty (None: the config's).
         Returns:
           A dict per pair: score, log_prob, length (end token counted), pieces [{piece,
           log_prob}].
@@ -497,65 +533,30 @@ class Translator:
         if len(sources) != len(targets):
             raise ValueError("%d sources but %d targets: give one target per source"
                              % (len(sources), len(targets)))
-        source_ids = []
-        for name, texts in (("sources", sources), ("targets", targets)):
-            for index, text in enumerate(texts):
-                if not isinstance(text, str):
-                    raise ValueError("%s[%d] must be a string, got %s"
-                                     % (name, index, type(text).__name__))
-        for index, text in enumerate(sources):
-            source_ids.append(self.tokenize(text))
-            if not source_ids[-1]:
-                raise ValueError("sources[%d] is empty (no source tokens)" % index)
-        return self.score_tokens(source_ids, [self._tokenizer.encode_target(text)
-                                              for text in targets], options)
+        return self.score_tokens(self._ids_of("sources", sources),
+                                 self._ids_of("targets", targets, source=False), options)
 
     def score_tokens(self, source_ids, target_ids, options=None):
         """`score` for lists of ids: sources non-empty, targets without the end token."""
-        unused = sorted(set(name for name, value in (options or {}).items() if value is not None)
-                        - set(SCORE_OPTIONS))
-        if unused:
-            raise ValueError("%s does not change a score; the scoring options are %s"
-                             % (unused[0], ", ".join(SCORE_OPTIONS)))
         if self._exported:
             raise ValueError("scoring needs a checkpoint (the exported SavedModel only searches)")
-        options = self.resolve_options("while_loop", options)
-        shape = GraphShape(options["length_penalty_kind"], 0, options["coverage_penalty"] > 0, False)
+        options = self.resolve_options("score", options)
+        shape = graph_shape(options)._replace(ngram=0, min_length=False)
+        fetches = self._fetches(("score", None, None, False, shape), lambda graph_options: (
+            score_encoded(self._model, self._encoded, self._target_ids, self._target_length,
+                          fields_of(Scoring, graph_options))))
 
-        def build():
-            graph_options = self._graph_options("score", shape)
-            return score_encoded(self._model, self._encoded, self._target_ids, self._target_length,
-                                 Scoring(*(graph_options[name] for name in SCORING_OPTIONS)))
-        fetches = self._fetches(("score", None, None, False, shape), build)
-        results = []
-        for batch in length_sorted_batches([len(ids) for ids in source_ids],
-                                           self.config["decode"]["batch_size"]):
+        def run(batch):
             targets = [list(target_ids[index]) + [EOS_ID] for index in batch]
-            feeds = dict(zip((self._source_ids, self._source_length),
-                             pad_batch([source_ids[index] for index in batch])))
+            feeds = self._feeds([source_ids[index] for index in batch], options)
             feeds.update(zip((self._target_ids, self._target_length), pad_batch(targets)))
-            feeds.update((tensor, options[name]) for name, tensor in self._fed_options.items())
             piece_log_probs, log_probs, scores = self._session.run(fetches, feeds)
-            for row, (index, target) in enumerate(zip(batch, targets)):
-                pieces = self._tokenizer.target_pieces(target)
-                results.append((index, {
-                    "score": float(scores[row]), "log_prob": float(log_probs[row]),
-                    "length": len(target), "pieces": [
-                        {"piece": piece, "log_prob": float(log_prob)}
-                        for piece, log_prob in zip(pieces, piece_log_probs[row])]}))
-        return [result for _, result in sorted(results, key=lambda pair: pair[0])]
-
-    def _graph_options(self, decoder, shape):
-        """search_encoded's options for a GraphShape: the fed placeholders, the shaping values."""
-        options = dict(self._fed_options, length_penalty_kind=shape.kind,
-                       no_repeat_ngram_size=shape.ngram)
-        if not shape.coverage:
-            options["coverage_penalty"] = 0.0
-        if not shape.min_length:
-            options["min_length"] = 0
-        if decoder == "sample":
-            options["sentence_keys"] = sentence_keys(self._source_ids, self._source_length)
-        return options
+            return [{"score": float(scores[row]), "log_prob": float(log_probs[row]),
+                     "length": len(target), "pieces": [
+                         {"piece": piece, "log_prob": float(log_prob)} for piece, log_prob
+                         in zip(self._tokenizer.target_pieces(target), piece_log_probs[row])]}
+                    for row, target in enumerate(targets)]
+        return self._in_batches(source_ids, run)
 
     def _sentence_trace(self, trace, row, source_ids, ids, scores, lengths):
         """DESIGN.md's search trace of batch row `row` (source_ids unpadded; its ids [K, time],
@@ -577,65 +578,24 @@ class Translator:
                                                         :len(source_ids)].tolist()}
                        for slot in range(len(scores)) if np.isfinite(scores[slot])]}
 
-    def translate(self, texts, decoder="while_loop", beam_width=None, n_best=1, trace=False,
-                  options=None):
-        """A list of strings -> a list of `Translation` (with its trace if `trace`), in order.
-
-        decoder, beam_width, n_best, options: as for `check_options` (fewer than n_best
-        hypotheses only where fewer are possible). ValueError for a bad option or text.
-        """
-        width = self.check_options(decoder, beam_width, n_best, options)  # before tokenizing
-        if isinstance(texts, str):
-            raise ValueError("texts must be a list of strings, got one string "
-                             "(wrap a single sentence in a list)")
-        token_ids = []
-        for index, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise ValueError("texts[%d] must be a string, got %s"
-                                 % (index, type(text).__name__))
-            token_ids.append(self.tokenize(text))
-            if not token_ids[-1]:
-                raise ValueError("texts[%d] is empty (no source tokens)" % index)
-        return self._translate_tokens(token_ids, decoder, width, n_best, trace, options)
-
-    def translate_tokens(self, token_ids, decoder="while_loop", beam_width=None, n_best=1,
-                         trace=False, options=None):
-        """`translate` for lists of source ids (from `tokenize`), each non-empty."""
-        width = self.check_options(decoder, beam_width, n_best, options)
-        return self._translate_tokens(token_ids, decoder, width, n_best, trace, options)
-
-    def _translate_tokens(self, token_ids, decoder, width, n_best, trace, options):
-        translations = []
-        for ids, (result, sentence_trace) in zip(token_ids, self._search(
-                token_ids, decoder, width, trace, self.resolve_options(decoder, options))):
-            hypotheses = [Hypothesis(self.detokenize(target_ids), score) for target_ids, score
-                          in zip(result.ids[:n_best], result.scores[:n_best])]
-            translations.append(Translation(hypotheses[0].text, hypotheses[0].score, hypotheses,
-                                            self._tokenizer.is_unfamiliar(ids), sentence_trace,
-                                            result.proven, result.expansions))
-        return translations
 
     def warm_up(self, decoders=None, beam_widths=None, max_source_length=None):
         """Builds the graphs of `decoders` (None: all) at `beam_widths` (None: the default;
-        exact: at the default) and runs each once; "unrolled" gets every length bucket of
+        sample and exact: theirs) and runs each once; "unrolled" gets every length bucket of
         sources up to `max_source_length` tokens (None: data.max_source_length). Returns the
         new `Variant`s."""
         max_source_length = max_source_length or self.config["data"]["max_source_length"]
         already_built = len(self.variants)
         for decoder in decoders or self.decoders:
-            if decoder == "exact":  # its step graph, and the while_loop search it starts from
-                self._search([[UNK_ID]], "exact", 1, False,
-                             self.resolve_options("exact", {"max_expansions": 1}))
-                continue
             source_lengths = sorted({  # "unrolled": the shortest source of each length bucket
                 unrolled_length_bucket(length, self.config["decode"]): length
                 for length in range(max_source_length, 0, -1)}.values()) if (
                     decoder == "unrolled") else [1]
-            for beam_width in sorted({self.check_options(decoder, width) for width in (
-                    beam_widths if beam_widths and decoder != "sample" else [None])}):
+            options = {"max_expansions": 1} if decoder == "exact" else None
+            for width in sorted({self.check_options(decoder, width, options=options) for width in (
+                    beam_widths if beam_widths and decoder not in ("sample", "exact") else [None])}):
                 for length in source_lengths:
-                    self._run(decoder, beam_width, np.full([1, length], UNK_ID, np.int32),
-                              np.array([length], np.int32))
+                    self._search([[UNK_ID] * length], decoder, width, False, options)
         return self.variants[already_built:]
 
 
@@ -649,7 +609,3 @@ def _search_result(ids, scores, lengths):
             finite_scores.append(float(score))
     return SearchResult(hypotheses, finite_scores)
 
-
-def _best_hypothesis(result):
-    """A `SearchResult`'s best as (ids tuple, score), or None if it holds none."""
-    return (tuple(result.ids[0]), result.scores[0]) if result.ids else None
