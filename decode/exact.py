@@ -1,15 +1,9 @@
 """Exact search: the hypothesis with the highest score under the decoding options, proven.
 
-Branch and bound, best-first by log-probability. The beam search's best is the first
-incumbent. A log-probability only falls as a hypothesis grows, so a prefix of log-probability
-L <= 0 can end no higher than L / (the largest normaliser its sentence's length limit allows);
-a prefix whose bound does not beat the incumbent is pruned, and every end-token child is a
-complete hypothesis, scored exactly. A sentence is proven once nothing is left to expand; the
-search stops short (not proven) at `max_expansions`. Why best-first, and what it costs:
-docs/DECODING-NOTES.md ("The exact search").
-
-The algorithm calls `expand`, one model step for many prefixes of many sentences at once: the
-Translator's step graph (`expansion_step`), or a NumPy model in tests.
+Branch and bound, best-first by log-probability, from the beam search's best: a prefix of
+log-probability L <= 0 ends no higher than L / (the largest normaliser its length limit
+allows), so one whose bound does not beat the best found is pruned. The bound, best-first and
+its cost: docs/DECODING-NOTES.md ("The exact search").
 """
 
 import collections
@@ -21,12 +15,10 @@ import tensorflow.compat.v1 as tf
 from decode.scoring import allowed_logits
 from seq2seq.model import EncoderOutput
 
+# One sentence's best: ids (end token left out), score, proven, prefixes expanded (model rows).
 ExactResult = collections.namedtuple("ExactResult", "ids score proven expansions")
-ExactResult.__doc__ = """One sentence's best hypothesis: ids (without the end token), its score,
-whether it is proven the best, and how many prefixes the search expanded (model rows)."""
-# One prefix to expand: its ids, log-probability, the decoder state before its last piece,
-# that piece (None: the empty prefix, fed the begin token), and the Node it expands again
-# (None: a new prefix).
+# A prefix to expand: ids, log-probability, the decoder state before its last piece, that piece
+# (None: the empty prefix, fed the begin token), the Node it expands again (None: a new one).
 Request = collections.namedtuple("Request", "ids log_prob state_in last_id node")
 FIRST_CHILDREN = 16  # children a new node lists; expanding it again lists as many as before
 
@@ -69,12 +61,11 @@ class Node:
 
 
 class SentenceSearch:
-    """The search of one sentence: its heap of prefixes to expand, and the incumbent.
+    """One sentence's heap of prefixes to expand and its incumbent (best_ids, best_score).
 
     Heap entries are (-log-probability, order, Node, rank): the rank-th child a node lists, or
-    at rank len(child_ids) the node itself, to be expanded again for the children it has not
-    listed. A node's next entry enters the heap only when the one before it leaves, so the heap
-    grows by about one entry per expansion and a node keeps a few children, not the vocabulary.
+    at rank len(child_ids) the node itself, to be expanded again for the children not listed;
+    a node's next entry is pushed when the one before it is popped.
     """
 
     def __init__(self, initial_state, limit, lower_bound, scoring, max_expansions):
@@ -123,14 +114,9 @@ class SentenceSearch:
         self.pushed += 1
 
     def add(self, request, state, log_probs, end_log_prob, end_token_id):
-        """Records the expansion of a `Request`: a new prefix's end-token child is scored; the
-        children that may beat the incumbent are listed.
-
-        Args:
-          state: the decoder state after the prefix; log_probs: [vocab] next-piece log-probs
-          with the options' -inf applied; end_log_prob: the end token's, without them (at the
-          limit the searches force the end token).
-        """
+        """Records a `Request`'s expansion: a new prefix's end-token child is scored, the
+        children that may beat the incumbent are listed. state: after the prefix; log_probs:
+        [vocab], the options' -inf applied; end_log_prob: without them (forced at the limit)."""
         self.expansions += 1
         node, ids, log_prob = request.node, request.ids, request.log_prob
         if node is None:
@@ -156,15 +142,14 @@ def exact_search(expand, initial_states, limits, lower_bounds, scoring, begin_to
     """The best hypothesis of each sentence under `scoring`, within its length limit.
 
     Args:
-      expand: (sentences [n] ints, states: n decoder states, last_ids [n] int32, prefixes:
-        n tuples of ids) -> (new_states: n states, log_probs [n, vocab] with the options'
-        -inf applied (blocking, minimum length), end_log_probs [n] without them).
-      initial_states: a decoder state per sentence, whatever `expand` takes.
-      limits: per sentence, the most pieces of a hypothesis, end token included.
-      lower_bounds: per sentence None or (ids, score), a known hypothesis (the beam's best).
+      expand: one model step for many prefixes of many sentences (the Translator's
+        `expansion_step`, a NumPy model in tests): (sentences [n] ints, n decoder states,
+        last_ids [n] int32, n tuples of prefix ids) -> (n new states, log_probs [n, vocab]
+        with the options' -inf applied, end_log_probs [n] without them).
+      initial_states: a decoder state per sentence; limits: per sentence, the most pieces of a
+        hypothesis, end token included; lower_bounds: per sentence None or (ids, score).
       scoring: a decode.scoring.Scoring of Python values (its coverage penalty is not used).
-      begin_token_id, end_token_id: ints; max_expansions: prefixes expanded per sentence at most.
-      rows_per_call: prefixes per `expand` call at most, shared among the unfinished sentences.
+      max_expansions: per sentence; rows_per_call: per `expand` call, shared among sentences.
     Returns:
       A list of `ExactResult`, one per sentence.
     """
@@ -193,14 +178,12 @@ def expansion_step(model, encoder_output, scoring, end_token_id):
 
     Args:
       model, encoder_output: a `Seq2SeqModel` and its encoding of a batch of sentences.
-      scoring: a decode.scoring.Scoring (no_repeat_ngram_size a Python int, min_length an int
-        or scalar tensor).
+      scoring: a decode.scoring.Scoring (min_length an int or scalar tensor).
     Returns:
       (inputs, outputs): inputs {"sentences" [n] int32 (rows of encoder_output), "states"
-      (encoder_output.initial_state's structure, [n, ...]), "last_ids" [n] int32, "prefixes"
-      [n, time] int32 (each row's pieces, -1 in front of shorter ones), "prefix_lengths" [n]};
-      outputs {"states", "log_probs" [n, vocab] with `allowed_logits` applied,
-      "end_log_probs" [n]}.
+      ([n, ...] each), "last_ids" [n] int32, "prefixes" [n, time] int32 (-1 in front of shorter
+      ones), "prefix_lengths" [n]}; outputs {"states", "log_probs" [n, vocab] (`allowed_logits`
+      applied), "end_log_probs" [n]}.
     """
     with tf.name_scope("exact_step"):
         inputs = {"sentences": tf.placeholder(tf.int32, [None], "sentences"),

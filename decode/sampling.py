@@ -1,14 +1,13 @@
 """Sampling: independent translations drawn from the model, the decoding options applied.
 
 Each of a sentence's `num_samples` slots extends its own hypothesis by a piece drawn from
-softmax(logits / temperature), kept to the `top_k` most likely pieces and to the nucleus
-(the smallest set of mass >= `top_p`). The draws come from stateless random ops keyed by the
-seed, the sentence's own source pieces and the step, so a sentence's samples do not depend on
-its batch-mates or its position. Scores are the model's own (untempered) log-probabilities
-under the length normalisation and coverage penalty, as the beam searches score.
+softmax(logits / temperature) within the `top_k` best pieces and the nucleus (mass >= `top_p`),
+keyed by the seed, the sentence's own pieces and the step (docs/DECODING-NOTES.md); scores are
+untempered, as the beam searches score.
 """
 
 import collections
+import functools
 
 import numpy as np
 import tensorflow.compat.v1 as tf
@@ -24,13 +23,8 @@ integer seed; each a Python number or a scalar tensor."""
 
 
 def sentence_keys(source_ids, source_length):
-    """A key per sentence from its own pieces, whatever the padding around it.
-
-    Args:
-      source_ids: [batch, src_time] int32, padded; source_length: [batch] int32.
-    Returns:
-      [batch] int64 hashes.
-    """
+    """[batch, src_time] padded source_ids, [batch] source_length -> [batch] int64 hashes of
+    each sentence's own pieces, whatever the padding around it."""
     with tf.name_scope("sentence_keys"):
         inside = tf.sequence_mask(source_length, tf.shape(source_ids)[1])
         pieces = tf.where_v2(inside, tf.strings.as_string(source_ids) + " ", "")
@@ -38,13 +32,8 @@ def sentence_keys(source_ids, source_length):
 
 
 def restricted_logits(logits, sampling):
-    """logits / temperature with -inf outside the top_k pieces and outside the nucleus.
-
-    Args:
-      logits: [batch, beam, vocab] float32 (-inf where an option already forbids a piece).
-    Returns:
-      [batch, beam, vocab] float32.
-    """
+    """[batch, beam, vocab] logits -> logits / temperature, -inf outside the top_k pieces and
+    outside the nucleus."""
     with tf.name_scope("restrict"):
         tempered = logits / sampling.temperature
         ranked = tf.sort(tempered, axis=-1, direction="DESCENDING")           # [b, k, v]
@@ -72,9 +61,8 @@ def sample_next(logits, beam, step, end_token_id, scoring, max_lengths, attentio
                 row_seeds):
     """One step of sampling with `select_best`'s contract: every alive slot draws its next piece.
 
-    Args:
-      logits, beam, step, end_token_id, scoring, max_lengths, attention: as select_best.
-      sampling: a Sampling; row_seeds: [batch, 2] int64, each sentence's seed.
+    Args (beyond select_best's): sampling: a Sampling; row_seeds: [batch, 2] int64, each
+      sentence's seed.
     Returns:
       (beam, token_ids [batch, beam] int32, None: every slot is its own parent).
     """
@@ -103,20 +91,13 @@ def sample_next(logits, beam, step, end_token_id, scoring, max_lengths, attentio
 def sample_search(update_fn, initial_state, sequence_length, num_samples, begin_token_id,
                   end_token_id, scoring, sampling, sentence_keys, name="sample", max_lengths=None,
                   source_mask=None):
-    """Draws `num_samples` translations per sentence (the search contract's Args and Returns,
-    with `num_samples` for beam_width), returned best score first.
-
-    Args (beyond the contract's):
-      scoring: a decode.scoring.Scoring; sampling: a Sampling.
-      sentence_keys: [batch] int64, `sentence_keys` of the batch's sources.
-    """
+    """Draws `num_samples` translations per sentence, best score first (the search contract,
+    with `num_samples` for beam_width; scoring: a Scoring, sampling: a Sampling,
+    sentence_keys: [batch] int64, `sentence_keys` of the batch's sources)."""
     with tf.name_scope(name):
         row_seeds = tf.stack([sentence_keys, tf.fill(tf.shape(sentence_keys),
                                                      tf.cast(sampling.seed, tf.int64))], axis=1)
-
-        def select(logits, beam, step, end_token_id, scoring, max_lengths, attention):
-            return sample_next(logits, beam, step, end_token_id, scoring, max_lengths, attention,
-                               sampling, row_seeds)
+        select = functools.partial(sample_next, sampling=sampling, row_seeds=row_seeds)
         return beam_search.search_loop(update_fn, initial_state, sequence_length, num_samples,
                                        begin_token_id, end_token_id, scoring, max_lengths, False,
                                        source_mask, select=select, sampling=True)

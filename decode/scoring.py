@@ -5,11 +5,8 @@ decode/sampling.py), so a beam search, greedy decoding and sampling score alike:
 
     score = log p / normaliser(length) + beta * sum_src log(min(attention received, 1))
 
-The normaliser is GNMT's ((5 + length) / 6) ** alpha, the length itself ("average") or 1
-("none"); the coverage term is GNMT's (Wu et al. 2016). Repetition blocking and the minimum
-length remove candidates (-inf) before the search ranks them; the log-probabilities stay the
-model's own. The options' meaning and ranges: DESIGN.md "Decoding options"; why coverage
-also ranks unfinished hypotheses: docs/DECODING-NOTES.md.
+Repetition blocking and the minimum length remove candidates (-inf) before the search ranks
+them. The options: DESIGN.md "Decoding options"; the choices: docs/DECODING-NOTES.md.
 """
 
 import collections
@@ -20,9 +17,7 @@ import tensorflow.compat.v1 as tf
 from decode.options import LENGTH_PENALTY_KINDS
 from seq2seq.common import get_shape
 
-# The attention a source piece must receive before the coverage term stops rising; a piece
-# never attended to counts as this little (log 0 would make every hypothesis -inf).
-MIN_COVERAGE = 1e-10
+MIN_COVERAGE = 1e-10  # the attention a piece never attended to counts as (log 0: -inf)
 
 Scoring = collections.namedtuple(
     "Scoring", "length_penalty length_penalty_kind coverage_penalty no_repeat_ngram_size min_length",
@@ -57,14 +52,8 @@ def length_normaliser(lengths, scoring):
 
 
 def coverage_term(coverage, scoring):
-    """beta * sum over source pieces of log(min(attention received, 1)).
-
-    Args:
-      coverage: [..., src] float32, the attention each source piece received so far; padding
-        positions start at 1, so they add nothing.
-    Returns:
-      [...] float32.
-    """
+    """[..., src] attention each source piece received so far (padding: 1) -> [...]
+    beta * sum over source pieces of log(min(attention received, 1))."""
     received = tf.clip_by_value(coverage, MIN_COVERAGE, 1.0)
     return scoring.coverage_penalty * tf.reduce_sum(tf.log(received), axis=-1)
 
@@ -82,17 +71,11 @@ def scores(log_probs, lengths, coverage, scoring):
 
 
 def repeated_ngram_mask(tokens, n, vocab_size):
-    """Which next pieces would repeat an n-gram a hypothesis already holds.
+    """Which next pieces would repeat an n-gram: those that followed an earlier occurrence of
+    the hypothesis's last n - 1 pieces.
 
-    The candidate c repeats an n-gram when the hypothesis's last n - 1 pieces followed by c
-    occur earlier; c is then the piece that followed an earlier occurrence of those n - 1.
-
-    Args:
-      tokens: [batch, beam, time] int32, each hypothesis's pieces so far.
-      n: Python int >= 1.
-      vocab_size: int or scalar tensor.
-    Returns:
-      [batch, beam, vocab] bool, True where the piece is blocked.
+    tokens: [batch, beam, time] int32 pieces so far; n: Python int >= 1; vocab_size: int or
+    scalar tensor. Returns [batch, beam, vocab] bool, True where the piece is blocked.
     """
     with tf.name_scope("repeated_ngrams"):
         batch_size, beam_width, time = get_shape(tokens)
@@ -110,15 +93,9 @@ def repeated_ngram_mask(tokens, n, vocab_size):
 
 
 def allowed_logits(logits, step, end_token_id, scoring, tokens=()):
-    """logits with -inf where the options forbid a piece: the end token before min_length,
-    a piece that repeats an n-gram.
-
-    Args:
-      logits: [batch, beam, vocab]; step: pieces generated so far (int or scalar tensor);
-      tokens: [batch, beam, step] int32 pieces so far, needed for repetition blocking.
-    Returns:
-      [batch, beam, vocab], the same tensor when no option forbids anything.
-    """
+    """[batch, beam, vocab] logits with -inf where the options forbid a piece (the end token
+    before min_length, a piece that repeats an n-gram; otherwise the same tensor). step: pieces
+    so far (int or scalar tensor); tokens: [batch, beam, step] int32, for blocking."""
     with tf.name_scope("allowed"):
         if scoring.no_repeat_ngram_size:
             blocked = repeated_ngram_mask(tokens, scoring.no_repeat_ngram_size, get_shape(logits)[2])
