@@ -197,8 +197,7 @@ def expansion_step(model, encoder_output, scoring, end_token_id):
                                    for tensor in encoder_output[:3]), initial_state=None)
         states, logits = model.step(gathered, inputs["states"], inputs["last_ids"])
         log_probs = tf.nn.log_softmax(logits)                                  # [n, vocab]
-        # Pieces shifted by one: the -1 in front of a short prefix becomes a piece of its own
-        # (column 0), so it never blocks a real one; that column is dropped after.
+        # Pieces shifted by one: a short prefix's -1 padding is column 0, dropped after.
         shifted = tf.pad(log_probs, [[0, 0], [1, 0]])[:, None, :]             # [n, 1, 1 + vocab]
         allowed = allowed_logits(shifted, inputs["prefix_lengths"][:, None, None],
                                  end_token_id + 1, scoring, (inputs["prefixes"] + 1)[:, None, :])

@@ -98,20 +98,16 @@ def _check(name, value, kind, low, high):
 
 
 def resolve(decoder, given, decode_params, max_target_length):
-    """Every option's value for one decoder ("score": for `Translator.score`): `given` (name ->
-    value; None: the default) over config["decode"]. max_target_length (config
-    data.max_target_length) bounds min_length and no_repeat_ngram_size.
-
-    Returns a dict with every name of OPTIONS; ValueError names the first unknown, ill-typed,
-    out-of-range or unused option.
-    """
+    """Every option of OPTIONS for `decoder` ("score": `Translator.score`'s): `given` (name ->
+    value; None: the default) over config["decode"]; max_target_length bounds min_length and
+    no_repeat_ngram_size. ValueError names the first unknown, ill-typed, out-of-range or unused
+    option."""
     given = given or {}
-    if decoder == "score":
-        unused = sorted(set(name for name, value in given.items() if value is not None)
-                        - set(SCORE_OPTIONS))
-        if unused:
-            raise ValueError("%s does not change a score; the scoring options are %s"
-                             % (unused[0], ", ".join(SCORE_OPTIONS)))
+    scoreless = sorted(name for name, value in given.items()
+                       if value is not None and name not in SCORE_OPTIONS)
+    if decoder == "score" and scoreless:
+        raise ValueError("%s does not change a score; the scoring options are %s"
+                         % (scoreless[0], ", ".join(SCORE_OPTIONS)))
     unknown = sorted(set(given) - set(OPTIONS))
     if unknown:
         raise ValueError("unknown decoding option %s; the options are %s"

@@ -51,23 +51,19 @@ def length_normaliser(lengths, scoring):
                      % (", ".join(LENGTH_PENALTY_KINDS), scoring.length_penalty_kind))
 
 
-def coverage_term(coverage, scoring):
-    """[..., src] attention each source piece received so far (padding: 1) -> [...]
-    beta * sum over source pieces of log(min(attention received, 1))."""
-    received = tf.clip_by_value(coverage, MIN_COVERAGE, 1.0)
-    return scoring.coverage_penalty * tf.reduce_sum(tf.log(received), axis=-1)
-
-
 def initial_coverage(source_mask, beam_width):
     """[batch, src] source mask (1 on pieces) -> [batch, beam, src]: 0 on pieces, 1 on padding."""
     return tf.tile((1.0 - tf.cast(source_mask, tf.float32))[:, None, :], [1, beam_width, 1])
 
 
 def scores(log_probs, lengths, coverage, scoring):
-    """The contract's score of hypotheses: [...] log_probs and lengths (and [..., src]
-    coverage, or () when not tracked) -> [...] float32."""
+    """The score above: [...] log_probs and lengths, [..., src] coverage (the attention each
+    source piece received, padding 1; () when not tracked) -> [...] float32."""
     normalised = log_probs / length_normaliser(lengths, scoring)
-    return normalised if isinstance(coverage, tuple) else normalised + coverage_term(coverage, scoring)
+    if isinstance(coverage, tuple):
+        return normalised
+    received = tf.clip_by_value(coverage, MIN_COVERAGE, 1.0)
+    return normalised + scoring.coverage_penalty * tf.reduce_sum(tf.log(received), axis=-1)
 
 
 def repeated_ngram_mask(tokens, n, vocab_size):

@@ -80,11 +80,8 @@ def format_translation(translation, n_best, show_unfamiliar=False):
 
 
 def translate_lines(translator, lines, args):
-    """Translates a list of input lines (blank ones are not translated).
-
-    Returns:
-      (output text, trace text: one JSON line per input line, "" without --trace).
-    """
+    """Input lines (blank ones are not translated) -> (output text, trace text: one JSON line
+    per input line, "" without --trace)."""
     token_ids = [translator.tokenize(line.strip()) for line in lines]
     to_translate = [index for index, ids in enumerate(token_ids) if ids]
     translations = dict(zip(to_translate, translator.translate_tokens(

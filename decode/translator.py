@@ -368,17 +368,13 @@ class Translator:
                   options=None):
         """A list of strings -> a `Translation` each, in order; decoder, beam_width, n_best,
         options: as `check_options` (fewer hypotheses only where fewer are possible)."""
-        width = self.check_options(decoder, beam_width, n_best, options)  # before tokenizing
-        return self._translate(self._ids_of("texts", texts), decoder, width, n_best, trace,
-                               options)
+        return self.translate_tokens(self._ids_of("texts", texts), decoder, beam_width, n_best,
+                                     trace, options)
 
     def translate_tokens(self, token_ids, decoder="while_loop", beam_width=None, n_best=1,
                          trace=False, options=None):
         """`translate` for lists of source ids (from `tokenize`), each non-empty."""
         width = self.check_options(decoder, beam_width, n_best, options)
-        return self._translate(token_ids, decoder, width, n_best, trace, options)
-
-    def _translate(self, token_ids, decoder, width, n_best, trace, options):
         translations = []
         for ids, (result, sentence_trace) in zip(
                 token_ids, self._search(token_ids, decoder, width, trace, options)):
