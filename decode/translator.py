@@ -120,9 +120,9 @@ def search_encoded(model, encoder_output, source_length, decode_params, decoder,
                                  **common)
         if decoder == "greedy":
             return greedy_search(update_fn, initial_state, max_length, BOS_ID, EOS_ID, scoring,
-                                 trace=trace, **common)
+                                 trace=trace, compact=True, **common)
         return while_loop_beam_search(update_fn, initial_state, max_length, beam_width,
-                                      BOS_ID, EOS_ID, scoring, trace=trace, **common)
+                                      BOS_ID, EOS_ID, scoring, trace=trace, compact=True, **common)
 
 
 def best_checkpoint_dir(model_dir):
