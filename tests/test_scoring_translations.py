@@ -26,13 +26,13 @@ def translator(tiny_model_dir):
 @pytest.fixture(scope="module")
 def sources(tiny_config, tiny_data):
     with open(os.path.join(tiny_config["data"]["data_dir"], "dev.src"), encoding="utf-8") as f:
-        return [line.strip() for line in f if line.strip()][:12]
+        return [line.strip() for line in f if line.strip()][:8]
 
 
 @pytest.mark.parametrize("options", OPTION_CASES, ids=str)
 def test_scoring_a_searchs_output_gives_back_its_score(translator, sources, options):
     source_ids = [translator.tokenize(text) for text in sources]
-    for decoder in ("while_loop", "unrolled", "sample"):
+    for decoder in ("while_loop", "sample"):  # unrolled = while_loop: tested apart
         results = translator.search(source_ids, decoder, options=options)
         score_options = {name: value for name, value in (options or {}).items()
                          if name in ("length_penalty", "length_penalty_kind", "coverage_penalty")}
