@@ -43,3 +43,12 @@ def tiny_model_dir(tiny_config, tiny_data, tmp_path_factory):
     model_dir = str(tmp_path_factory.mktemp("tiny_model"))
     train.run(tiny_config, model_dir, schedule="train", max_steps=400)
     return model_dir
+
+
+@pytest.fixture(scope="module")
+def translator(tiny_model_dir):
+    """A Translator of the tiny model, one per test module (a module may define its own)."""
+    from decode.translator import Translator
+    translator = Translator(tiny_model_dir)
+    yield translator
+    translator.close()

@@ -10,7 +10,7 @@ import sacrebleu
 import tensorflow.compat.v1 as tf
 
 from decode import compare
-from decode.translator import SearchResult, Translator, unrolled_length_bucket
+from decode.translator import SearchResult, unrolled_length_bucket
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -21,13 +21,6 @@ class FakeDetokenizer:
     @staticmethod
     def detokenize(ids):
         return " ".join(map(str, ids))
-
-
-@pytest.fixture(scope="module")
-def translator(tiny_model_dir):
-    translator = Translator(tiny_model_dir)
-    yield translator
-    translator.close()
 
 
 @pytest.fixture(scope="module")

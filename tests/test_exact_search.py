@@ -16,7 +16,7 @@ import tensorflow.compat.v1 as tf
 from decode import greedy_search, translate as translate_cli, while_loop_beam_search
 from decode.exact import exact_search, expansion_step
 from decode.scoring import Scoring
-from decode.translator import Translator, output_length_limit
+from decode.translator import output_length_limit
 from seq2seq.model import EncoderOutput
 from tests.numpy_beam_search import beam_search as numpy_beam_search, log_softmax
 from tests.toy_decoder import ToyDecoder, row_state
@@ -275,13 +275,6 @@ OPTION_CASES = [{"max_expansions": 200}, {"length_penalty_kind": "none", "max_ex
                 {"length_penalty_kind": "average", "max_expansions": 200},
                 {"length_penalty": 1.0, "no_repeat_ngram_size": 2, "max_expansions": 200},
                 {"length_penalty_kind": "none", "min_length": 4, "max_expansions": 3000}]
-
-
-@pytest.fixture(scope="module")
-def translator(tiny_model_dir):
-    translator = Translator(tiny_model_dir)
-    yield translator
-    translator.close()
 
 
 @pytest.fixture(scope="module")

@@ -9,18 +9,10 @@ import pytest
 
 from decode import score as score_cli
 from decode import translate as translate_cli
-from decode.translator import Translator
 
 OPTION_CASES = [None, {"coverage_penalty": 0.4}, {"length_penalty_kind": "average"},
                 {"length_penalty_kind": "none", "no_repeat_ngram_size": 2},
                 {"length_penalty": 1.0, "min_length": 3}]
-
-
-@pytest.fixture(scope="module")
-def translator(tiny_model_dir):
-    translator = Translator(tiny_model_dir)
-    yield translator
-    translator.close()
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from decode import translate as translate_cli
-from decode.translator import Translator
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -17,13 +16,6 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # first chunk boundary (a chunk is decode.batch_size lines below), a
 # whitespace-only line, and the last line.
 BLANKS = {0: "", 31: "", 32: "", 50: "   ", 71: ""}
-
-
-@pytest.fixture(scope="module")
-def translator(tiny_model_dir):
-    translator = Translator(tiny_model_dir)
-    yield translator
-    translator.close()
 
 
 @pytest.fixture
