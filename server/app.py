@@ -414,15 +414,7 @@ def _parse_request(fields, limits, translator):
     if "text" in fields:
         named = [("text", fields["text"])]
     else:
-        texts = fields["texts"]
-        if not isinstance(texts, list):
-            raise ApiError(400, "texts must be a list of strings, got %s"
-                           % JSON_TYPE_NAMES[type(texts)])
-        if not texts:
-            raise ApiError(400, "texts is empty")
-        if len(texts) > limits.max_texts:
-            raise ApiError(400, "texts has %d entries; the limit is %d"
-                           % (len(texts), limits.max_texts))
+        texts = _list_field(fields, "texts", "strings", limits)
         named = [("texts[%d]" % index, text) for index, text in enumerate(texts)]
     token_ids = [_token_ids(name, text, limits, translator) for name, text in named]
     for name, kind, kind_name in TYPED_FIELDS:
@@ -461,6 +453,20 @@ def _parse_request(fields, limits, translator):
                                        bool(trace), n_best if trace else None, used)
 
 
+def _list_field(fields, name, items, limits):
+    """fields[name], a non-empty list of at most limits.max_texts `items`, or ApiError (400)."""
+    value = fields[name]
+    if not isinstance(value, list):
+        raise ApiError(400, "%s must be a list of %s, got %s"
+                       % (name, items, JSON_TYPE_NAMES[type(value)]))
+    if not value:
+        raise ApiError(400, "%s is empty" % name)
+    if len(value) > limits.max_texts:
+        raise ApiError(400, "%s has %d entries; the limit is %d"
+                       % (name, len(value), limits.max_texts))
+    return value
+
+
 def _parse_score_request(fields, limits, translator):
     """Returns (sources, targets, the targets' field names, options), or raises ApiError."""
     unknown = sorted(set(fields) - set(SCORE_FIELDS))
@@ -470,15 +476,7 @@ def _parse_score_request(fields, limits, translator):
     if "pairs" in fields:
         if "source" in fields or "target" in fields:
             raise ApiError(400, 'give "source" and "target", or "pairs", not both')
-        pairs = fields["pairs"]
-        if not isinstance(pairs, list):
-            raise ApiError(400, "pairs must be a list of objects, got %s"
-                           % JSON_TYPE_NAMES[type(pairs)])
-        if not pairs:
-            raise ApiError(400, "pairs is empty")
-        if len(pairs) > limits.max_texts:
-            raise ApiError(400, "pairs has %d entries; the limit is %d"
-                           % (len(pairs), limits.max_texts))
+        pairs = _list_field(fields, "pairs", "objects", limits)
         for index, pair in enumerate(pairs):
             if not isinstance(pair, dict) or set(pair) != {"source", "target"}:
                 raise ApiError(400, 'pairs[%d] must be an object with "source" and "target", '
