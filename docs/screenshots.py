@@ -112,6 +112,16 @@ def chromium(width, height, profile_dir):
         driver.quit()
 
 
+def translate_and_wait(driver, wait):
+    """Clicks Translate; done when the page is idle again with something in the status line."""
+    driver.find_element(By.ID, "translate").click()
+    wait.until(lambda _: driver.find_element(By.ID, "translate").is_enabled() and
+               driver.find_element(By.ID, "status").text.endswith("."))
+    error = driver.find_element(By.ID, "error")
+    if error.is_displayed():
+        raise RuntimeError("the page shows an error: " + error.text)
+
+
 def page_screenshot(driver, url, text, beam_width, n_best, path):
     """Shows the search for `text` with both beam searches; saves the search view."""
     wait = WebDriverWait(driver, START_TIMEOUT_S)
@@ -127,13 +137,7 @@ def page_screenshot(driver, url, text, beam_width, n_best, path):
         driver.find_element(By.ID, field).clear()
         driver.find_element(By.ID, field).send_keys(str(value))
     driver.find_element(By.ID, "trace").click()
-    driver.find_element(By.ID, "translate").click()
-    # Done when the page is idle again with something in the status line.
-    wait.until(lambda _: driver.find_element(By.ID, "translate").is_enabled() and
-               driver.find_element(By.ID, "status").text.endswith("."))
-    error = driver.find_element(By.ID, "error")
-    if error.is_displayed():
-        raise RuntimeError("the page shows an error: " + error.text)
+    translate_and_wait(driver, wait)
     # A box of the best path focused: its path is traced and the readout says what it holds.
     driver.execute_script("document.querySelector('.search-panel g.node[tabindex=\"0\"]').focus();")
     search = driver.find_element(By.ID, "search")
@@ -154,12 +158,7 @@ def lab_screenshot(driver, url, text, own_translation, path):
             box.click()
     driver.find_element(By.ID, "text").send_keys(text)
     driver.find_element(By.ID, "chart").click()
-    driver.find_element(By.ID, "translate").click()
-    wait.until(lambda _: driver.find_element(By.ID, "translate").is_enabled() and
-               driver.find_element(By.ID, "status").text.endswith("."))
-    error = driver.find_element(By.ID, "error")
-    if error.is_displayed():
-        raise RuntimeError("the page shows an error: " + error.text)
+    translate_and_wait(driver, wait)
     driver.find_element(By.ID, "own-text").send_keys(own_translation)
     driver.find_element(By.ID, "own-score").click()
     wait.until(expected_conditions.visibility_of_element_located((By.ID, "own-meaning")))
