@@ -38,10 +38,12 @@ reference. A connection failure is a request that could not
 be sent, or whose answer could not be read: no connection, a closed or reset
 connection, no answer within 120 s, or an answer without a readable
 Content-Length; an answer whose body is not the JSON its check reads is a
-wrong answer. What went wrong is printed to stderr. Targets: zero 5xx, zero
-connection failures, zero differences; at 32 clients, batching on gives at
-least 1.5x the throughput of batching off, and its p99 latency stays under 10x
-its single-client p50.
+wrong answer. What went wrong is printed to stderr. Targets (issue 20): zero 5xx,
+zero connection failures, zero differences; at the most clients, batching on gives at
+least 1.5x the throughput of batching off, and its p99 latency is at most 3x its mean
+latency there; at fewer clients, batching on is never below 1.0x off. The modes take
+turns, each round in the other order (the server that runs first in a round ran up to
+7% slower at one client, whichever mode it was).
 
 With --instant the servers are bench.instant_server, which decodes nothing:
 the throughput that serving alone (HTTP, JSON, validation, batching's thread
@@ -88,8 +90,8 @@ START_TIMEOUT_S = 300
 EXIT_WAIT_S = 5
 INVALID_EVERY = 5
 SCORE_TOLERANCE = 1e-4
-TARGET_SPEEDUP = 1.5  # issue 10
-TARGET_P99_OVER_P50 = 10.0
+TARGET_SPEEDUP = 1.5  # issue 10, at the most clients
+TARGET_P99_OVER_MEAN = 3.0  # issue 20, at the most clients
 
 Request = collections.namedtuple("Request", "method path body content_type sentence")
 Request.__doc__ = """One planned request; `sentence` is None for an invalid one."""
@@ -549,17 +551,21 @@ def verdicts(results):
                                  sum(r.connection_failures for r in results),
                                  sum(r.mismatches for r in results)),
                not any(r.server_errors or r.connection_failures or r.mismatches for r in results))]
-    if ("on", most) in by_key and ("off", most) in by_key:
-        speedup = ratio(throughput(by_key["on", most]), throughput(by_key["off", most]))
-        checks.append(("%d clients: batching on / off throughput >= %.1fx" % (most, TARGET_SPEEDUP),
+    for clients in sorted({clients for _, clients in by_key}):
+        if ("on", clients) not in by_key or ("off", clients) not in by_key:
+            continue
+        speedup = ratio(throughput(by_key["on", clients]), throughput(by_key["off", clients]))
+        target = TARGET_SPEEDUP if clients == most else 1.0
+        checks.append(("%d clients: batching on / off throughput >= %.1fx" % (clients, target),
                        cell(speedup, "%.2fx", "not measured"),
-                       speedup is not None and speedup >= TARGET_SPEEDUP))
-    if ("on", most) in by_key and ("on", 1) in by_key:
-        spread = ratio(percentile(by_key["on", most].latencies_ms, 0.99),
-                       percentile(by_key["on", 1].latencies_ms, 0.50))
-        checks.append(("batching on: p99 at %d clients < %.0fx p50 at 1 client"
-                       % (most, TARGET_P99_OVER_P50), cell(spread, "%.2fx", "not measured"),
-                       spread is not None and spread < TARGET_P99_OVER_P50))
+                       speedup is not None and speedup >= target))
+    if ("on", most) in by_key:
+        latencies = by_key["on", most].latencies_ms
+        spread = ratio(percentile(latencies, 0.99),
+                       sum(latencies) / len(latencies) if latencies else None)
+        checks.append(("batching on: p99 at %d clients <= %.0fx their mean latency"
+                       % (most, TARGET_P99_OVER_MEAN), cell(spread, "%.2fx", "not measured"),
+                       spread is not None and spread <= TARGET_P99_OVER_MEAN))
     return checks
 
 
@@ -660,7 +666,7 @@ def main(argv=None):
             # The modes take turns, a slice of the plan each, so that load from
             # other processes on the machine falls on both alike.
             for round_index in range(args.rounds):
-                for mode in modes:
+                for mode in modes if round_index % 2 == 0 else modes[::-1]:
                     rounds[mode].append(run_phase(mode, servers[mode],
                                                   plan[round_index::args.rounds], clients,
                                                   references[mode]))
