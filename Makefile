@@ -27,8 +27,9 @@ demo: $(STAMP)
 	trainer=$$!; trap 'kill $$trainer 2>/dev/null' EXIT INT TERM; \
 	$(PY) serve.py --model_dir $(DEMO_DIR) --host 127.0.0.1 --port 8080
 
+# Two pytest-xdist workers, one per core here, each running whole test files (conftest.py).
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 prepare: $(STAMP)
 	$(PY) -m data_pipeline.prepare --config configs/default.yaml

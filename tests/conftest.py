@@ -1,9 +1,12 @@
 """Shared fixtures: a tiny prepared corpus and a tiny trained model.
 
-Both are built once per test session (in a temporary directory) and shared by
-every test module that asks for them, so the suite stays fast.
+Both are built once per test run (in a temporary directory) and shared by every
+test module that asks for them, so the suite stays fast. `make test` runs the
+modules on two pytest-xdist workers: the first worker to need the corpus or the
+model builds it while the other waits for it, then both read it.
 """
 
+import fcntl
 import os
 import sys
 
@@ -22,27 +25,52 @@ TINY_CONFIG = os.path.join(REPO, "configs", "tiny.yaml")
 
 
 @pytest.fixture(scope="session")
-def tiny_config(tmp_path_factory):
-    """configs/tiny.yaml with its data_dir in a temporary directory."""
-    data_dir = tmp_path_factory.mktemp("tiny_data")
-    return load_config(TINY_CONFIG, overrides={"data": {"data_dir": str(data_dir)}})
+def run_dir(tmp_path_factory, worker_id):
+    """A temporary directory that every xdist worker of this run shares."""
+    base = tmp_path_factory.getbasetemp()
+    return str(base if worker_id == "master" else base.parent)
+
+
+def built_once(path, build):
+    """Runs `build(path)` unless another worker of this run did; returns its result.
+
+    The first worker to get here holds a lock on `path`.lock while it builds; the others
+    wait on it and then find `path`.done. `build` must be safe to run again on a finished
+    `path` (it returns what it built without redoing it), since every worker calls it.
+    """
+    with open(path + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        result = build(path)
+        open(path + ".done", "w").close()
+    return result
+
+
+@pytest.fixture(scope="session")
+def tiny_config(run_dir):
+    """configs/tiny.yaml with its data_dir in this run's temporary directory."""
+    data_dir = os.path.join(run_dir, "tiny_data")
+    return load_config(TINY_CONFIG, overrides={"data": {"data_dir": data_dir}})
 
 
 @pytest.fixture(scope="session")
 def tiny_data(tiny_config):
     """The embedded corpus at tiny size, prepared: SentencePiece + TFRecords."""
     from data_pipeline.prepare import prepare
-    return prepare(tiny_config, verbose=False)
+    return built_once(tiny_config["data"]["data_dir"],
+                      lambda _: prepare(tiny_config, verbose=False))
 
 
 @pytest.fixture(scope="session")
-def tiny_model_dir(tiny_config, tiny_data, tmp_path_factory):
+def tiny_model_dir(tiny_config, tiny_data, run_dir):
     """A model directory holding a tiny model trained for 400 steps (enough to translate
     the tiny corpus into non-empty Portuguese)."""
     import train
-    model_dir = str(tmp_path_factory.mktemp("tiny_model"))
-    train.run(tiny_config, model_dir, schedule="train", max_steps=400)
-    return model_dir
+
+    def train_unless_trained(model_dir):
+        if not os.path.exists(model_dir + ".done"):
+            train.run(tiny_config, model_dir, schedule="train", max_steps=400)
+        return model_dir
+    return built_once(os.path.join(run_dir, "tiny_model"), train_unless_trained)
 
 
 @pytest.fixture(scope="module")

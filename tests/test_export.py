@@ -99,13 +99,11 @@ def test_saved_model_carries_config_and_sentencepiece(tiny_model_dir):
     assert tokenizer.target_vocab_size == Tokenizer.load(tiny_model_dir).target_vocab_size
 
 
-def test_export_schedule_writes_a_new_export(tiny_config, tiny_model_dir):
-    before = set(glob.glob(os.path.join(tiny_model_dir, "export", "[0-9]*")))
-    result = train.run(tiny_config, tiny_model_dir, schedule="export")
-    try:
-        assert result["export_path"] not in before
-        assert os.path.exists(os.path.join(result["export_path"], "saved_model.pb"))
-    finally:
-        # The model directory is shared by the whole session: leave it with
-        # its one export, as other modules' tests expect.
-        shutil.rmtree(result["export_path"])
+def test_export_schedule_writes_a_new_export(tiny_config, tiny_model_dir, tmp_path):
+    # A copy: the shared model directory keeps its one export for other modules' tests.
+    model_dir = str(tmp_path / "model")
+    shutil.copytree(tiny_model_dir, model_dir)
+    before = set(glob.glob(os.path.join(model_dir, "export", "[0-9]*")))
+    result = train.run(tiny_config, model_dir, schedule="export")
+    assert result["export_path"] not in before
+    assert os.path.exists(os.path.join(result["export_path"], "saved_model.pb"))
