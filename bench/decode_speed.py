@@ -33,6 +33,8 @@ Usage (about 6 minutes on 2 cores):
 """
 
 import argparse
+import concurrent.futures
+import functools
 import json
 import os
 import statistics
@@ -42,8 +44,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
+from tensorflow.core.protobuf import rewriter_config_pb2  # noqa: E402
 
 from decode import beam_search, greedy_search, rnn_beam_search, while_loop_beam_search  # noqa: E402
+from decode.translator import call_batch_size  # noqa: E402
 from seq2seq.common import batch_gather, get_shape, merge_beams, tile_beams  # noqa: E402
 from seq2seq.config import DEFAULTS  # noqa: E402
 from seq2seq.model import Seq2SeqModel  # noqa: E402
@@ -285,6 +289,9 @@ SESSION_CONFIG = None  # --threads: the throughput session's ConfigProto (None: 
 def time_variants(session, fetches, repeats, warmup=2):
     """Median wall-clock and CPU seconds per run of every fetch, timed round-robin.
 
+    Args:
+      session: runs each fetch; None when `fetches` maps names to callables instead.
+
     The order rotates every repetition, so that no variant always runs right
     after the same other one. CPU time (all threads of this process) moves
     less than wall-clock time when other processes load the machine.
@@ -293,15 +300,17 @@ def time_variants(session, fetches, repeats, warmup=2):
       ({name: median wall seconds}, {name: median CPU seconds}).
     """
     names = list(fetches)
+    run = {name: fetches[name] if session is None else functools.partial(session.run, fetches[name])
+           for name in names}
     for _ in range(warmup):
         for name in names:
-            session.run(fetches[name])
+            run[name]()
     wall = {name: [] for name in names}
     cpu = {name: [] for name in names}
     for repeat in range(repeats):
         for name in names[repeat % len(names):] + names[:repeat % len(names)]:
             wall_start, cpu_start = time.perf_counter(), time.process_time()
-            session.run(fetches[name])
+            run[name]()
             wall[name].append(time.perf_counter() - wall_start)
             cpu[name].append(time.process_time() - cpu_start)
     return ({name: statistics.median(times) for name, times in wall.items()},
@@ -345,6 +354,46 @@ def throughput(batch_size, beam_width, length, repeats):
             wall, cpu = time_variants(session, fetches, repeats)
     return {name: {"sentences_per_second": batch_size / wall[name],
                    "cpu_ms_per_sentence": 1000 * cpu[name] / batch_size} for name in fetches}
+
+
+def as_translate_runs_it(batch_size, beam_width, length, repeats):
+    """The while_loop search as `decode.translate` runs one call, against tfa by default.
+
+    `decode.translate` splits a call of `batch_size` sentences into batches of
+    `decode.batch_size` (smaller ones when the call cannot give every core a full one:
+    `call_batch_size`) and runs one batch per core at once, each in the Translator's
+    session (every op in the calling thread, one intra-op thread, Grappler off), compaction
+    on; tfa decodes the whole batch in TensorFlow's default session, what its users get.
+    """
+    threads = os.cpu_count()
+    chunk = call_batch_size(batch_size, DEFAULTS["decode"]["batch_size"], threads)
+    chunks = -(-batch_size // chunk)
+    with tf.Graph().as_default():
+        tf.set_random_seed(1)
+        model = Seq2SeqModel(MODEL_PARAMS, VOCAB_SIZE, VOCAB_SIZE)
+        ours = build_our_search(while_loop_beam_search, model, encoded_batch(model, chunk),
+                                beam_width, length, compact=True)
+        theirs = build_tfa(model, encoded_batch(model, batch_size), batch_size, beam_width,
+                           length)
+        translator_config = tf.ConfigProto(
+            inter_op_parallelism_threads=-1, intra_op_parallelism_threads=1,
+            graph_options=tf.GraphOptions(rewrite_options=rewriter_config_pb2.RewriterConfig(
+                disable_meta_optimizer=True)))
+        # The default session first: the first session sizes the process's intra-op pool,
+        # so tfa gets TensorFlow's default threads (and ours that pool, not one thread).
+        with tf.Session() as default_session, \
+                tf.Session(config=translator_config) as translator_session, \
+                concurrent.futures.ThreadPoolExecutor(threads) as pool:
+            for session in (translator_session, default_session):
+                session.run(tf.global_variables_initializer())
+            runs = {
+                "while_loop as decode.translate runs it": lambda: list(pool.map(
+                    lambda _: translator_session.run(ours), range(chunks))),
+                "tfa": functools.partial(default_session.run, theirs),
+            }
+            wall, cpu = time_variants(None, runs, repeats)
+    return {name: {"sentences_per_second": batch_size / wall[name],
+                   "cpu_ms_per_sentence": 1000 * cpu[name] / batch_size} for name in runs}
 
 
 def build_cost(length):
@@ -419,7 +468,7 @@ def print_speeds(title, speeds, reference):
             base["cpu_ms_per_sentence"] / speed["cpu_ms_per_sentence"]))
 
 
-SECTIONS = ("selection", "throughput", "build", "scoring")
+SECTIONS = ("selection", "throughput", "translate", "build", "scoring")
 
 
 def main():
@@ -467,6 +516,12 @@ def main():
                                       "length": length, "variants": speeds})
         print_speeds("batch %d, beam %d, %d steps" % (batch_size, beam_width, length), speeds,
                      "tfa")
+    for batch_size, beam_width, length in sizes if "translate" in sections else ():
+        speeds = as_translate_runs_it(batch_size, beam_width, length, args.repeats)
+        results.setdefault("translate", []).append(
+            {"batch": batch_size, "beam": beam_width, "length": length, "variants": speeds})
+        print_speeds("as decode.translate runs it: batch %d, beam %d, %d steps" % (
+            batch_size, beam_width, length), speeds, "tfa")
     if "build" in sections:
         print("\ngraph build, batch 32, beam 5")
         print("| steps | while_loop build s | while_loop ops | unrolled build s | unrolled ops |")

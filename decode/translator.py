@@ -143,6 +143,12 @@ def find_checkpoint(model_dir):
     return path
 
 
+def call_batch_size(sentences, batch_size, concurrent_batches):
+    """The batch size for a call of `sentences`: `batch_size`, or less when the call is too
+    small to give each of the `concurrent_batches` threads a full batch (then even ones)."""
+    return min(batch_size, max(1, -(-sentences // concurrent_batches)))
+
+
 def length_sorted_batches(lengths, batch_size):
     """Lists of at most `batch_size` indices into `lengths`, shortest first, ties in order."""
     order = sorted(range(len(lengths)), key=lambda index: lengths[index])
@@ -413,15 +419,19 @@ class Translator:
                      self._sentence_trace(outputs[3], row, sentence,
                                           *(output[row] for output in outputs[:3]))
                      if trace else None) for row, sentence in enumerate(sentences)]
-        return self._in_batches(token_ids, run)
+        # The unrolled search builds a graph per length: smaller batches would build more.
+        return self._in_batches(token_ids, run, split=decoder != "unrolled")
 
-    def _in_batches(self, token_ids, run):
+    def _in_batches(self, token_ids, run, split=True):
         """`run(batch of indices)`'s result per index, in input order, over length-sorted
         batches of `token_ids`, `concurrent_batches` at once on pool threads that record into
-        the caller's `recording_builds`."""
+        the caller's `recording_builds`; `split`: a call too small to give every thread a
+        full batch is split evenly over them (`call_batch_size`)."""
         results = [None] * len(token_ids)
-        batches = length_sorted_batches([len(ids) for ids in token_ids],
-                                        self.config["decode"]["batch_size"])
+        batch_size = self.config["decode"]["batch_size"]
+        if split:
+            batch_size = call_batch_size(len(token_ids), batch_size, self._concurrent_batches)
+        batches = length_sorted_batches([len(ids) for ids in token_ids], batch_size)
 
         def run_batch(batch, lists=self._recordings.__dict__.get("lists", [])):
             self._recordings.lists = lists
