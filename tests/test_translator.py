@@ -168,6 +168,25 @@ def test_batches_at_once_and_session_threads_change_speed_not_results(translator
         streams.close()
 
 
+def test_a_call_too_small_for_a_full_batch_per_thread_is_split_evenly(translator, tiny_model_dir,
+                                                                      dev_sentences):
+    split = Translator(tiny_model_dir, hparams="decode.concurrent_batches=2,decode.batch_size=32")
+    batch_sizes, run = [], split._run
+
+    def recording_run(decoder, beam_width, sentences, *args):
+        batch_sizes.append((decoder, len(sentences)))
+        return run(decoder, beam_width, sentences, *args)
+    split._run = recording_run
+    try:
+        for decoder in ("while_loop", "unrolled"):
+            assert_same_n_best(split.translate(dev_sentences[:7], decoder),
+                               translator.translate(dev_sentences[:7], decoder))
+    finally:
+        split.close()
+    # The unrolled search, which builds a graph per length, keeps one batch.
+    assert sorted(batch_sizes) == [("unrolled", 7), ("while_loop", 3), ("while_loop", 4)]
+
+
 @pytest.mark.parametrize("hparams, message", [
     ("decode.inter_op_threads=-2", r"decode\.inter_op_threads must be >= -1"),
     ("decode.intra_op_threads=-1", r"decode\.intra_op_threads must be >= 0"),
