@@ -2,6 +2,7 @@
 
     python -m bench.compaction_speed --model_dir runs/es --input /tmp/es_test.src
         [--passes 3] [--batch_size 32] [--beam_width K] [--against CHECKOUT] [--json F]
+        [--sample]
 
 Builds the while_loop search over the model directory's checkpoint as
 decode.translator.search_encoded builds it (the config's beam width and length penalty,
@@ -12,7 +13,8 @@ in two orders: the file's own (mixed lengths, the Translator's length sort bypas
 length-sorted (what decode.translate does). Batches run as the Translator runs them (its
 session settings, one batch per core at once). The variants are timed in turns, rotating,
 `passes` times; the table gives the median sentences/s and CPU seconds of the process. The
-first pass also compares every sentence's hypotheses with the "off" search's.
+first pass also compares every sentence's hypotheses with the "off" search's. With --sample
+the variants are the sample decoder's (`beam_width` samples, top-p 0.9, seed 0) instead.
 """
 
 import argparse
@@ -32,6 +34,8 @@ from tensorflow.core.protobuf import rewriter_config_pb2  # noqa: E402
 
 from data_pipeline.tokenizer import BOS_ID, EOS_ID, Tokenizer  # noqa: E402
 from decode import while_loop_beam_search  # noqa: E402
+from decode.sampling import Sampling, sample_search, sentence_keys  # noqa: E402
+from decode.scoring import Scoring  # noqa: E402
 from decode.translator import find_checkpoint, output_length_limits, pad_batch  # noqa: E402
 from seq2seq.config import load_config  # noqa: E402
 from seq2seq.model import Seq2SeqModel  # noqa: E402
@@ -43,9 +47,10 @@ def checkout_search(checkout):
             load_checkout_beam_update_fn(checkout))
 
 
-def build(model_dir, beam_width, against=None):
+def build(model_dir, beam_width, against=None, sample=False):
     """(session, source placeholders, {variant: (ids, scores, lengths)}, tokenizer, decode
-    params); variants "on", "off" (compaction) and with `against` "against"."""
+    params); variants "on", "off" (compaction) and with `against` "against"; `sample`: of
+    the sample decoder."""
     config = load_config(os.path.join(model_dir, "config.yaml"))
     decode_params = config["decode"]
     tokenizer = Tokenizer.load(model_dir)
@@ -58,8 +63,15 @@ def build(model_dir, beam_width, against=None):
         encoded = model.encode(source_ids, source_length, training=False)
         limits = output_length_limits(source_length, decode_params)
         scoring = decode_params["length_penalty"]  # GNMT's alpha, the other options off
-        variants = {"on": (while_loop_beam_search, Seq2SeqModel.beam_update_fn, {"compact": True}),
-                    "off": (while_loop_beam_search, Seq2SeqModel.beam_update_fn, {})}
+        search = while_loop_beam_search
+        if sample:
+            keys = sentence_keys(source_ids, source_length)
+
+            def search(update_fn, state, length, width, begin, end, alpha, **options):
+                return sample_search(update_fn, state, length, width, begin, end, Scoring(alpha),
+                                     Sampling(top_p=0.9), keys, **options)
+        variants = {"on": (search, Seq2SeqModel.beam_update_fn, {"compact": True}),
+                    "off": (search, Seq2SeqModel.beam_update_fn, {})}
         if against:
             variants["against"] = checkout_search(against) + ({},)
         searches = {}
@@ -110,12 +122,13 @@ def main():
     parser.add_argument("--against", metavar="CHECKOUT",
                         help="also time this checkout's search and beam_update_fn")
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument("--sample", action="store_true", help="the sample decoder's variants")
     args = parser.parse_args()
     tf.disable_v2_behavior()
     beam_width = args.beam_width or load_config(
         os.path.join(args.model_dir, "config.yaml"))["decode"]["beam_width"]
     session, placeholders, searches, tokenizer, decode_params = build(
-        args.model_dir, beam_width, args.against)
+        args.model_dir, beam_width, args.against, args.sample)
     with open(args.input, encoding="utf-8") as f:
         sources = [tokenizer.encode_source(line.rstrip("\n")) for line in f if line.strip()]
     sources = [ids for ids in sources if ids][:args.limit]

@@ -6,6 +6,7 @@ tokens are rebuilt at the end by following the parent slots back.
 """
 
 import collections
+import functools
 import numbers
 
 import numpy as np
@@ -322,12 +323,13 @@ def while_loop_beam_search(update_fn, initial_state, sequence_length, beam_width
 
 def search_loop(update_fn, initial_state, sequence_length, width, begin_token_id, end_token_id,
                 scoring, max_lengths, trace, source_mask, select=None, sampling=False,
-                compact=False):
+                compact=False, select_args=None):
     """The tf.while_loop of `while_loop_beam_search` (Args and Returns as it), choosing each
     step's tokens with `select` (select_best's signature; None: select_best); `sampling`:
     every slot starts alive, keeps its own parent, and the results are sorted best first
     (decode/sampling.py); `compact`: decided sentences leave the loop, so neither update_fn
-    nor `select` may read per-sentence values from its closure."""
+    nor `select` may read per-sentence values from its closure: `select_args`, {keyword:
+    [batch, ...]}, passes them to `select`, the live rows' only."""
     sequence_length = _checked_length(sequence_length)
     state, ids, beam, max_lengths = _start(initial_state, width, begin_token_id, max_lengths,
                                            scoring, source_mask, all_alive=sampling)
@@ -347,11 +349,14 @@ def search_loop(update_fn, initial_state, sequence_length, width, begin_token_id
         return tf.logical_and(step < sequence_length, ~tf.reduce_all(beam.finished))
 
     def body(step, state, ids, beam, history, batch):
-        limits = max_lengths
-        if compact and max_lengths is not None:
-            limits = tf.gather(max_lengths, batch[0])                          # [live]
+        limits, per_sentence = max_lengths, dict(select_args or {})
+        if compact:  # the live rows' [live, ...]
+            per_sentence = {name: tf.gather(values, batch[0])
+                            for name, values in per_sentence.items()}
+            limits = None if max_lengths is None else tf.gather(max_lengths, batch[0])
+        chosen = functools.partial(select or select_best, **per_sentence)
         state, beam, record = _advance(update_fn, state, ids, beam, step, end_token_id,
-                                       scoring, limits, trace, select or select_best, state)
+                                       scoring, limits, trace, chosen, state)
         ids = record["token_ids"]                                              # [live, k]
         if compact:
             rows, batch_beam = batch

@@ -25,16 +25,17 @@ def batch_record(record, rows, batch_size, end_token_id):
     """A step's token and parent ids (and attention) of the live rows, for the whole batch.
 
     Args:
-      record: {"token_ids", "parent_ids": [live, beam] int32; "attention" [live, beam, src]
-        where traced}.
+      record: {"token_ids", "parent_ids": [live, beam] int32 (parent_ids None when sampling);
+        "attention" [live, beam, src] where traced}.
       rows: [live] int32, each live row's position in the batch; batch_size: int or tensor.
     Returns:
       The same keys, [batch, beam, ...]: decided rows hold the end token, their own slot
       as parent and no attention (0).
     """
     width = get_shape(record["token_ids"])[1]
-    bases = {"token_ids": tf.fill([batch_size, width], end_token_id),
-             "parent_ids": tf.tile(tf.range(width)[None], [batch_size, 1])}
+    bases = {"token_ids": tf.fill([batch_size, width], end_token_id)}
+    if record["parent_ids"] is not None:  # None: sampling, every slot its own parent
+        bases["parent_ids"] = tf.tile(tf.range(width)[None], [batch_size, 1])
     if "attention" in record:
         bases["attention"] = tf.zeros(tf.concat([[batch_size], tf.shape(record["attention"])[1:]],
                                                 0))

@@ -90,14 +90,16 @@ def sample_next(logits, beam, step, end_token_id, scoring, max_lengths, attentio
 
 def sample_search(update_fn, initial_state, sequence_length, num_samples, begin_token_id,
                   end_token_id, scoring, sampling, sentence_keys, name="sample", max_lengths=None,
-                  source_mask=None):
+                  source_mask=None, compact=False):
     """Draws `num_samples` translations per sentence, best score first (the search contract,
     with `num_samples` for beam_width; scoring: a Scoring, sampling: a Sampling,
-    sentence_keys: [batch] int64, `sentence_keys` of the batch's sources)."""
+    sentence_keys: [batch] int64, `sentence_keys` of the batch's sources; compact: a sentence
+    whose samples have all ended leaves the running batch, decode/compaction.py)."""
     with tf.name_scope(name):
         row_seeds = tf.stack([sentence_keys, tf.fill(tf.shape(sentence_keys),
                                                      tf.cast(sampling.seed, tf.int64))], axis=1)
-        select = functools.partial(sample_next, sampling=sampling, row_seeds=row_seeds)
-        return beam_search.search_loop(update_fn, initial_state, sequence_length, num_samples,
-                                       begin_token_id, end_token_id, scoring, max_lengths, False,
-                                       source_mask, select=select, sampling=True)
+        return beam_search.search_loop(
+            update_fn, initial_state, sequence_length, num_samples, begin_token_id, end_token_id,
+            scoring, max_lengths, False, source_mask, sampling=True, compact=compact,
+            select=functools.partial(sample_next, sampling=sampling),
+            select_args={"row_seeds": row_seeds})

@@ -117,7 +117,7 @@ def search_encoded(model, encoder_output, source_length, decode_params, decoder,
         if decoder == "sample":
             return sample_search(update_fn, initial_state, max_length, beam_width, BOS_ID, EOS_ID,
                                  scoring, fields_of(Sampling, params), params["sentence_keys"],
-                                 **common)
+                                 compact=True, **common)
         if decoder == "greedy":
             return greedy_search(update_fn, initial_state, max_length, BOS_ID, EOS_ID, scoring,
                                  trace=trace, compact=True, **common)

@@ -10,6 +10,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from decode import greedy_search, while_loop_beam_search
+from decode.sampling import Sampling, sample_search
 from decode.scoring import Scoring
 from tests.test_decoding_options import OPTION_SETS, SOURCE_LENGTHS, SOURCE_TIME, AttentionToy
 from tests.toy_decoder import ToyDecoder
@@ -133,6 +134,21 @@ def test_greedy_compacts_as_the_beam_of_one():
                                           Scoring(0.6), MIXED_LIMITS, search=greedy)
     assert_same_results(full, compacted)
     assert_rows_leave_when_decided(full[3], live_rows)
+
+
+@pytest.mark.parametrize("limits", [None, MIXED_LIMITS], ids=["free", "limits"])
+def test_sampling_compacts_and_draws_the_same_samples(limits):
+    # Each sentence draws from its own seed, so leaving the batch changes none of its draws.
+    toy = ToyDecoder(vocab_size=7, seed=3)
+
+    def sample(update_fn, state, steps, width, begin, end, scoring, trace, **kwargs):
+        keys = tf.constant(np.arange(len(MIXED_ROWS)) * 7 + 1, tf.int64)
+        return sample_search(update_fn, state, steps, width, begin, end, scoring,
+                             Sampling(temperature=1.5, top_p=0.9, seed=3), keys, **kwargs)
+    full, compacted, live_rows = run_both(toy.update_fn, toy.initial_state(MIXED_ROWS), 9, 4,
+                                          Scoring(0.6), limits, trace=False, search=sample)
+    assert_same_results(full, compacted)
+    assert live_rows == sorted(live_rows, reverse=True) and live_rows[-1] < len(MIXED_ROWS)
 
 
 def test_untraced_compacted_search_returns_the_same():
