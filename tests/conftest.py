@@ -32,17 +32,16 @@ def run_dir(tmp_path_factory, worker_id):
 
 
 def built_once(path, build):
-    """Runs `build(path)` unless another worker of this run did; returns its result.
+    """Runs `build()`, which makes `path`, unless a worker of this run made it already.
 
-    The first worker to get here holds a lock on `path`.lock while it builds; the others
-    wait on it and then find `path`.done. `build` must be safe to run again on a finished
-    `path` (it returns what it built without redoing it), since every worker calls it.
+    The first worker to get here builds while it holds `path`.lock and then marks `path`.done;
+    the others wait on the lock and find the mark.
     """
     with open(path + ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        result = build(path)
-        open(path + ".done", "w").close()
-    return result
+        if not os.path.exists(path + ".done"):
+            build()
+            open(path + ".done", "w").close()
 
 
 @pytest.fixture(scope="session")
@@ -56,8 +55,8 @@ def tiny_config(run_dir):
 def tiny_data(tiny_config):
     """The embedded corpus at tiny size, prepared: SentencePiece + TFRecords."""
     from data_pipeline.prepare import prepare
-    return built_once(tiny_config["data"]["data_dir"],
-                      lambda _: prepare(tiny_config, verbose=False))
+    built_once(tiny_config["data"]["data_dir"], lambda: prepare(tiny_config, verbose=False))
+    return prepare(tiny_config, verbose=False)  # up to date now: it reads what was built
 
 
 @pytest.fixture(scope="session")
@@ -65,12 +64,10 @@ def tiny_model_dir(tiny_config, tiny_data, run_dir):
     """A model directory holding a tiny model trained for 400 steps (enough to translate
     the tiny corpus into non-empty Portuguese)."""
     import train
-
-    def train_unless_trained(model_dir):
-        if not os.path.exists(model_dir + ".done"):
-            train.run(tiny_config, model_dir, schedule="train", max_steps=400)
-        return model_dir
-    return built_once(os.path.join(run_dir, "tiny_model"), train_unless_trained)
+    model_dir = os.path.join(run_dir, "tiny_model")
+    built_once(model_dir, lambda: train.run(tiny_config, model_dir, schedule="train",
+                                            max_steps=400))
+    return model_dir
 
 
 @pytest.fixture(scope="module")
