@@ -403,12 +403,17 @@ def _parse_json_object(body):
     return value
 
 
-def _parse_request(fields, limits, translator):
-    """Returns (each text's source token ids, n_best, BatchKey), or raises ApiError (400)."""
-    unknown = sorted(set(fields) - set(FIELDS))
+def _check_known(fields, known):
+    """Raises ApiError (400) naming the first of `fields` not in `known`."""
+    unknown = sorted(set(fields) - set(known))
     if unknown:
         raise ApiError(400, "unknown field %s; the fields are %s"
-                       % (shown(unknown[0]), ", ".join(FIELDS)))
+                       % (shown(unknown[0]), ", ".join(known)))
+
+
+def _parse_request(fields, limits, translator):
+    """Returns (each text's source token ids, n_best, BatchKey), or raises ApiError (400)."""
+    _check_known(fields, FIELDS)
     if ("text" in fields) == ("texts" in fields):
         raise ApiError(400, 'give exactly one of "text" (a string) or "texts" (a list of strings)')
     if "text" in fields:
@@ -469,10 +474,7 @@ def _list_field(fields, name, items, limits):
 
 def _parse_score_request(fields, limits, translator):
     """Returns (sources, targets, the targets' field names, options), or raises ApiError."""
-    unknown = sorted(set(fields) - set(SCORE_FIELDS))
-    if unknown:
-        raise ApiError(400, "unknown field %s; the fields are %s"
-                       % (shown(unknown[0]), ", ".join(SCORE_FIELDS)))
+    _check_known(fields, SCORE_FIELDS)
     if "pairs" in fields:
         if "source" in fields or "target" in fields:
             raise ApiError(400, 'give "source" and "target", or "pairs", not both')
