@@ -24,6 +24,27 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY_CONFIG = os.path.join(REPO, "configs", "tiny.yaml")
 
 
+# Files of few tests that run long: xdist hands out the files with the most tests first, which
+# would leave these for last, one worker busy with them while the other idles.
+LONG_FILES_OF_FEW_TESTS = ("tests/test_distributed.py", "tests/test_serve_reload.py",
+                           "tests/test_serve_training_browser.py")
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """With --dist loadfile, the scheduler that starts LONG_FILES_OF_FEW_TESTS first."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class LongFilesFirst(LoadFileScheduling):
+        def _assign_work_unit(self, node):
+            for path in reversed(LONG_FILES_OF_FEW_TESTS):
+                if path in self.workqueue:
+                    self.workqueue.move_to_end(path, last=False)
+            super()._assign_work_unit(node)
+    return LongFilesFirst(config, log)
+
+
 @pytest.fixture(scope="session")
 def run_dir(tmp_path_factory, worker_id):
     """A temporary directory that every xdist worker of this run shares."""
