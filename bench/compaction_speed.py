@@ -40,6 +40,7 @@ from decode.translator import find_checkpoint, output_length_limits, pad_batch  
 from seq2seq.config import load_config  # noqa: E402
 from seq2seq.model import Seq2SeqModel  # noqa: E402
 
+
 def checkout_search(checkout):
     """(while_loop_beam_search, Seq2SeqModel.beam_update_fn) of another checkout's files."""
     from bench.decode_speed import load_checkout_beam_update_fn, load_checkout_searches
@@ -63,13 +64,12 @@ def build(model_dir, beam_width, against=None, sample=False):
         encoded = model.encode(source_ids, source_length, training=False)
         limits = output_length_limits(source_length, decode_params)
         scoring = decode_params["length_penalty"]  # GNMT's alpha, the other options off
-        search = while_loop_beam_search
-        if sample:
-            keys = sentence_keys(source_ids, source_length)
+        keys = sentence_keys(source_ids, source_length) if sample else None
 
-            def search(update_fn, state, length, width, begin, end, alpha, **options):
-                return sample_search(update_fn, state, length, width, begin, end, Scoring(alpha),
-                                     Sampling(top_p=0.9), keys, **options)
+        def sampled(update_fn, state, length, width, begin, end, alpha, **options):
+            return sample_search(update_fn, state, length, width, begin, end, Scoring(alpha),
+                                 Sampling(top_p=0.9), keys, **options)
+        search = sampled if sample else while_loop_beam_search
         variants = {"on": (search, Seq2SeqModel.beam_update_fn, {"compact": True}),
                     "off": (search, Seq2SeqModel.beam_update_fn, {})}
         if against:

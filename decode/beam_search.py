@@ -349,7 +349,7 @@ def search_loop(update_fn, initial_state, sequence_length, width, begin_token_id
         return tf.logical_and(step < sequence_length, ~tf.reduce_all(beam.finished))
 
     def body(step, state, ids, beam, history, batch):
-        limits, per_sentence = max_lengths, dict(select_args or {})
+        limits, per_sentence = max_lengths, select_args or {}
         if compact:  # the live rows' [live, ...]
             per_sentence = {name: tf.gather(values, batch[0])
                             for name, values in per_sentence.items()}

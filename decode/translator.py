@@ -584,7 +584,6 @@ class Translator:
                                                         :len(source_ids)].tolist()}
                        for slot in range(len(scores)) if np.isfinite(scores[slot])]}
 
-
     def warm_up(self, decoders=None, beam_widths=None, max_source_length=None):
         """Builds the graphs of `decoders` (None: all) at `beam_widths` (None: the default;
         sample and exact: theirs) and runs each once; "unrolled" gets every length bucket of
@@ -614,4 +613,3 @@ def _search_result(ids, scores, lengths):
             hypotheses.append(tokens[:-1] if tokens and tokens[-1] == EOS_ID else tokens)
             finite_scores.append(float(score))
     return SearchResult(hypotheses, finite_scores)
-
