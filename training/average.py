@@ -1,0 +1,102 @@
+"""Checkpoint averaging: the element-wise mean of a model directory's last N checkpoints.
+
+    python -m training.average --model_dir D [--last N] [--out D/averaged]
+
+writes a model directory of its own (config.yaml, the SentencePiece model(s), one checkpoint,
+averaged.json naming the checkpoints averaged) that decode.translate and serve.py load like any
+other. The model's trainable variables are averaged and global_step is the newest's. The
+optimizer's slots are dropped: the directory decodes, it does not resume training, and neither
+the newest's moments (fairseq's average_checkpoints.py keeps the first's) nor their mean
+(tensor2tensor's avg_checkpoints.py) belong to the averaged weights.
+"""
+
+import argparse
+import json
+import os
+import shutil
+
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+from data_pipeline.tokenizer import Tokenizer
+from seq2seq.config import load_config
+from seq2seq.model import Seq2SeqModel
+
+CONFIG_FILE, RECORD_FILE = "config.yaml", "averaged.json"
+
+
+def last_checkpoints(model_dir, count):
+    """The last `count` checkpoint prefixes of `model_dir`'s `checkpoint` state, oldest first."""
+    if count < 1:
+        raise ValueError("--last must be at least 1, got %d" % count)
+    state = tf.train.get_checkpoint_state(model_dir)
+    paths = list(state.all_model_checkpoint_paths) if state else []
+    if not paths:
+        raise ValueError("%s holds no checkpoint: train a model into it first" % model_dir)
+    if len(paths) < count:
+        raise ValueError("%s holds %d checkpoint(s), fewer than the %d to average: pass --last %d"
+                         " or less, or train with a larger train.keep_checkpoint_max"
+                         % (model_dir, len(paths), count, len(paths)))
+    return paths[-count:]
+
+
+def average_checkpoints(model_dir, count=5, out=None):
+    """Writes the mean of `model_dir`'s last `count` checkpoints as the model directory `out`
+    (default MODEL_DIR/averaged; a previous average there is replaced). Returns its checkpoint.
+
+    Raises:
+      ValueError: fewer checkpoints than `count`, `out` holds something else, or a checkpoint
+        lacks one of the config's model variables.
+    """
+    out = os.path.normpath(out or os.path.join(model_dir, "averaged"))
+    paths = last_checkpoints(model_dir, count)
+    if os.path.exists(out) and not os.path.isfile(os.path.join(out, RECORD_FILE)):
+        raise ValueError("%s exists and was not written by training.average: pass another --out"
+                         % out)
+    config, tokenizer = load_config(os.path.join(model_dir, CONFIG_FILE)), Tokenizer.load(model_dir)
+    readers = [tf.train.load_checkpoint(path) for path in paths]
+    staging = "%s.staging-%d" % (out, os.getpid())
+    with tf.Graph().as_default(), tf.Session() as session:
+        model = Seq2SeqModel(config["model"], tokenizer.source_vocab_size,
+                             tokenizer.target_vocab_size)
+        ids = tf.zeros([1, 1], tf.int32)  # a call of every layer makes every variable
+        model.teacher_forced_logits(model.encode(ids, tf.ones([1], tf.int32), False), ids, False)
+        for variable in model.variables:  # float64 sums: N copies of a value average to it
+            name = variable.op.name
+            missing = [path for path, reader in zip(paths, readers) if not reader.has_tensor(name)]
+            if missing:
+                raise ValueError("checkpoint %s has no variable %s: was it trained with a "
+                                 "different model config?" % (missing[0], name))
+            mean = sum(reader.get_tensor(name).astype(np.float64) for reader in readers) / count
+            variable.load(mean.astype(variable.dtype.base_dtype.as_numpy_dtype), session)
+        step = tf.train.get_or_create_global_step()
+        step.load(readers[-1].get_tensor(tf.GraphKeys.GLOBAL_STEP), session)
+        saver = tf.train.Saver(model.variables + [step], save_relative_paths=True)
+        saved = saver.save(session, os.path.join(staging, "model.ckpt"), global_step=step,
+                           write_meta_graph=False)
+    shutil.copyfile(os.path.join(model_dir, CONFIG_FILE), os.path.join(staging, CONFIG_FILE))
+    tokenizer.copy_to(staging)
+    with open(os.path.join(staging, RECORD_FILE), "w", encoding="utf-8") as record:
+        json.dump({"checkpoints": [os.path.basename(path) for path in paths]}, record)
+    if os.path.exists(out):
+        shutil.rmtree(out)
+    os.replace(staging, out)
+    return os.path.join(out, os.path.basename(saved))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model_dir", required=True)
+    parser.add_argument("--last", type=int, default=5, help="checkpoints to average (default 5)")
+    parser.add_argument("--out", help="the averaged model directory (default MODEL_DIR/averaged)")
+    args = parser.parse_args(argv)
+    tf.disable_v2_behavior()
+    try:
+        path = average_checkpoints(args.model_dir, args.last, args.out)
+    except ValueError as error:
+        parser.error(str(error))
+    print("wrote the average of %d checkpoints: %s" % (args.last, path))
+
+
+if __name__ == "__main__":
+    main()
