@@ -1,9 +1,9 @@
 """Sampling: independent translations drawn from the model, the decoding options applied.
 
 Each of a sentence's `num_samples` slots extends its own hypothesis by a piece drawn from
-softmax(logits / temperature) within the `top_k` best pieces and the nucleus (mass >= `top_p`),
-keyed by the seed, the sentence's own pieces and the step (docs/DECODING-NOTES.md); scores are
-untempered, as the beam searches score.
+softmax(logits / temperature) within the `top_k` best pieces, the nucleus (mass >= `top_p`) and
+the pieces of probability >= `epsilon`, keyed by the seed, the sentence's own pieces and the step
+(docs/DECODING-NOTES.md); scores are untempered, as the beam searches score.
 """
 
 import collections
@@ -16,10 +16,10 @@ from decode import beam_search
 from decode import scoring as scoring_lib
 from seq2seq.common import batch_gather, get_shape
 
-Sampling = collections.namedtuple("Sampling", "temperature top_k top_p seed",
-                                  defaults=(1.0, 0, 1.0, 0))
-Sampling.__doc__ = """temperature > 0, top_k >= 0 (0: every piece), 0 < top_p <= 1 and an
-integer seed; each a Python number or a scalar tensor."""
+Sampling = collections.namedtuple("Sampling", "temperature top_k top_p seed epsilon",
+                                  defaults=(1.0, 0, 1.0, 0, 0.0))
+Sampling.__doc__ = """temperature > 0, top_k >= 0 (0: every piece), 0 < top_p <= 1, an integer
+seed and 0 <= epsilon < 1 (0: off); each a Python number or a scalar tensor."""
 
 
 def sentence_keys(source_ids, source_length):
@@ -32,8 +32,11 @@ def sentence_keys(source_ids, source_length):
 
 
 def restricted_logits(logits, sampling):
-    """[batch, beam, vocab] logits -> logits / temperature, -inf outside the top_k pieces and
-    outside the nucleus."""
+    """[batch, beam, vocab] logits -> logits / temperature, -inf outside the top_k pieces, outside
+    the nucleus and where softmax(logits / temperature) < epsilon (Hewitt et al. 2022), never at
+    the most likely piece. Epsilon is measured on the tempered distribution over the allowed
+    pieces, as Hugging Face's EpsilonLogitsWarper measures it, but before top_k and top_p
+    renormalise it (Hugging Face: after), so each option's meaning stands alone."""
     with tf.name_scope("restrict"):
         tempered = logits / sampling.temperature
         ranked = tf.sort(tempered, axis=-1, direction="DESCENDING")           # [b, k, v]
@@ -45,7 +48,10 @@ def restricted_logits(logits, sampling):
         in_nucleus = (mass_before < sampling.top_p) | (sampling.top_p >= 1.0) | tf.equal(
             tf.range(vocab_size), 0)                     # [b, k, v]; the best piece always
         lowest_kept = tf.reduce_min(tf.where_v2(in_nucleus, ranked, np.inf), -1, keepdims=True)
-        return tf.where_v2(tempered >= tf.maximum(kth_best, lowest_kept), tempered, -np.inf)
+        above_epsilon = tf.minimum(ranked[:, :, :1], tf.reduce_logsumexp(  # p >= e: log p >= log e
+            tempered, -1, keepdims=True) + tf.log(tf.cast(sampling.epsilon, tempered.dtype)))
+        lowest = tf.maximum(tf.maximum(kth_best, lowest_kept), above_epsilon)  # epsilon 0: -inf
+        return tf.where_v2(tempered >= lowest, tempered, -np.inf)
 
 
 def _gumbel_noise(row_seeds, step, shape):
