@@ -10,6 +10,9 @@ import re
 
 import yaml
 
+from seq2seq.decoding_options import TABLE as DECODING_OPTIONS
+from seq2seq.decoding_options import beam_groups_problem, limits, problem
+
 DEFAULTS = {
     "name": "default",  # the run's name: model_dir defaults to runs/<name>; /v1/info reports it
     "data": {
@@ -67,17 +70,9 @@ DEFAULTS = {
     },
     "decode": {
         "beam_width": 5,  # default beam width (eval BLEU, translate, serve), 1..max_beam_width
-        "length_penalty": 0.6,  # alpha in ((5 + length) / 6) ** alpha, >= 0 (0: none)
-        "length_penalty_kind": "gnmt",  # "gnmt": log p / ((5 + len) / 6) ** alpha | "average" | "none"
-        "coverage_penalty": 0.0,  # beta of GNMT's coverage penalty, >= 0 (0: none)
-        "no_repeat_ngram_size": 0,  # no hypothesis repeats an n-gram of this many pieces, >= 0 (0: off)
-        "min_length": 0,  # pieces before the end token may be chosen, >= 0
-        "num_samples": 4,  # decoder "sample": samples per sentence, 1..max_beam_width
-        "temperature": 1.0,  # decoder "sample": logits / temperature, > 0
-        "top_k": 0,  # decoder "sample": draw from the k most likely pieces, >= 0 (0: all)
-        "top_p": 1.0,  # decoder "sample": from the smallest set of mass >= top_p, in (0, 1]
-        "seed": 0,  # decoder "sample": the same source, options and seed give the same samples
-        "max_expansions": 2000,  # decoder "exact": most prefixes expanded per sentence, >= 1
+        # The decoding options (length_penalty ... max_expansions, each with its hint and
+        # range): seq2seq/decoding_options.py's TABLE.
+        **{name: option.default for name, option in DECODING_OPTIONS.items()},
         "max_length_ratio": 2.0,  # decode at most ratio * source tokens + max_length_extra, >= 0
         "max_length_extra": 10,  # tokens added to that limit, >= 1
         "max_beam_width": 16,  # the largest beam width a request or flag may ask for, >= 1
@@ -112,8 +107,7 @@ SHAPE_KEYS = ("data.joint_vocab", "data.vocab_size", "model.embedding_size", "mo
               "model.attention_size", "model.share_embeddings", "model.tie_output_projection")
 
 _CHOICES = {"data.corpus": ("embedded", "files"), "data.spm_model_type": ("unigram", "bpe"),
-            "model.attention": ("bahdanau", "luong"), "train.decay": ("rsqrt", "constant", "cosine"),
-            "decode.length_penalty_kind": ("gnmt", "average", "none")}
+            "model.attention": ("bahdanau", "luong"), "train.decay": ("rsqrt", "constant", "cosine")}
 
 
 class ConfigError(ValueError):
@@ -320,16 +314,20 @@ def _validate(config):
         "train.batch_size", "train.bucket_width", "train.shuffle_buffer", "train.max_steps",
         "train.save_checkpoints_steps", "train.log_step_count_steps", "train.eval_batch_size",
         "decode.max_length_extra", "decode.max_beam_width", "decode.batch_size",
-        "decode.num_samples", "decode.max_expansions",
         "serve.max_body_bytes", "serve.max_texts", "serve.max_chars", "serve.max_tokens",
         "serve.max_batch_sentences"), 1)
     decode = config["decode"]
     if not 1 <= decode["beam_width"] <= decode["max_beam_width"]:
         raise ConfigError("decode.beam_width must be in [1, decode.max_beam_width=%d], got %d"
                           % (decode["max_beam_width"], decode["beam_width"]))
-    if decode["num_samples"] > decode["max_beam_width"]:
-        raise ConfigError("decode.num_samples must be in [1, decode.max_beam_width=%d], got %d"
-                          % (decode["max_beam_width"], decode["num_samples"]))
+    named = limits(decode, data["max_target_length"])
+    for name, option in DECODING_OPTIONS.items():
+        wrong = problem(option, decode[name], named)
+        if wrong:
+            raise ConfigError("decode.%s %s, got %r" % (name, wrong, decode[name]))
+    wrong = beam_groups_problem(decode["diverse_beam_groups"], decode["beam_width"], "decode.")
+    if wrong:
+        raise ConfigError(wrong)
     if decode["inter_op_threads"] < -1:
         raise ConfigError("decode.inter_op_threads must be >= -1 (-1: the calling thread), "
                           "got %r" % decode["inter_op_threads"])
@@ -337,14 +335,9 @@ def _validate(config):
         "train.batch_tokens", "train.warmup_steps", "train.keep_checkpoint_max",
         "train.eval_bleu_sentences", "train.throttle_secs", "train.histogram_steps",
         "train.eval_attention_images", "train.label_smoothing",
-        "decode.max_length_ratio", "decode.length_penalty", "decode.intra_op_threads",
-        "decode.concurrent_batches", "serve.concurrent_batches", "serve.intra_op_threads",
-        "serve.batch_step_overhead", "train.early_stopping_evaluations", "decode.coverage_penalty",
-        "decode.no_repeat_ngram_size", "decode.min_length", "decode.top_k"), 0)
-    _check_at_least(config, ["decode.temperature"], 0, strict=True)
-    _check_at_least(config, ["serve.batch_hold_ms"], 0)
-    if not 0.0 < decode["top_p"] <= 1.0:
-        raise ConfigError("decode.top_p must be in (0, 1], got %r" % decode["top_p"])
+        "decode.max_length_ratio", "decode.intra_op_threads", "decode.concurrent_batches",
+        "serve.concurrent_batches", "serve.intra_op_threads", "serve.batch_step_overhead",
+        "train.early_stopping_evaluations", "serve.batch_hold_ms"), 0)
     _check_at_least(config, ["train.learning_rate"], 0, strict=True)
 
 

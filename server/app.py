@@ -12,7 +12,7 @@ import unicodedata
 from flask import Flask, Response, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from decode.options import EXACT_OPTIONS, HINTS, OPTIONS, SAMPLING_OPTIONS, ranges
+from decode.options import OPTIONS, TABLE, bounds, limits, shown, takes_option
 from server.batcher import Batcher
 from server.training_status import training_report
 
@@ -30,7 +30,6 @@ DEFAULT_DECODER = "while_loop"
 FIELDS = ("text", "texts", "decoder", "beam_width", "n_best", "trace") + OPTIONS
 SCORE_FIELDS = ("source", "target", "pairs") + OPTIONS  # the Translator names the unused options
 BEAMLESS_DECODERS = ("sample", "exact")  # no beam: no beam_width, nothing to trace
-EXCLUSIVE_MINIMUM = ("temperature", "top_p")  # above their minimum, not at it (decode/options.py)
 MAX_SERVED_EXPANSIONS = 20000  # the exact search's cap a request may ask for (SERVING-NOTES.md)
 # The optional fields of a type: the exact Python type JSON parses them to, and its name.
 TYPED_FIELDS = (("trace", bool, "true or false"), ("beam_width", int, "an integer"),
@@ -39,7 +38,6 @@ DEFAULT_MAX_UNROLLED_TOKENS = 16  # serve.py's --warm_up_source_tokens default
 MAX_EXAMPLES = 8
 MAX_LOGGED_CHARS = 200
 MAX_METHOD_CHARS = 20
-MAX_SHOWN_CHARS = 40
 MAX_INTEGER_DIGITS = 100  # longer integers read as +-10**100: out of every range alike
 ALLOWED_CONTROLS = frozenset("\t\n\r")  # whitespace a pasted paragraph may carry
 # A lone surrogate ("\ud800") parses as JSON but cannot be encoded.
@@ -64,14 +62,6 @@ class ApiError(Exception):
 def error_document(status, message):
     """DESIGN.md's JSON error body for an HTTP status."""
     return {"error": {"code": CODES.get(status, "error"), "message": message}}
-
-
-def shown(value, limit=MAX_SHOWN_CHARS):
-    """A client's value as a message shows it: its JSON text, cut short."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10 ** 15:
-        return "an integer of more than 15 digits"
-    text = json.dumps(value)
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 class ModelSlot:
@@ -161,25 +151,20 @@ def read_examples(config, limit=MAX_EXAMPLES):
     return []
 
 
-def takes_option(decoder, name):
-    """Whether `decoder` uses the decoding option `name` (the Translator refuses it otherwise)."""
-    if name in SAMPLING_OPTIONS or name in EXACT_OPTIONS:
-        return decoder == ("sample" if name in SAMPLING_OPTIONS else "exact")
-    return not (name == "coverage_penalty" and decoder == "exact")
-
-
 def decoding_report(translator):
     """/v1/info's `decoding`: per option its default, allowed values, hint and decoders."""
     decode_params = translator.config["decode"]
-    report = {}
-    for name, (kind, low, high) in ranges(
-            decode_params, translator.config["data"]["max_target_length"]).items():
-        if kind == "choice":
-            allowed = {"type": "choice", "choices": list(low)}
+    named, report = limits(decode_params, translator.config["data"]["max_target_length"]), {}
+    for name in OPTIONS:
+        option = TABLE[name]
+        if option.kind == "choice":
+            allowed = {"type": "choice", "choices": list(option.low)}
         else:
-            allowed = {"type": "integer" if kind == "int" else "number", "min": low, "max": high,
-                       "exclusive_min": name in EXCLUSIVE_MINIMUM}
-        report[name] = dict(default=decode_params[name], **allowed, hint=HINTS[name],
+            low, high = bounds(option, named)
+            allowed = {"type": "integer" if option.kind == "int" else "number", "min": low,
+                       "max": high, "exclusive_min": option.open_low,
+                       "exclusive_max": option.open_high}
+        report[name] = dict(default=decode_params[name], **allowed, hint=option.hint,
                             decoders=[decoder for decoder in translator.decoders
                                       if takes_option(decoder, name)])
     report["max_expansions"]["max"] = served_max_expansions(decode_params)

@@ -79,6 +79,26 @@ def test_bad_configs_name_the_key(tmp_path, text, message):
     ("train.keep_checkpoint_max=-1", r"train\.keep_checkpoint_max must be >= 0, got -1"),
     ("train.throttle_secs=-1", r"train\.throttle_secs must be >= 0, got -1"),
     ("data.data_dir=", r"data\.data_dir must not be empty"),
+    # The decoding options: seq2seq/decoding_options.py's checks, as a request gets them.
+    ("decode.temperature=0", r"decode\.temperature must be in \(0, inf\], got 0\.0"),
+    ("decode.top_p=1.5", r"decode\.top_p must be in \(0, 1\], got 1\.5"),
+    ("decode.epsilon=1", r"decode\.epsilon must be in \[0, 1\), got 1\.0"),
+    ("decode.epsilon=-0.1", r"decode\.epsilon must be in \[0, 1\), got -0\.1"),
+    ("decode.num_samples=17", r"decode\.num_samples must be in 1\.\.16, got 17"),
+    ("decode.max_beam_width=3,decode.beam_width=3", r"decode\.num_samples must be in 1\.\.3, got 4"),
+    ("decode.min_length=65", r"decode\.min_length must be in 0\.\.64, got 65"),
+    ("data.max_target_length=8,decode.no_repeat_ngram_size=9",
+     r"decode\.no_repeat_ngram_size must be in 0\.\.8, got 9"),
+    ("decode.length_penalty=-1", r"decode\.length_penalty must be in 0\.\., got -1\.0"),
+    ("decode.length_penalty_kind=log",
+     r"decode\.length_penalty_kind must be one of gnmt, average, none, got 'log'"),
+    ("decode.mbr_utility=meteor", r"decode\.mbr_utility must be one of chrf, bleu, got 'meteor'"),
+    ("decode.mbr_candidates=greedy", r"decode\.mbr_candidates must be one of sample, beam"),
+    ("decode.diverse_beam_groups=0", r"decode\.diverse_beam_groups must be in 1\.\., got 0"),
+    ("decode.diverse_beam_groups=2", r"decode\.diverse_beam_groups must divide decode\.beam_width "
+                                     r"5, got 2"),
+    ("decode.diverse_beam_strength=-0.5", r"decode\.diverse_beam_strength must be in 0\.\."),
+    ("decode.max_expansions=0", r"decode\.max_expansions must be in 1\.\.1000000, got 0"),
 ])
 def test_bad_hparams(hparams, message):
     with pytest.raises(cfg.ConfigError, match=message):
@@ -91,6 +111,11 @@ def test_range_edges_are_accepted():
                                      "train.save_checkpoints_steps=1,data.embedded_dev_size=1")
     assert config["train"]["batch_tokens"] == 0
     assert config["train"]["learning_rate"] == 1e-6
+    edges = {"epsilon": 0.999, "top_p": 1.0, "temperature": 1e-6, "num_samples": 16,
+             "min_length": 64, "diverse_beam_groups": 5, "diverse_beam_strength": 0.0,
+             "mbr_candidates": "beam", "mbr_utility": "bleu", "seed": -2 ** 62}
+    config = cfg.load_config(hparams=",".join("decode.%s=%s" % item for item in edges.items()))
+    assert {name: config["decode"][name] for name in edges} == edges
 
 
 def test_string_hparams_are_taken_as_written():
@@ -287,6 +312,9 @@ def test_every_key_has_an_inline_comment_in_the_schema_and_the_demo_config():
     with open("configs/default.yaml", encoding="utf-8") as f:
         demo = f.read()
     for section, key in _schema_keys():
-        assert re.search(r'^ +"%s": [^\n]*,  # \S' % key, schema, re.M), key
+        if section == "decode" and key in cfg.DECODING_OPTIONS:  # the table's hint says it
+            assert len(cfg.DECODING_OPTIONS[key].hint) > 10, key
+        else:
+            assert re.search(r'^ +"%s": [^\n]*,  # \S' % key, schema, re.M), key
         yaml_key = r"^  %s: " % key if section else r"^%s: " % key
         assert re.search(yaml_key + r"[^#\n]*# \S", demo, re.M), "%s.%s" % (section, key)

@@ -10,7 +10,8 @@ import os
 
 import pytest
 
-from decode.options import HINTS, OPTIONS, SCORING_OPTIONS, ranges
+from decode.options import (HINTS, OPTIONS, PENDING, SCORING_OPTIONS, TABLE, check_beam_width,
+                            problem)
 from server.app import MAX_SERVED_EXPANSIONS, ModelSlot, create_app
 from tests.test_serve_api import assert_error, assert_serves
 from tests.test_serve_batching import CountingTranslator, app_with, post_behind_a_held_call
@@ -51,24 +52,74 @@ def test_info_reports_each_option_s_default_range_hint_and_decoders(client, tran
     decoding = client.get("/v1/info").get_json()["decoding"]
     decode_params = translator.config["decode"]
     assert list(decoding) == list(OPTIONS)
-    limits = ranges(decode_params, translator.config["data"]["max_target_length"])
     for name, entry in decoding.items():
         assert entry["default"] == decode_params[name]
         assert entry["hint"] == HINTS[name]
-        kind, low, high = limits[name]
-        if kind == "choice":
-            assert (entry["type"], entry["choices"]) == ("choice", list(low))
-        elif name != "max_expansions":
-            assert (entry["type"], entry["min"], entry["max"]) == (
-                "integer" if kind == "int" else "number", low, high)
-        assert entry.get("exclusive_min", False) == (name in ("temperature", "top_p"))
-    assert decoding["max_expansions"]["max"] == MAX_SERVED_EXPANSIONS, "the server's cap"
-    assert decoding["num_samples"]["max"] == decode_params["max_beam_width"]
+    longest, widest = translator.config["data"]["max_target_length"], decode_params["max_beam_width"]
+    assert {name: (entry["type"], entry.get("choices") or (
+        entry["min"], entry["max"], entry["exclusive_min"], entry["exclusive_max"]))
+        for name, entry in decoding.items()} == {  # DESIGN.md's ranges
+        "length_penalty": ("number", (0, None, False, False)),
+        "length_penalty_kind": ("choice", ["gnmt", "average", "none"]),
+        "coverage_penalty": ("number", (0, None, False, False)),
+        "no_repeat_ngram_size": ("integer", (0, longest, False, False)),
+        "min_length": ("integer", (0, longest, False, False)),
+        "num_samples": ("integer", (1, widest, False, False)),
+        "temperature": ("number", (0, None, True, False)),
+        "top_k": ("integer", (0, None, False, False)),
+        "top_p": ("number", (0, 1, True, False)),
+        "seed": ("integer", (-2 ** 62, 2 ** 62, False, False)),
+        "max_expansions": ("integer", (1, MAX_SERVED_EXPANSIONS, False, False))}
     every = ["while_loop", "unrolled", "greedy", "sample", "exact"]
     assert {name: entry["decoders"] for name, entry in decoding.items()} == dict(
         {name: every for name in SCORING_OPTIONS}, coverage_penalty=every[:4],
         num_samples=["sample"], temperature=["sample"], top_k=["sample"], top_p=["sample"],
         seed=["sample"], max_expansions=["exact"])
+
+
+def test_info_s_ranges_are_the_ones_requests_are_held_to(client, translator):
+    """Each reported edge is accepted (unless excluded) and a step beyond it refused."""
+    for name, entry in client.get("/v1/info").get_json()["decoding"].items():
+        decoder = entry["decoders"][0]
+        if entry["type"] == "choice":
+            edges = [(choice, True) for choice in entry["choices"]] + [("other", False)]
+        else:
+            step = 1 if entry["type"] == "integer" else 1e-3
+            edges = [(entry["min"], not entry["exclusive_min"]), (entry["min"] - step, False)]
+            if entry["max"] is not None:
+                edges += [(entry["max"], not entry["exclusive_max"]), (entry["max"] + step, False)]
+        for value, allowed in edges:
+            if allowed:  # the Translator's check: decoding would only add time
+                assert translator.resolve_options(decoder, {name: value})[name] == value
+            else:
+                response = client.post("/translate", json={"text": "one", "decoder": decoder,
+                                                            name: value})
+                assert response.status_code == 400, (name, value)
+                assert response.get_json()["error"]["message"].startswith(name + " must be ")
+
+
+def test_declared_options_not_yet_wired_are_unknown_fields(client, translator):
+    for name in PENDING:
+        assert name in translator.config["decode"], "the config holds its default already"
+        assert_error(client.post("/translate", json={"text": "one", name: None}), 400,
+                     "bad_request", 'unknown field "%s"' % name)
+
+
+def test_the_table_s_messages_for_the_declared_options():
+    named = {"max_target_length": 64, "max_beam_width": 8}
+    assert problem(TABLE["epsilon"], 1.0, named) == "must be in [0, 1)"
+    assert problem(TABLE["epsilon"], 0.0, named) is None
+    assert problem(TABLE["epsilon"], float("nan"), named) == "must be in [0, 1)"
+    assert problem(TABLE["diverse_beam_groups"], 0, named) == "must be in 1.."
+    assert problem(TABLE["diverse_beam_strength"], -0.5, named) == "must be in 0.."
+    assert problem(TABLE["mbr_utility"], "meteor", named) == "must be one of chrf, bleu"
+    assert problem(TABLE["mbr_candidates"], "beam", named) is None
+    assert [TABLE[name].decoders for name in ("epsilon", "num_samples", "mbr_candidates")] == [
+        ("sample", "mbr"), ("sample", "mbr"), ("mbr",)]
+    check_beam_width("while_loop", {"diverse_beam_groups": 2}, 4)
+    check_beam_width("sample", {"diverse_beam_groups": 2}, 3)  # no groups: not its option
+    with pytest.raises(ValueError, match="diverse_beam_groups must divide beam_width 3, got 2"):
+        check_beam_width("unrolled", {"diverse_beam_groups": 2}, 3)
 
 
 # --- POST /translate: every option's bad values -------------------------------------------------
