@@ -1,8 +1,12 @@
 """Beam search and greedy decoding: one scoring step, a Python loop and a tf.while_loop.
 
-Each step extends every alive hypothesis by every token, carries every finished
-one over unchanged as its only candidate and keeps the best `beam_width`; the
-tokens are rebuilt at the end by following the parent slots back.
+Each step extends every alive hypothesis by every token, carries every finished one over
+unchanged as its only candidate and keeps the best `beam_width`; the tokens are rebuilt at
+the end by following the parent slots back (decode/backtrack.py). tests/numpy_beam_search.py
+states the same contract in plain NumPy, one sentence at a time.
+
+Shapes in the comments: b sentences, k slots of a sentence's beam (its width), v target
+vocabulary, r = min(k, v) candidates each slot offers, t steps, src source pieces.
 """
 
 import collections
@@ -12,7 +16,7 @@ import numbers
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from decode import compaction
+from decode import backtrack, compaction
 from decode import scoring as scoring_lib
 from seq2seq.common import batch_free_shape_invariants, batch_gather, get_shape, tile_beams
 
@@ -63,19 +67,18 @@ def top_k(values, k):
 
 
 def select_best(logits, beam, step, end_token_id, scoring, max_lengths=None, attention=None):
-    """Scores every one-token continuation and keeps the best `beam_width`.
+    """Scores every one-token continuation and keeps the best `beam_width` (WALKTHROUGH 7).
 
     Args:
-      logits: [batch, beam, vocab] float32, unnormalised.
+      logits: [b, k, v] float32, unnormalised.
       beam: the Beam before this step.
       step: int or scalar int32 tensor, tokens generated before this step.
       end_token_id: int.
       scoring: a decode.scoring.Scoring, or GNMT's alpha alone.
-      max_lengths: None or [batch] int32: at its limit a sentence's hypotheses must end.
-      attention: [batch, beam, src] float32, this step's attention, when the Beam has coverage.
+      max_lengths: None or [b] int32: at its limit a sentence's hypotheses must end.
+      attention: [b, k, src] float32, this step's attention, when the Beam has coverage.
     Returns:
-      (beam, token_ids [batch, beam] int32, parent_ids [batch, beam] int32),
-      the new Beam best first.
+      (beam, token_ids [b, k] int32, parent_ids [b, k] int32), the new Beam best first.
     """
     scoring = scoring_lib.as_scoring(scoring)
     with tf.name_scope("select_best"):
@@ -83,34 +86,22 @@ def select_best(logits, beam, step, end_token_id, scoring, max_lengths=None, att
         vocab_size = get_shape(logits)[2]
         row_width = (tf.minimum(beam_width, vocab_size) if isinstance(vocab_size, tf.Tensor)
                      else min(beam_width, vocab_size))                         # r
+        # A slot's log-probability plus each token's log-softmax: the k * v candidates, of which
+        # only each slot's r best can reach the best k.
         log_normaliser = tf.reduce_logsumexp(logits, axis=-1, keepdims=True)  # [b, k, 1]
         allowed = scoring_lib.allowed_logits(logits, step, end_token_id, scoring, beam.tokens)
-        row_logits, row_tokens = top_k(allowed, row_width)  # [b, k, r]: each row's best tokens
-        first_slot = tf.equal(tf.range(row_width), 0)                          # [r]
-        if max_lengths is not None:
-            at_limit = tf.greater_equal(step + 1, max_lengths)[:, None, None]  # [b, 1, 1]
-            only_end = tf.where_v2(first_slot, logits[:, :, end_token_id:end_token_id + 1],
-                                   -np.inf)                                    # [b, k, r]
-            row_logits = tf.where_v2(at_limit, only_end, row_logits)          # [b, k, r]
-            row_tokens = tf.where_v2(at_limit, end_token_id, row_tokens)      # [b, k, r]
+        row_logits, row_tokens = _end_at_limit(*top_k(allowed, row_width), logits, step,
+                                               end_token_id, max_lengths)      # [b, k, r]
         alive_log_probs = beam.log_probs[..., None] + (row_logits - log_normaliser)  # [b, k, r]
         if beam_width == 1:  # greedy: the row's best token is the beam, nothing to rank
             ids = tf.where_v2(beam.finished, end_token_id, row_tokens[..., 0])         # [b, 1]
             log_probs = tf.where_v2(beam.finished, beam.log_probs, alive_log_probs[..., 0])
             return extend(beam, None, ids, log_probs, step, end_token_id, attention), ids, (
                 tf.zeros_like(ids))
-        coverage = beam.coverage
-        if _tracked(coverage):  # every continuation of a row has the row's attention
-            coverage = (coverage + attention)[:, :, None, :]                   # [b, k, 1, src]
-        alive_scores = scoring_lib.scores(alive_log_probs, step + 1, coverage, scoring)  # [b, k, r]
-
-        finished = beam.finished[..., None]                                    # [b, k, 1]
-        carried_log_probs = tf.where_v2(first_slot, beam.log_probs[..., None], -np.inf)  # [b, k, r]
-        carried_scores = tf.where_v2(first_slot, beam_scores(beam, scoring)[..., None], -np.inf)
-        log_probs = tf.where_v2(finished, carried_log_probs, alive_log_probs)  # [b, k, r]
-        scores = tf.where_v2(finished, carried_scores, alive_scores)          # [b, k, r]
-        tokens = tf.where_v2(finished, end_token_id, row_tokens)              # [b, k, r]
-
+        log_probs, scores, tokens = _carry_finished(beam, alive_log_probs, row_tokens, step,
+                                                    end_token_id, scoring, attention)
+        # The best k of the k * r by score (after the length penalty): candidate i extends
+        # slot i // r by tokens[i].
         flat = [batch_size, -1]                                                 # [b, k * r]
         _, best = tf.nn.top_k(tf.reshape(scores, flat), k=beam_width)          # [b, k]
         parent_ids = best // row_width                                          # [b, k]
@@ -118,6 +109,35 @@ def select_best(logits, beam, step, end_token_id, scoring, max_lengths=None, att
         log_probs = batch_gather(tf.reshape(log_probs, flat), best)             # [b, k]
         return (extend(beam, parent_ids, token_ids, log_probs, step, end_token_id, attention),
                 token_ids, parent_ids)
+
+
+def _end_at_limit(row_logits, row_tokens, logits, step, end_token_id, max_lengths):
+    """The candidates [b, k, r] with, where a sentence reaches its limit (`max_lengths` [b],
+    or None) this step, the end token alone at its own logit: it costs its log-probability."""
+    if max_lengths is None:
+        return row_logits, row_tokens
+    at_limit = tf.greater_equal(step + 1, max_lengths)[:, None, None]          # [b, 1, 1]
+    first_slot = tf.equal(tf.range(get_shape(row_tokens)[2]), 0)               # [r]
+    only_end = tf.where_v2(first_slot, logits[:, :, end_token_id:end_token_id + 1], -np.inf)
+    return (tf.where_v2(at_limit, only_end, row_logits),                      # [b, k, r]
+            tf.where_v2(at_limit, end_token_id, row_tokens))
+
+
+def _carry_finished(beam, alive_log_probs, row_tokens, step, end_token_id, scoring, attention):
+    """The candidates' (log_probs, scores, tokens) [b, k, r]: an alive slot's continuations,
+    scored at this step's length; a finished slot once, as itself (its score unchanged, the
+    end token), then -inf, so that it is never copied into the beam v times."""
+    coverage = beam.coverage
+    if _tracked(coverage):  # every continuation of a row has the row's attention
+        coverage = (coverage + attention)[:, :, None, :]                       # [b, k, 1, src]
+    alive_scores = scoring_lib.scores(alive_log_probs, step + 1, coverage, scoring)  # [b, k, r]
+    first_slot = tf.equal(tf.range(get_shape(row_tokens)[2]), 0)               # [r]
+    finished = beam.finished[..., None]                                        # [b, k, 1]
+    carried_log_probs = tf.where_v2(first_slot, beam.log_probs[..., None], -np.inf)  # [b, k, r]
+    carried_scores = tf.where_v2(first_slot, beam_scores(beam, scoring)[..., None], -np.inf)
+    return (tf.where_v2(finished, carried_log_probs, alive_log_probs),
+            tf.where_v2(finished, carried_scores, alive_scores),
+            tf.where_v2(finished, end_token_id, row_tokens))
 
 
 def _tracked(value):
@@ -215,53 +235,6 @@ def _advance(update_fn, state, ids, beam, step, end_token_id, scoring, max_lengt
     return new_state, beam, record
 
 
-def backtrack(parent_ids, *histories):
-    """Follows the parent slots back from every last slot.
-
-    Args:
-      parent_ids: [time, batch, beam] int32; *histories: [time, batch, beam, ...].
-    Returns:
-      A list: each history along the final hypotheses, [batch, beam, time, ...].
-    """
-    with tf.name_scope("backtrack"):
-        _, batch_size, beam_width = get_shape(parent_ids)
-        last_slots = tf.tile(tf.range(beam_width)[None], [batch_size, 1])     # [b, k]
-
-        def step_back(carry, step):
-            slots = carry[0]                                                    # [b, k]
-            return tuple(batch_gather(values, slots) for values in step)
-
-        paths = tf.scan(step_back, (parent_ids,) + histories,
-                        initializer=(last_slots,) + tuple(h[0] for h in histories),
-                        reverse=True, back_prop=False)[1:]                     # [t, b, k, ...]
-        return [tf.transpose(p, [1, 2, 0] + list(range(3, p.shape.ndims))) for p in paths]
-
-
-def _results(history, beam, end_token_id, scoring, trace, sort=False):
-    """(ids [b, k, t], scores [b, k], lengths [b, k]) and the trace dict if `trace`;
-    `sort`: order each sentence's hypotheses best first (samples, not a ranked beam)."""
-    with tf.name_scope("results"):
-        histories = [history[key] for key in ("token_ids", "attention") if key in history]
-        if beam.lengths.shape[1] == 1 or "parent_ids" not in history:  # no branches to follow
-            paths = [tf.transpose(h, [1, 2, 0] + list(range(3, h.shape.ndims))) for h in histories]
-        else:
-            paths = backtrack(history["parent_ids"], *histories)
-        scores, lengths = beam_scores(beam, scoring), beam.lengths             # [b, k]
-        if sort:
-            scores, order = tf.nn.top_k(scores, k=get_shape(scores)[1])       # [b, k]
-            paths, lengths = [batch_gather(path, order) for path in paths], batch_gather(lengths, order)
-        possible = tf.greater(scores, -np.inf)  # -inf: beam filler, ids all end, length 0
-        ids = tf.where_v2(possible[..., None], paths[0], end_token_id)        # [b, k, t]
-        lengths = tf.where_v2(possible, lengths, 0)                            # [b, k]
-        if not trace:
-            return ids, scores, lengths
-        steps = {key: tf.transpose(history[key], [1, 0, 2])                    # [b, t, k]
-                 for key in ("token_ids", "parent_ids", "scores", "finished")}
-        if len(paths) > 1:
-            steps["attention"] = paths[1]                                       # [b, k, t, src]
-        return ids, scores, lengths, steps
-
-
 def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width, begin_token_id,
                     end_token_id, length_penalty=0.0, name="rnn", max_lengths=None, trace=False,
                     source_mask=None):
@@ -301,7 +274,8 @@ def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width, begin
             ids = record["token_ids"]                                          # [b, k]
             records.append(record)
         history = {key: tf.stack([record[key] for record in records]) for key in records[0]}
-        return _results(history, beam, end_token_id, scoring, trace)
+        return backtrack.results(history, beam_scores(beam, scoring), beam.lengths,
+                                 end_token_id, trace)
 
 
 def while_loop_beam_search(update_fn, initial_state, sequence_length, beam_width,
@@ -378,8 +352,9 @@ def search_loop(update_fn, initial_state, sequence_length, width, begin_token_id
                                                   shape_invariants=tuple(invariants),
                                                   back_prop=False, name="search")
     history = {key: array.stack() for key, array in history.items()}            # [t, b, k, ...]
-    return _results(history, batch[1] if compact else beam, end_token_id, scoring, trace,
-                    sort=sampling)
+    beam = batch[1] if compact else beam
+    return backtrack.results(history, beam_scores(beam, scoring), beam.lengths, end_token_id,
+                             trace, sort=sampling)
 
 
 def greedy_search(update_fn, initial_state, sequence_length, begin_token_id, end_token_id,
