@@ -14,9 +14,10 @@ import sys
 import threading
 
 from seq2seq.config import ConfigError, load_config
+from seq2seq.model_dir import CONFIG_FILE
 from server.app import DEFAULT_MAX_UNROLLED_TOKENS, ModelSlot, create_app
 from server.graceful_server import GracefulServer
-from server.training_status import CONFIG_FILE, waiting_message
+from server.training_status import waiting_message
 
 LOG = logging.getLogger("seq2seq.serve")
 SPARE_THREADS = 4  # waitress threads beyond a full batch's, for /healthz and the page

@@ -25,9 +25,10 @@ from data_pipeline.corpus import CorpusError  # noqa: E402
 from data_pipeline.input import input_fn  # noqa: E402
 from data_pipeline.prepare import prepare  # noqa: E402
 from data_pipeline.tokenizer import Tokenizer  # noqa: E402
-from decode.translator import find_checkpoint  # noqa: E402
 from seq2seq.config import (  # noqa: E402
     ConfigError, corpus_overrides, load_config, save_config, shape_mismatches)
+from seq2seq.model_dir import (  # noqa: E402
+    CONFIG_FILE, EXPORT_DIR, checkpoint_step, find_checkpoint, latest_checkpoint)
 from training.best_checkpoint import BestCheckpointExporter, format_metrics_table  # noqa: E402
 from training.early_stopping import EarlyStopping, evaluations_since_best  # noqa: E402
 from training.model_fn import (  # noqa: E402
@@ -37,7 +38,6 @@ from training.status import (  # noqa: E402
     StatusExporter, start_training_status, write_training_status)
 
 DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs", "default.yaml")
-CONFIG_FILE = "config.yaml"
 
 logger = logging.getLogger("seq2seq")
 
@@ -102,7 +102,7 @@ def export(estimator, model_dir):
     else the latest) to MODEL_DIR/export/<timestamp>/: its path."""
     checkpoint = find_checkpoint(model_dir)
     path = estimator.export_saved_model(
-        os.path.join(model_dir, "export"), serving_input_receiver_fn,
+        os.path.join(model_dir, EXPORT_DIR), serving_input_receiver_fn,
         assets_extra={name: os.path.join(model_dir, name) for name in model_dir_files(model_dir)},
         checkpoint_path=checkpoint)
     path = path.decode("utf-8") if isinstance(path, bytes) else path
@@ -178,7 +178,7 @@ def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=
         raise ConfigError("TF_CONFIG describes a cluster: run the train_and_evaluate schedule "
                           "there (an evaluator task evaluates); --schedule %s runs without "
                           "TF_CONFIG" % schedule)
-    if schedule in ("evaluate", "export") and not tf.train.latest_checkpoint(model_dir):
+    if schedule in ("evaluate", "export") and not latest_checkpoint(model_dir):
         raise ConfigError("%s holds no checkpoint to %s: train a model into it first"
                           % (model_dir, schedule))
     if schedule == "export":
@@ -198,9 +198,8 @@ def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=
         check_model_dir(config, model_dir, tokenizer)
         if estimator.config.is_chief and schedule in ("train_and_evaluate", "train"):
             write_model_dir(config, model_dir, tokenizer)
-            checkpoint = tf.train.latest_checkpoint(model_dir)
             status = start_training_status(
-                model_dir, int(checkpoint.rpartition("-")[2]) if checkpoint else 0,
+                model_dir, checkpoint_step(latest_checkpoint(model_dir)) or 0,
                 config["train"]["max_steps"])
     try:
         result = _SCHEDULES[schedule](estimator, config, model_dir)

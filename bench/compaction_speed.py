@@ -5,7 +5,7 @@
         [--sample]
 
 Builds the while_loop search over the model directory's checkpoint as
-decode.translator.search_encoded builds it (the config's beam width and length penalty,
+decode.graphs.search_encoded builds it (the config's beam width and length penalty,
 each sentence's length limit) with `compact` on and off, and with --against also the search
 and beam_update_fn of another checkout (e.g. `git archive 9fd11a4 decode seq2seq | tar -x -C
 /tmp/base`), over the same variables. It decodes the whole input in batches of `batch_size`
@@ -36,7 +36,8 @@ from data_pipeline.tokenizer import BOS_ID, EOS_ID, Tokenizer  # noqa: E402
 from decode import while_loop_beam_search  # noqa: E402
 from decode.sampling import Sampling, sample_search, sentence_keys  # noqa: E402
 from decode.scoring import Scoring  # noqa: E402
-from decode.translator import find_checkpoint, output_length_limits, pad_batch  # noqa: E402
+from decode.graphs import output_length_limits, pad_batch  # noqa: E402
+from seq2seq.model_dir import find_checkpoint  # noqa: E402
 from seq2seq.config import load_config  # noqa: E402
 from seq2seq.model import Seq2SeqModel  # noqa: E402
 

@@ -47,7 +47,7 @@ import tensorflow.compat.v1 as tf  # noqa: E402
 from tensorflow.core.protobuf import rewriter_config_pb2  # noqa: E402
 
 from decode import beam_search, greedy_search, rnn_beam_search, while_loop_beam_search  # noqa: E402
-from decode.translator import call_batch_size  # noqa: E402
+from decode.batching import call_batch_size  # noqa: E402
 from seq2seq.common import batch_gather, get_shape, merge_beams, tile_beams  # noqa: E402
 from seq2seq.config import DEFAULTS  # noqa: E402
 from seq2seq.model import Seq2SeqModel  # noqa: E402

@@ -51,7 +51,7 @@ def read_log(paths):
 
 def graph_key(record, decode_params):
     """What a call's graph depends on: decoder, beam width, trace, unrolled length bucket."""
-    from decode.translator import unrolled_length_bucket
+    from decode.graphs import unrolled_length_bucket
     bucket = (unrolled_length_bucket(max(map(len, record["source_ids"])), decode_params)
               if record["decoder"] == "unrolled" else None)
     return record["decoder"], record["beam_width"], record["trace"], bucket

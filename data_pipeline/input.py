@@ -14,13 +14,13 @@ TRAIN: shuffled, endless, length-bucketed; EVAL: one pass in order (docs/DATA-NO
 
 import collections
 import os
-import re
 
 import tensorflow.compat.v1 as tf
 
 from data_pipeline.prepare import SOURCE_IDS, TARGET_IDS, TARGET_TEXT, load_manifest, settings_mismatches
 from data_pipeline.tokenizer import BOS_ID, EOS_ID
 from seq2seq.config import ConfigError
+from seq2seq.model_dir import checkpoint_step, latest_checkpoint
 
 TRAIN, EVAL = tf.estimator.ModeKeys.TRAIN, tf.estimator.ModeKeys.EVAL
 TrainShare = collections.namedtuple("TrainShare", "num_tasks task_index resume_step")
@@ -49,10 +49,9 @@ def train_share(run_config):
     if run_config is None:
         return SINGLE_TASK
     num_tasks = max(1, run_config.num_worker_replicas)
-    path = tf.train.latest_checkpoint(run_config.model_dir) if run_config.model_dir else None
-    match = re.search(r"-(\d+)$", path or "")
+    path = latest_checkpoint(run_config.model_dir) if run_config.model_dir else None
     return TrainShare(num_tasks, run_config.global_id_in_cluster if num_tasks > 1 else 0,
-                      int(match.group(1)) if match else 0)
+                      checkpoint_step(path) or 0)
 
 
 def make_input_fn(config, split, mode):

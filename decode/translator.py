@@ -1,36 +1,34 @@
 """Translation with a trained model: loaded once, then any number of batches.
 
-From a checkpoint every decoder graph is built on first use into one graph run
-by one session; a SavedModel serves the search it was exported with. Each
-sentence has its own length limit, so its translation never depends on its
-batch. The reasons and timings behind the choices: docs/DECODING-NOTES.md.
+From a checkpoint every decoder graph (decode/graphs.py) is built on first use into one
+graph run by one session (decode/graph_cache.py); a SavedModel serves the search it was
+exported with. Calls are split into length-sorted batches run on threads. The reasons and
+timings behind the choices: docs/DECODING-NOTES.md.
 """
 
 import collections
-import concurrent.futures
-import contextlib
 import os
-import threading
-import time
 
 import numpy as np
 import tensorflow.compat.v1 as tf
 from tensorflow.core.protobuf import rewriter_config_pb2
 
-from data_pipeline.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
-from decode import DECODERS, greedy_search, rnn_beam_search, while_loop_beam_search
+from data_pipeline.tokenizer import BOS_ID, EOS_ID, UNK_ID, Tokenizer
+from decode import DECODERS
+from decode.batching import call_batch_size, in_batches
 from decode.exact import exact_search, expansion_step
+from decode.graph_cache import CheckpointValues, GraphCache
+from decode.graphs import (FED_OPTIONS, SearchResult, fields_of, graph_options, graph_shape,
+                           output_length_limit, pad_batch, score_encoded, search_encoded,
+                           search_result, sentence_trace, unrolled_length_bucket)
 from decode.options import OPTIONS, is_int, resolve, shown
-from decode.score import score_encoded
-from decode.sampling import Sampling, sample_search, sentence_keys
-from decode.scoring import Scoring, tracks_coverage
+from decode.sampling import sentence_keys
+from decode.scoring import Scoring
 from seq2seq.config import load_config
 from seq2seq.model import Seq2SeqModel
+from seq2seq.model_dir import CONFIG_FILE, SERVING_SIGNATURE, find_checkpoint
 
-UNROLLED_LENGTH_STEP = 8  # the unrolled search is built for lengths rounded up to a multiple
 EXACT_ROWS_PER_CALL = 512  # prefixes per model call of the exact search (docs/BENCHMARKS.md)
-SERVING_SIGNATURE = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY  # of train.py's exports
-BEST_DIR, PREVIOUS_SUFFIX = "best", ".old"  # MODEL_DIR/best/: the best-BLEU checkpoint
 
 Translation = collections.namedtuple(
     "Translation", "text score n_best unfamiliar trace proven expansions",
@@ -39,129 +37,6 @@ Translation.__doc__ = """The best hypothesis's text and score, the n-best `Hypot
 the source is unlike the training data, the DESIGN.md search trace (or None), and for the exact
 decoder whether the best is proven and how many prefixes it expanded (else None)."""
 Hypothesis = collections.namedtuple("Hypothesis", "text score")
-# One sentence's beam, best first, without the impossible (-inf) hypotheses: target id
-# lists (end token left out) and scores; the exact decoder's proven and expansions.
-SearchResult = collections.namedtuple("SearchResult", "ids scores proven expansions",
-                                      defaults=(None, None))
-# A decoder graph built from a checkpoint (unrolled_length None but for "unrolled").
-Variant = collections.namedtuple(
-    "Variant", "decoder beam_width unrolled_length trace shape build_seconds num_ops")
-# The decoding options that shape a graph (the others are fed to it): length_penalty_kind,
-# no_repeat_ngram_size, and whether the coverage penalty and minimum length are on.
-GraphShape = collections.namedtuple("GraphShape", "kind ngram coverage min_length")
-FED_OPTIONS = {"length_penalty": np.float32, "coverage_penalty": np.float32,
-               "min_length": np.int32, "temperature": np.float32, "top_k": np.int32,
-               "top_p": np.float32, "seed": np.int64}
-
-
-def graph_shape(options):
-    """The `GraphShape` of resolved decoding options."""
-    return GraphShape(options["length_penalty_kind"], options["no_repeat_ngram_size"],
-                      options["coverage_penalty"] > 0, options["min_length"] > 0)
-
-
-def fields_of(kind, options):
-    """A namedtuple `kind` (Scoring, Sampling) of the options of its fields' names."""
-    return kind(*(options[name] for name in kind._fields))
-
-
-def output_length_limit(source_length, decode_params):
-    """The most target tokens (end token included) for a source of `source_length` tokens:
-    ceil(max_length_ratio * source_length) + max_length_extra, in float32 as in the graph."""
-    scaled = np.float32(decode_params["max_length_ratio"]) * np.float32(source_length)
-    return int(np.ceil(scaled)) + decode_params["max_length_extra"]
-
-
-def output_length_limits(source_length, decode_params):
-    """`output_length_limit` in the graph: [batch] int32 source lengths -> [batch] int32."""
-    with tf.name_scope("output_length_limits"):
-        scaled = tf.ceil(decode_params["max_length_ratio"] * tf.cast(source_length, tf.float32))
-        return tf.cast(scaled, tf.int32) + decode_params["max_length_extra"]
-
-
-def unrolled_length_bucket(max_source_length, decode_params):
-    """The unrolled search's steps for a batch whose longest source has this many tokens."""
-    length = output_length_limit(max_source_length, decode_params)
-    return -(-length // UNROLLED_LENGTH_STEP) * UNROLLED_LENGTH_STEP
-
-
-def search_encoded(model, encoder_output, source_length, decode_params, decoder, beam_width,
-                   unrolled_length=None, trace=False, options=None):
-    """The n-best translations of an encoded batch, each within its sentence's length limit.
-
-    Args:
-      model, encoder_output: a `Seq2SeqModel` and its `encode(..., training=False)`.
-      source_length: [batch] int32; decode_params: the config's "decode" dict.
-      decoder: one of DECODERS but "exact"; beam_width: K (1 for greedy, the samples for sample).
-      unrolled_length: the unrolled search's steps, else None; trace: also return the trace.
-      options: decoding options over decode_params' (values or scalar tensors; the kind and n
-        Python values); sample also needs "sentence_keys" ([batch] int64, decode/sampling.py).
-    Returns:
-      ids [batch, K, time] int32, scores [batch, K] float32 best first, lengths
-      [batch, K] int32 counting the end token, and with `trace` the trace dict.
-    """
-    params = dict(decode_params, **(options or {}))
-    scoring = fields_of(Scoring, params)
-    coverage = tracks_coverage(scoring)
-    scope = "%s_beam%d" % (decoder, beam_width) + (
-        "_len%d" % unrolled_length if unrolled_length else "") + ("_trace" if trace else "")
-    with tf.name_scope(scope):  # e.g. unrolled_beam4_len24
-        limits = output_length_limits(source_length, decode_params)          # [batch]
-        update_fn, initial_state = model.beam_update_fn(encoder_output, beam_width,
-                                                        with_attention=trace or coverage)
-        common = dict(max_lengths=limits, source_mask=encoder_output.mask if coverage else None)
-        if decoder == "unrolled":
-            return rnn_beam_search(update_fn, initial_state, unrolled_length, beam_width,
-                                   BOS_ID, EOS_ID, scoring, trace=trace, **common)
-        max_length = tf.reduce_max(limits, name="max_output_length")  # every sentence's bound
-        if decoder == "sample":
-            return sample_search(update_fn, initial_state, max_length, beam_width, BOS_ID, EOS_ID,
-                                 scoring, fields_of(Sampling, params), params["sentence_keys"],
-                                 compact=True, **common)
-        if decoder == "greedy":
-            return greedy_search(update_fn, initial_state, max_length, BOS_ID, EOS_ID, scoring,
-                                 trace=trace, compact=True, **common)
-        return while_loop_beam_search(update_fn, initial_state, max_length, beam_width,
-                                      BOS_ID, EOS_ID, scoring, trace=trace, compact=True, **common)
-
-
-def best_checkpoint_dir(model_dir):
-    """MODEL_DIR/best, else MODEL_DIR/best.old (an update died between its renames), else None."""
-    best_dir = os.path.join(model_dir, BEST_DIR)
-    return next((directory for directory in (best_dir, best_dir + PREVIOUS_SUFFIX)
-                 if os.path.isdir(directory)), None)
-
-
-def find_checkpoint(model_dir):
-    """The checkpoint a model directory serves: its best-BLEU one, else its latest."""
-    best_dir = best_checkpoint_dir(model_dir)
-    path = (tf.train.latest_checkpoint(best_dir) if best_dir else None) or (
-        tf.train.latest_checkpoint(model_dir))
-    if not path:
-        raise ValueError("%s holds no checkpoint: train a model into it first "
-                         "(python train.py --model_dir %s)" % (model_dir, model_dir))
-    return path
-
-
-def call_batch_size(sentences, batch_size, concurrent_batches):
-    """The batch size for a call of `sentences`: `batch_size`, or less when the call is too
-    small to give each of the `concurrent_batches` threads a full batch (then even ones)."""
-    return min(batch_size, max(1, -(-sentences // concurrent_batches)))
-
-
-def length_sorted_batches(lengths, batch_size):
-    """Lists of at most `batch_size` indices into `lengths`, shortest first, ties in order."""
-    order = sorted(range(len(lengths)), key=lambda index: lengths[index])
-    return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
-
-
-def pad_batch(sequences):
-    """Lists of ids -> (ids [batch, max_len] int32 padded with PAD_ID, lengths [batch] int32)."""
-    lengths = np.array([len(sequence) for sequence in sequences], np.int32)
-    ids = np.full([len(sequences), lengths.max()], PAD_ID, np.int32)
-    for row, sequence in enumerate(sequences):
-        ids[row, :len(sequence)] = sequence
-    return ids, lengths
 
 
 class Translator:
@@ -186,10 +61,10 @@ class Translator:
         Raises:
           ValueError: not a model directory, no checkpoint, or one that does not fit.
         """
-        config_path = os.path.join(model_dir, "config.yaml")
+        config_path = os.path.join(model_dir, CONFIG_FILE)
         if not os.path.isfile(config_path):
-            raise ValueError("%s has no config.yaml: is it a model directory written by "
-                             "train.py?" % model_dir)
+            raise ValueError("%s has no %s: is it a model directory written by train.py?"
+                             % (model_dir, CONFIG_FILE))
         if export_dir and checkpoint:
             raise ValueError("pass export_dir or checkpoint, not both")
         self.config = load_config(config_path, hparams)
@@ -201,9 +76,6 @@ class Translator:
         self._tokenizer = Tokenizer.load(model_dir)
         self.source_vocab_size = self._tokenizer.source_vocab_size
         self.target_vocab_size = self._tokenizer.target_vocab_size
-        self._recordings = threading.local()  # .lists: this thread's recording_builds lists
-        self._lock = threading.Lock()
-        self._built = {}  # (decoder, width, unrolled_length, trace, GraphShape) -> (fetches, Variant)
         self._graph = tf.Graph()
         self._session = tf.Session(graph=self._graph, config=tf.ConfigProto(  # Grappler off
             inter_op_parallelism_threads=self.config["decode"]["inter_op_threads"],
@@ -221,9 +93,8 @@ class Translator:
         self.decoders, self.can_trace, self._exported = DECODERS, True, None
         self.default_beam_width = decode_params["beam_width"]
         self.beam_widths = range(1, decode_params["max_beam_width"] + 1)
-        self._checkpoint, self._reader = checkpoint, tf.train.load_checkpoint(checkpoint)
-        self.step = int(self._reader.get_tensor(tf.GraphKeys.GLOBAL_STEP))
-        self._restored = set()
+        checkpoints = [CheckpointValues(checkpoint)]  # an ensemble: one per member
+        self.step = checkpoints[0].step
         with self._graph.as_default():
             with tf.name_scope("inputs"):
                 self._source_ids = tf.placeholder(tf.int32, [None, None], name="source_ids")
@@ -237,7 +108,7 @@ class Translator:
                                        self.target_vocab_size)
             self._encoded = self._model.encode(self._source_ids, self._source_length,
                                                training=False)
-        self._restore_new_variables()
+        self._cache = GraphCache(self._session, checkpoints)
 
     def _load_saved_model(self, export_dir):
         """Loads a SavedModel's serving signature: the exported while_loop search."""
@@ -259,40 +130,16 @@ class Translator:
         self.default_beam_width = self._exported[1].shape.as_list()[1]  # scores [batch, K]
         self.beam_widths = range(self.default_beam_width, self.default_beam_width + 1)
         self.step = int(self._session.run(tf.train.get_global_step(self._graph)))
-
-    def _restore_new_variables(self):
-        """Loads the checkpoint's values into the variables the last build created."""
-        for variable in self._graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES):
-            name = variable.op.name
-            if name in self._restored:
-                continue
-            if not self._reader.has_tensor(name):
-                raise ValueError("checkpoint %s has no variable %s: was it trained with "
-                                 "a different model config?" % (self._checkpoint, name))
-            value = self._reader.get_tensor(name)
-            if list(value.shape) != variable.shape.as_list():
-                raise ValueError("checkpoint %s holds %s with shape %s, the config's model "
-                                 "needs %s" % (self._checkpoint, name, list(value.shape),
-                                               variable.shape.as_list()))
-            variable.load(value, self._session)
-            self._restored.add(name)
+        self._cache = GraphCache(self._session)  # builds nothing: recording_builds stays empty
 
     @property
     def variants(self):
-        """The `Variant`s built so far, in build order."""
-        return [variant for _, variant in list(self._built.values())]
+        """The `Variant`s (decode/graph_cache.py) built so far, in build order."""
+        return self._cache.variants
 
-    @contextlib.contextmanager
     def recording_builds(self):
-        """Yields a list that receives the `Variant` of every graph that this thread's calls
-        inside the block needed and found not yet built (built, or waited for); blocks nest."""
-        built = []
-        recordings = self._recordings.__dict__.setdefault("lists", [])
-        recordings.append(built)
-        try:
-            yield built
-        finally:
-            recordings[:] = [recording for recording in recordings if recording is not built]
+        """A block listing the graphs this thread's calls in it needed unbuilt (GraphCache's)."""
+        return self._cache.recording_builds()
 
     def close(self):
         """Frees the session; the translator cannot translate afterwards."""
@@ -415,33 +262,22 @@ class Translator:
                 return [(SearchResult([found.ids], [found.score], found.proven, found.expansions),
                          None) for found in self._run_exact(sentences, options)]
             outputs = self._run(decoder, width, sentences, trace, options)
-            return [(_search_result(*(output[row] for output in outputs[:3])),
-                     self._sentence_trace(outputs[3], row, sentence,
-                                          *(output[row] for output in outputs[:3]))
+            return [(search_result(*(output[row] for output in outputs[:3])),
+                     sentence_trace(outputs[3], row, sentence,
+                                    *(output[row] for output in outputs[:3]), self._tokenizer)
                      if trace else None) for row, sentence in enumerate(sentences)]
         # The unrolled search builds a graph per length: smaller batches would build more.
         return self._in_batches(token_ids, run, split=decoder != "unrolled")
 
     def _in_batches(self, token_ids, run, split=True):
-        """`run(batch of indices)`'s result per index, in input order, over length-sorted
-        batches of `token_ids`, `concurrent_batches` at once on pool threads that record into
-        the caller's `recording_builds`; `split`: a call too small to give every thread a
-        full batch is split evenly over them (`call_batch_size`)."""
-        results = [None] * len(token_ids)
+        """decode/batching.py's `in_batches` of `run` over `token_ids`, `concurrent_batches` at
+        once on threads that record into the caller's `recording_builds`; `split`: a call too
+        small to give every thread a full batch is split evenly over them."""
         batch_size = self.config["decode"]["batch_size"]
         if split:
             batch_size = call_batch_size(len(token_ids), batch_size, self._concurrent_batches)
-        batches = length_sorted_batches([len(ids) for ids in token_ids], batch_size)
-
-        def run_batch(batch, lists=self._recordings.__dict__.get("lists", [])):
-            self._recordings.lists = lists
-            return run(batch)
-        with concurrent.futures.ThreadPoolExecutor(self._concurrent_batches) as pool:
-            runs = pool.map(run_batch, batches) if len(batches) > 1 else map(run_batch, batches)
-            for batch, found in zip(batches, runs):
-                for index, result in zip(batch, found):
-                    results[index] = result
-        return results
+        return in_batches([len(ids) for ids in token_ids], self._cache.recorded_here(run),
+                          batch_size, self._concurrent_batches)
 
     def _feeds(self, sentences, options):
         """The feeds of a batch of source id lists and of the fed decoding options."""
@@ -488,7 +324,7 @@ class Translator:
             return (list(zip(*tf.nest.flatten(found["states"]))), found["log_probs"],
                     found["end_log_probs"])
 
-        best = [_search_result(*beam) for beam in zip(*beams)]
+        best = [search_result(*beam) for beam in zip(*beams)]
         return exact_search(
             expand, list(zip(*tf.nest.flatten(encoded.initial_state))),
             [output_length_limit(len(sentence), self.config["decode"]) for sentence in sentences],
@@ -498,33 +334,13 @@ class Translator:
 
     def _fetches(self, key, build):
         """The fetches of graph `key` (decoder, width, unrolled_length, trace, GraphShape), built
-        by `build(options)` on first use (options: `search_encoded`'s for the key); a graph not
-        yet built goes (once) to this thread's `recording_builds` lists."""
-        built = self._built.get(key)
-        if built is None:
-            with self._lock:  # a variant enters _built only once built and restored
-                built = self._built.get(key)
-                if built is None:
-                    started, start_ops = time.perf_counter(), len(self._graph.get_operations())
-                    decoder, shape = key[0], key[4]
-                    options = dict(self._fed_options, length_penalty_kind=shape.kind,
-                                   no_repeat_ngram_size=shape.ngram)
-                    if not shape.coverage:
-                        options["coverage_penalty"] = 0.0
-                    if not shape.min_length:
-                        options["min_length"] = 0
-                    with self._graph.as_default():
-                        if decoder == "sample":
-                            options["sentence_keys"] = sentence_keys(self._source_ids,
-                                                                     self._source_length)
-                        fetches = build(options)
-                    variant = Variant(*key, build_seconds=time.perf_counter() - started,
-                                      num_ops=len(self._graph.get_operations()) - start_ops)
-                    self._restore_new_variables()
-                    built = self._built[key] = (fetches, variant)
-                for recording in getattr(self._recordings, "lists", ()):  # under the lock: once
-                    recording.extend([] if built[1] in recording else [built[1]])
-        return built[0]
+        by `build(options)` on first use (options: `search_encoded`'s for the key)."""
+        def build_graph():
+            options = graph_options(self._fed_options, key[4])
+            if key[0] == "sample":
+                options["sentence_keys"] = sentence_keys(self._source_ids, self._source_length)
+            return build(options)
+        return self._cache.fetches(key, build_graph)
 
     def score(self, sources, targets, options=None):
         """The model's scores of given translations (DESIGN.md "Scoring a translation").
@@ -564,26 +380,6 @@ class Translator:
                     for row, target in enumerate(targets)]
         return self._in_batches(source_ids, run)
 
-    def _sentence_trace(self, trace, row, source_ids, ids, scores, lengths):
-        """DESIGN.md's search trace of batch row `row` (source_ids unpadded; its ids [K, time],
-        scores [K], lengths [K]), its steps up to the first at which every slot has finished."""
-        pieces = self._tokenizer.target_pieces
-        finite = np.isfinite(trace["scores"][row])                              # [time, K]
-        done = np.all(trace["finished"][row] | ~finite, axis=1)                 # [time]
-        steps = int(np.argmax(done)) + 1 if done.any() else len(done)
-        return {
-            "source_pieces": self._tokenizer.source_pieces(source_ids),
-            "steps": [{"pieces": pieces(trace["token_ids"][row, step]),
-                       "parents": trace["parent_ids"][row, step].tolist(),
-                       "scores": [float(score) if ok else None for score, ok
-                                  in zip(trace["scores"][row, step], finite[step])],
-                       "finished": trace["finished"][row, step].tolist()}
-                      for step in range(steps)],
-            "n_best": [{"pieces": pieces(ids[slot, :lengths[slot]]),
-                        "attention": trace["attention"][row, slot, :lengths[slot],
-                                                        :len(source_ids)].tolist()}
-                       for slot in range(len(scores)) if np.isfinite(scores[slot])]}
-
     def warm_up(self, decoders=None, beam_widths=None, max_source_length=None):
         """Builds the graphs of `decoders` (None: all) at `beam_widths` (None: the default;
         sample and exact: theirs) and runs each once; "unrolled" gets every length bucket of
@@ -602,14 +398,3 @@ class Translator:
                 for length in source_lengths:
                     self._search([[UNK_ID] * length], decoder, width, False, options)
         return self.variants[already_built:]
-
-
-def _search_result(ids, scores, lengths):
-    """A `SearchResult` from one sentence's ids [K, time], scores [K] and lengths [K]."""
-    hypotheses, finite_scores = [], []
-    for beam_ids, score, length in zip(ids, scores, lengths):
-        if np.isfinite(score):
-            tokens = beam_ids[:length].tolist()
-            hypotheses.append(tokens[:-1] if tokens and tokens[-1] == EOS_ID else tokens)
-            finite_scores.append(float(score))
-    return SearchResult(hypotheses, finite_scores)

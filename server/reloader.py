@@ -1,6 +1,6 @@
 """Hot reload: serves a model directory's newest model, built beside the one serving.
 
-A poll stats the files of the model `find_checkpoint` picks (or of the newest export beside
+A poll stats the files of the model `trained_checkpoint` picks (or of the newest export beside
 --export_dir); when they differ from the served ones, a new Translator is built and warmed up
 in the poll's thread, then swapped in between batches. Why: docs/SERVING-NOTES.md, "Hot reload".
 """
@@ -12,8 +12,8 @@ import logging
 import os
 import time
 
-from decode.translator import Translator, find_checkpoint
-from server.training_status import has_model_files, is_untrained
+from decode.translator import Translator
+from server.training_status import has_model_files, trained_checkpoint
 
 LOG = logging.getLogger("seq2seq.serve")
 
@@ -87,11 +87,8 @@ class Reloader:
                                               os.path.dirname(path)))
         waiting = "waiting for train.py to write config.yaml and the tokenizer into %s"
         if has_model_files(self._model_dir):
-            try:
-                path = find_checkpoint(self._model_dir)
-            except ValueError:
-                path = None
-            if path is not None and not is_untrained(path):
+            path = trained_checkpoint(self._model_dir)
+            if path:
                 files = (glob.glob(glob.escape(path) + ".index")
                          + glob.glob(glob.escape(path) + ".data-*"))
                 return Candidate(path, file_stats(files, os.path.dirname(path)))

@@ -4,16 +4,11 @@ training/status.py writes the file; nothing here imports TensorFlow: it answers 
 model loads.
 """
 
-import json
 import os
-import re
 
 from data_pipeline.tokenizer import JOINT_MODEL, SOURCE_MODEL, TARGET_MODEL
 from seq2seq.config import ConfigError, load_config
-
-STATUS_FILE = "training_status.json"
-CONFIG_FILE = "config.yaml"
-CHECKPOINT_STATE = "checkpoint"  # tf.train's record of a directory's checkpoints, written last
+from seq2seq.model_dir import CONFIG_FILE, checkpoint_step, find_checkpoint, read_status_file
 
 
 def process_alive(pid):
@@ -37,13 +32,10 @@ def read_status(model_dir):
     """The status file's object, "running" false if its trainer's process is gone; None if the
     file is absent or is not a JSON object."""
     try:
-        with open(os.path.join(model_dir, STATUS_FILE), encoding="utf-8") as status_file:
-            status = json.load(status_file)
+        status = read_status_file(model_dir)
     except (OSError, ValueError):
         return None
-    if not isinstance(status, dict):
-        return None
-    if status.get("running") and not process_alive(status.get("pid")):
+    if status and status.get("running") and not process_alive(status.get("pid")):
         status.update(running=False, eta_seconds=None)
     return status
 
@@ -66,22 +58,14 @@ def has_model_files(model_dir):
                                     and exists(TARGET_MODEL))
 
 
-def is_untrained(checkpoint_path):
-    """Whether a checkpoint is tf.estimator's first, of step 0: not served (its translations are
-    noise)."""
-    return checkpoint_path.endswith("-0")
-
-
-def has_trained_checkpoint(model_dir):
-    """Whether `model_dir` records a best checkpoint, or a latest one past step 0."""
-    if os.path.isfile(os.path.join(model_dir, "best", CHECKPOINT_STATE)):
-        return True
+def trained_checkpoint(model_dir):
+    """The checkpoint `model_dir` serves (`find_checkpoint`'s), or None while it has none past
+    step 0 (tf.estimator's first checkpoint: its translations are noise)."""
     try:
-        with open(os.path.join(model_dir, CHECKPOINT_STATE), encoding="utf-8") as state:
-            latest = re.search(r'^model_checkpoint_path: "(.*)"', state.read(), re.MULTILINE)
-    except OSError:
-        return False
-    return bool(latest) and not is_untrained(latest.group(1))
+        path = find_checkpoint(model_dir)
+    except ValueError:
+        return None
+    return path if checkpoint_step(path) != 0 else None
 
 
 def waiting_message(model_dir):
@@ -91,7 +75,7 @@ def waiting_message(model_dir):
         return ("waiting for training: %s has no config.yaml and tokenizer yet (train.py prepares "
                 "its data first, then writes them; start it with python train.py --model_dir %s "
                 "if it is not running)" % (model_dir, model_dir))
-    if has_trained_checkpoint(model_dir):
+    if trained_checkpoint(model_dir):
         return None
     status = read_status(model_dir)
     if not (status and status.get("running")):

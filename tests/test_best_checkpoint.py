@@ -16,13 +16,11 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from decode.translator import best_checkpoint_dir, find_checkpoint
+from seq2seq.model_dir import BEST_DIR, CONFIG_FILE, best_checkpoint_dir, find_checkpoint
 from training import best_checkpoint
 from training.best_checkpoint import BestCheckpointExporter, read_best
 from training.early_stopping import EarlyStopping, StopHook, evaluations_since_best
 from training.status import write_training_status
-
-CONFIG_FILE = "config.yaml"
 
 
 @pytest.fixture
@@ -58,13 +56,13 @@ def export(model_dir, checkpoint, step, bleu):
 
 def best_weight(model_dir):
     """The weight of best/'s checkpoint (the step it was saved at)."""
-    best_dir = os.path.join(model_dir, best_checkpoint.BEST_DIR)
+    best_dir = os.path.join(model_dir, BEST_DIR)
     return tf.train.load_checkpoint(tf.train.latest_checkpoint(best_dir)).get_tensor("weight")
 
 
 def assert_best_is(model_dir, step):
     """best/ is a complete copy of model.ckpt-STEP, with its record and config, and alone."""
-    best_dir = os.path.join(model_dir, best_checkpoint.BEST_DIR)
+    best_dir = os.path.join(model_dir, BEST_DIR)
     assert read_best(best_dir)["global_step"] == step
     assert best_weight(model_dir) == step
     assert os.path.exists(os.path.join(best_dir, CONFIG_FILE))
@@ -123,7 +121,7 @@ def test_a_checkpoint_deleted_while_being_copied_keeps_the_old_best(model_dir, m
 def interrupt_between_the_renames(model_dir):
     """What a process killed inside _copy_checkpoint leaves: best/ renamed to
     best.old, the new copy still in best.tmp."""
-    best_dir = os.path.join(model_dir, best_checkpoint.BEST_DIR)
+    best_dir = os.path.join(model_dir, BEST_DIR)
     shutil.copytree(best_dir, best_dir + ".tmp")
     os.replace(best_dir, best_dir + ".old")
 
@@ -147,7 +145,7 @@ def test_a_better_checkpoint_after_an_interrupted_update_replaces_the_best(model
 def test_a_stale_old_directory_does_not_block_the_next_update(model_dir):
     """A process killed after both renames leaves best.old beside a complete best/."""
     assert export(model_dir, save_checkpoint(model_dir, 10), 10, bleu=10.0)
-    best_dir = os.path.join(model_dir, best_checkpoint.BEST_DIR)
+    best_dir = os.path.join(model_dir, BEST_DIR)
     shutil.copytree(best_dir, best_dir + ".old")
     assert export(model_dir, save_checkpoint(model_dir, 20), 20, bleu=20.0)
     assert_best_is(model_dir, 20)
@@ -159,7 +157,7 @@ def test_readers_find_the_best_during_an_interrupted_update(model_dir):
     assert best_checkpoint_dir(model_dir) is None
     assert export(model_dir, save_checkpoint(model_dir, 10), 10, bleu=10.0)
     save_checkpoint(model_dir, 20)
-    best_dir = os.path.join(model_dir, best_checkpoint.BEST_DIR)
+    best_dir = os.path.join(model_dir, BEST_DIR)
     assert find_checkpoint(model_dir) == os.path.join(best_dir, "model.ckpt-10")
     interrupt_between_the_renames(model_dir)
     assert best_checkpoint_dir(model_dir) == best_dir + ".old"

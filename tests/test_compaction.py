@@ -173,7 +173,8 @@ def test_model_search_compacts_on_a_trained_model(tiny_model_dir, tiny_config):
     import os
 
     from data_pipeline.tokenizer import BOS_ID, EOS_ID, Tokenizer
-    from decode.translator import find_checkpoint, output_length_limits, pad_batch
+    from decode.graphs import output_length_limits, pad_batch
+    from seq2seq.model_dir import find_checkpoint
     from seq2seq.config import load_config
     from seq2seq.model import Seq2SeqModel
     config = load_config(os.path.join(tiny_model_dir, "config.yaml"))

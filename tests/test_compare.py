@@ -10,7 +10,7 @@ import sacrebleu
 import tensorflow.compat.v1 as tf
 
 from decode import compare
-from decode.translator import SearchResult, unrolled_length_bucket
+from decode.graphs import SearchResult, unrolled_length_bucket
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -16,7 +16,7 @@ import tensorflow.compat.v1 as tf
 from decode import greedy_search, translate as translate_cli, while_loop_beam_search
 from decode.exact import exact_search, expansion_step
 from decode.scoring import Scoring
-from decode.translator import output_length_limit
+from decode.graphs import output_length_limit
 from seq2seq.model import EncoderOutput
 from tests.numpy_beam_search import beam_search as numpy_beam_search, log_softmax
 from tests.toy_decoder import ToyDecoder, row_state

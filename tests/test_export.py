@@ -16,7 +16,8 @@ import yaml
 
 import train
 from data_pipeline.tokenizer import Tokenizer
-from decode.translator import Translator, output_length_limit
+from decode.graphs import output_length_limit
+from decode.translator import Translator
 
 SENTENCES = ["twenty one", "three hundred and five", "one", "forty two thousand"]
 

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from decode.translator import (UNROLLED_LENGTH_STEP, output_length_limit, output_length_limits,
-                               unrolled_length_bucket)
+from decode.graphs import (UNROLLED_LENGTH_STEP, output_length_limit, output_length_limits,
+                           unrolled_length_bucket)
 
 RATIOS = (0.3, 1.1, 1.7, 2.0, 2.37)
 EXTRAS = (0, 10)

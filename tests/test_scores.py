@@ -20,9 +20,11 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from data_pipeline.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
-from decode.translator import Translator, find_checkpoint, output_length_limit
+from decode.graphs import output_length_limit
+from decode.translator import Translator
 from seq2seq.config import load_config
 from seq2seq.model import Seq2SeqModel
+from seq2seq.model_dir import find_checkpoint
 
 NUM_SENTENCES = 40
 BEAM_WIDTHS = (1, 3)

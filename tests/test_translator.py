@@ -20,10 +20,9 @@ import tensorflow.compat.v1 as tf
 
 from data_pipeline.tokenizer import EOS_ID
 from decode import translate as translate_cli
-from decode import translator as translator_module
-from decode.translator import output_length_limit, unrolled_length_bucket
-from decode.translator import (Hypothesis, Translation, Translator, length_sorted_batches,
-                               shown)
+from decode.batching import length_sorted_batches
+from decode.graphs import output_length_limit, search_result, unrolled_length_bucket
+from decode.translator import Hypothesis, Translation, Translator, shown
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -441,8 +440,7 @@ def test_impossible_hypotheses_are_left_out():
     # A beam wider than the possible sequences fills its last slots with
     # score -inf and ids of end tokens: no hypothesis, and no JSON number.
     ids = np.array([[5, 6, EOS_ID], [7, EOS_ID, EOS_ID], [EOS_ID, EOS_ID, EOS_ID]])
-    result = translator_module._search_result(ids, np.array([-1.0, -2.5, -np.inf], np.float32),
-                                              np.array([3, 2, 0]))
+    result = search_result(ids, np.array([-1.0, -2.5, -np.inf], np.float32), np.array([3, 2, 0]))
     assert result.ids == [[5, 6], [7]]
     assert result.scores == [-1.0, -2.5]
 

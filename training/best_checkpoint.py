@@ -10,7 +10,7 @@ import shutil
 import tensorflow.compat.v1 as tf
 import yaml
 
-from decode.translator import BEST_DIR, PREVIOUS_SUFFIX
+from seq2seq.model_dir import BEST_DIR, PREVIOUS_SUFFIX
 
 logger = logging.getLogger("seq2seq")
 

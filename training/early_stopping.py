@@ -4,7 +4,7 @@ import logging
 
 import tensorflow.compat.v1 as tf
 
-from decode.translator import best_checkpoint_dir
+from seq2seq.model_dir import best_checkpoint_dir
 from training.best_checkpoint import read_best
 from training.status import read_training_status
 

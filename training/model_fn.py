@@ -12,10 +12,11 @@ import sacrebleu
 import tensorflow.compat.v1 as tf
 
 from data_pipeline.tokenizer import Tokenizer
-from decode.translator import SERVING_SIGNATURE, search_encoded
+from decode.graphs import search_encoded
 from seq2seq import losses
 from seq2seq.config import ConfigError
 from seq2seq.model import Seq2SeqModel
+from seq2seq.model_dir import SERVING_SIGNATURE
 from training.status import write_training_status
 
 logger = logging.getLogger("seq2seq")

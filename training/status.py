@@ -17,23 +17,18 @@ import time
 
 import tensorflow.compat.v1 as tf
 
-STATUS_FILE = "training_status.json"
+from seq2seq.model_dir import STATUS_FILE, read_status_file
+
 logger = logging.getLogger("seq2seq")
 
 
 def read_training_status(model_dir):
-    """The status dict of MODEL_DIR/training_status.json, or None if there is none (or it is
-    not one: a warning names the file)."""
-    path = os.path.join(model_dir, STATUS_FILE)
+    """The status dict, or None if there is none (or it is not one: a warning names the file)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            status = json.load(f)
-    except FileNotFoundError:
-        return None
+        return read_status_file(model_dir)
     except ValueError as error:
-        logger.warning("%s is not JSON (%s): starting a new training status", path, error)
+        logger.warning("%s: starting a new training status", error)
         return None
-    return status if isinstance(status, dict) else None
 
 
 def write_training_status(model_dir, evaluation=None, **fields):

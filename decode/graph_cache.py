@@ -1,0 +1,108 @@
+"""One graph and session for a model's decoder graphs, each built on first use and its new
+variables restored from the checkpoint; thread-safe. Why one graph: docs/DECODING-NOTES.md."""
+
+import collections
+import contextlib
+import threading
+import time
+
+import tensorflow.compat.v1 as tf
+
+# A decoder graph built from a checkpoint (unrolled_length None but for "unrolled").
+Variant = collections.namedtuple(
+    "Variant", "decoder beam_width unrolled_length trace shape build_seconds num_ops")
+
+
+class CheckpointValues:
+    """A checkpoint's values, loaded into the variables under `scope` as builds create them,
+    each from its name with `scope` replaced by `saved_scope` (an ensemble: one per member,
+    e.g. "member_1/" from "seq2seq/")."""
+
+    def __init__(self, checkpoint, scope="", saved_scope=""):
+        self.checkpoint, self._scopes = checkpoint, (scope, saved_scope)
+        self._reader = tf.train.load_checkpoint(checkpoint)
+        self.step = int(self._reader.get_tensor(tf.GraphKeys.GLOBAL_STEP))
+        self._restored = set()
+
+    def restore_new(self, session):
+        """Loads the values of the variables under the scope not yet restored; ValueError names
+        one the checkpoint lacks or holds in another shape."""
+        scope, saved_scope = self._scopes
+        for variable in session.graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES):
+            name = variable.op.name
+            if name in self._restored or not name.startswith(scope):
+                continue
+            saved = saved_scope + name[len(scope):]
+            if not self._reader.has_tensor(saved):
+                raise ValueError("checkpoint %s has no variable %s: was it trained with "
+                                 "a different model config?" % (self.checkpoint, saved))
+            value = self._reader.get_tensor(saved)
+            if list(value.shape) != variable.shape.as_list():
+                raise ValueError("checkpoint %s holds %s with shape %s, the config's model "
+                                 "needs %s" % (self.checkpoint, saved, list(value.shape),
+                                               variable.shape.as_list()))
+            variable.load(value, session)
+            self._restored.add(name)
+
+
+class GraphCache:
+    """Graphs by key, each built once into `session`'s graph and restored from `checkpoints`
+    (a list of `CheckpointValues`; the ones of the graph built so far are restored at once)."""
+
+    def __init__(self, session, checkpoints=()):
+        self._session, self._checkpoints = session, list(checkpoints)
+        self._lock = threading.Lock()
+        self._built = {}  # key -> (fetches, Variant)
+        self._recordings = threading.local()  # .lists: this thread's recording_builds lists
+        self._restore_new()
+
+    def _restore_new(self):
+        for checkpoint in self._checkpoints:
+            checkpoint.restore_new(self._session)
+
+    @property
+    def variants(self):
+        """The `Variant`s built so far, in build order."""
+        return [variant for _, variant in list(self._built.values())]
+
+    @contextlib.contextmanager
+    def recording_builds(self):
+        """Yields a list that receives the `Variant` of every graph that this thread's calls
+        inside the block needed and found not yet built (built, or waited for); blocks nest."""
+        built = []
+        recordings = self._recordings.__dict__.setdefault("lists", [])
+        recordings.append(built)
+        try:
+            yield built
+        finally:
+            recordings[:] = [recording for recording in recordings if recording is not built]
+
+    def recorded_here(self, run):
+        """`run` wrapped to record its builds, on any thread, into this thread's lists."""
+        lists = self._recordings.__dict__.get("lists", [])
+
+        def recorded(*args):
+            self._recordings.lists = lists
+            return run(*args)
+        return recorded
+
+    def fetches(self, key, build):
+        """The fetches of graph `key` (decoder, width, unrolled_length, trace, GraphShape), made
+        by `build()` in the graph on first use; a graph not yet built goes (once) to this
+        thread's `recording_builds` lists."""
+        built = self._built.get(key)
+        if built is None:
+            with self._lock:  # a graph enters _built only once built and restored
+                built = self._built.get(key)
+                if built is None:
+                    graph = self._session.graph
+                    started, start_ops = time.perf_counter(), len(graph.get_operations())
+                    with graph.as_default():
+                        fetches = build()
+                    variant = Variant(*key, build_seconds=time.perf_counter() - started,
+                                      num_ops=len(graph.get_operations()) - start_ops)
+                    self._restore_new()
+                    built = self._built[key] = (fetches, variant)
+                for recording in getattr(self._recordings, "lists", ()):  # under the lock: once
+                    recording.extend([] if built[1] in recording else [built[1]])
+        return built[0]

@@ -1,0 +1,183 @@
+"""The decoder graphs of an encoded batch: the searches, teacher-forced scoring, and their outputs.
+
+Each sentence has its own length limit, so its translation never depends on its batch; the
+unrolled search is built for a few length buckets. A graph is keyed by what shapes it
+(`GraphShape`); the other decoding options are fed to it. Why: docs/DECODING-NOTES.md.
+"""
+
+import collections
+
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+from data_pipeline.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from decode import greedy_search, rnn_beam_search, while_loop_beam_search
+from decode import scoring as scoring_lib
+from decode.sampling import Sampling, sample_search
+from decode.scoring import Scoring, tracks_coverage
+from seq2seq.common import sequence_mask
+
+UNROLLED_LENGTH_STEP = 8  # the unrolled search is built for lengths rounded up to a multiple
+# The decoding options fed to a graph (placeholders with the config's value as default).
+FED_OPTIONS = {"length_penalty": np.float32, "coverage_penalty": np.float32,
+               "min_length": np.int32, "temperature": np.float32, "top_k": np.int32,
+               "top_p": np.float32, "seed": np.int64}
+# The decoding options that shape a graph: length_penalty_kind, no_repeat_ngram_size, and
+# whether the coverage penalty and minimum length are on.
+GraphShape = collections.namedtuple("GraphShape", "kind ngram coverage min_length")
+# One sentence's beam, best first, without the impossible (-inf) hypotheses: target id
+# lists (end token left out) and scores; the exact decoder's proven and expansions.
+SearchResult = collections.namedtuple("SearchResult", "ids scores proven expansions",
+                                      defaults=(None, None))
+
+
+def graph_shape(options):
+    """The `GraphShape` of resolved decoding options."""
+    return GraphShape(options["length_penalty_kind"], options["no_repeat_ngram_size"],
+                      options["coverage_penalty"] > 0, options["min_length"] > 0)
+
+
+def graph_options(fed_options, shape):
+    """The options a graph of `shape` is built with: `fed_options` (name -> scalar tensor, as
+    FED_OPTIONS) and the shape's Python values; an option the shape turns off is 0."""
+    options = dict(fed_options, length_penalty_kind=shape.kind, no_repeat_ngram_size=shape.ngram)
+    if not shape.coverage:
+        options["coverage_penalty"] = 0.0
+    if not shape.min_length:
+        options["min_length"] = 0
+    return options
+
+
+def fields_of(kind, options):
+    """A namedtuple `kind` (Scoring, Sampling) of the options of its fields' names."""
+    return kind(*(options[name] for name in kind._fields))
+
+
+def output_length_limit(source_length, decode_params):
+    """The most target tokens (end token included) for a source of `source_length` tokens:
+    ceil(max_length_ratio * source_length) + max_length_extra, in float32 as in the graph."""
+    scaled = np.float32(decode_params["max_length_ratio"]) * np.float32(source_length)
+    return int(np.ceil(scaled)) + decode_params["max_length_extra"]
+
+
+def output_length_limits(source_length, decode_params):
+    """`output_length_limit` in the graph: [batch] int32 source lengths -> [batch] int32."""
+    with tf.name_scope("output_length_limits"):
+        scaled = tf.ceil(decode_params["max_length_ratio"] * tf.cast(source_length, tf.float32))
+        return tf.cast(scaled, tf.int32) + decode_params["max_length_extra"]
+
+
+def unrolled_length_bucket(max_source_length, decode_params):
+    """The unrolled search's steps for a batch whose longest source has this many tokens."""
+    length = output_length_limit(max_source_length, decode_params)
+    return -(-length // UNROLLED_LENGTH_STEP) * UNROLLED_LENGTH_STEP
+
+
+def search_encoded(model, encoder_output, source_length, decode_params, decoder, beam_width,
+                   unrolled_length=None, trace=False, options=None):
+    """The n-best translations of an encoded batch, each within its sentence's length limit.
+
+    Args:
+      model, encoder_output: a `Seq2SeqModel` and its `encode(..., training=False)`.
+      source_length: [batch] int32; decode_params: the config's "decode" dict.
+      decoder: one of DECODERS but "exact"; beam_width: K (1 for greedy, the samples for sample).
+      unrolled_length: the unrolled search's steps, else None; trace: also return the trace.
+      options: decoding options over decode_params' (values or scalar tensors; the kind and n
+        Python values); sample also needs "sentence_keys" ([batch] int64, decode/sampling.py).
+    Returns:
+      ids [batch, K, time] int32, scores [batch, K] float32 best first, lengths
+      [batch, K] int32 counting the end token, and with `trace` the trace dict.
+    """
+    params = dict(decode_params, **(options or {}))
+    scoring = fields_of(Scoring, params)
+    coverage = tracks_coverage(scoring)
+    scope = "%s_beam%d" % (decoder, beam_width) + (
+        "_len%d" % unrolled_length if unrolled_length else "") + ("_trace" if trace else "")
+    with tf.name_scope(scope):  # e.g. unrolled_beam4_len24
+        limits = output_length_limits(source_length, decode_params)          # [batch]
+        update_fn, initial_state = model.beam_update_fn(encoder_output, beam_width,
+                                                        with_attention=trace or coverage)
+        common = dict(max_lengths=limits, source_mask=encoder_output.mask if coverage else None)
+        if decoder == "unrolled":
+            return rnn_beam_search(update_fn, initial_state, unrolled_length, beam_width,
+                                   BOS_ID, EOS_ID, scoring, trace=trace, **common)
+        max_length = tf.reduce_max(limits, name="max_output_length")  # every sentence's bound
+        if decoder == "sample":
+            return sample_search(update_fn, initial_state, max_length, beam_width, BOS_ID, EOS_ID,
+                                 scoring, fields_of(Sampling, params), params["sentence_keys"],
+                                 compact=True, **common)
+        if decoder == "greedy":
+            return greedy_search(update_fn, initial_state, max_length, BOS_ID, EOS_ID, scoring,
+                                 trace=trace, compact=True, **common)
+        return while_loop_beam_search(update_fn, initial_state, max_length, beam_width,
+                                      BOS_ID, EOS_ID, scoring, trace=trace, compact=True, **common)
+
+
+def score_encoded(model, encoder_output, target_ids, target_length, scoring):
+    """Teacher-forced scores of an encoded batch's targets.
+
+    Args:
+      model, encoder_output: a `Seq2SeqModel` and its `encode(..., training=False)`.
+      target_ids: [batch, tgt_time] int32, the target pieces and the end token, 0-padded.
+      target_length: [batch] int32, pieces counting the end token.
+      scoring: a decode.scoring.Scoring (its blocking and minimum length are not used).
+    Returns:
+      (piece_log_probs [batch, tgt_time] float32 (0 after the end), log_probs [batch],
+      scores [batch]).
+    """
+    with tf.name_scope("score"):
+        begin = tf.fill([tf.shape(target_ids)[0], 1], BOS_ID)
+        target_input = tf.concat([begin, target_ids[:, :-1]], axis=1)         # [b, t]
+        logits, attention = model.teacher_forced_logits(encoder_output, target_input,
+                                                        training=False, with_attention=True)
+        mask = sequence_mask(target_length, tf.shape(target_ids)[1])           # [b, t]
+        piece_log_probs = mask * tf.gather(tf.nn.log_softmax(logits), target_ids, batch_dims=2)
+        log_probs = tf.reduce_sum(piece_log_probs, axis=1)                     # [b]
+        coverage = ()
+        if tracks_coverage(scoring):  # attention over the target pieces, summed
+            coverage = (tf.reduce_sum(attention * mask[..., None], axis=1)
+                        + 1.0 - encoder_output.mask)                           # [b, src]
+        return piece_log_probs, log_probs, scoring_lib.scores(log_probs, target_length, coverage,
+                                                              scoring)
+
+
+def pad_batch(sequences):
+    """Lists of ids -> (ids [batch, max_len] int32 padded with PAD_ID, lengths [batch] int32)."""
+    lengths = np.array([len(sequence) for sequence in sequences], np.int32)
+    ids = np.full([len(sequences), lengths.max()], PAD_ID, np.int32)
+    for row, sequence in enumerate(sequences):
+        ids[row, :len(sequence)] = sequence
+    return ids, lengths
+
+
+def search_result(ids, scores, lengths):
+    """A `SearchResult` from one sentence's ids [K, time], scores [K] and lengths [K]."""
+    hypotheses, finite_scores = [], []
+    for beam_ids, score, length in zip(ids, scores, lengths):
+        if np.isfinite(score):
+            tokens = beam_ids[:length].tolist()
+            hypotheses.append(tokens[:-1] if tokens and tokens[-1] == EOS_ID else tokens)
+            finite_scores.append(float(score))
+    return SearchResult(hypotheses, finite_scores)
+
+
+def sentence_trace(trace, row, source_ids, ids, scores, lengths, tokenizer):
+    """DESIGN.md's search trace of batch row `row` (source_ids unpadded; its ids [K, time],
+    scores [K], lengths [K]), its steps up to the first at which every slot has finished;
+    `tokenizer` names the pieces."""
+    pieces = tokenizer.target_pieces
+    finite = np.isfinite(trace["scores"][row])                              # [time, K]
+    done = np.all(trace["finished"][row] | ~finite, axis=1)                 # [time]
+    steps = int(np.argmax(done)) + 1 if done.any() else len(done)
+    return {
+        "source_pieces": tokenizer.source_pieces(source_ids),
+        "steps": [{"pieces": pieces(trace["token_ids"][row, step]),
+                   "parents": trace["parent_ids"][row, step].tolist(),
+                   "scores": [float(score) if ok else None for score, ok
+                              in zip(trace["scores"][row, step], finite[step])],
+                   "finished": trace["finished"][row, step].tolist()}
+                  for step in range(steps)],
+        "n_best": [{"pieces": pieces(ids[slot, :lengths[slot]]),
+                    "attention": trace["attention"][row, slot, :lengths[slot],
+                                                    :len(source_ids)].tolist()}
+                   for slot in range(len(scores)) if np.isfinite(scores[slot])]}
