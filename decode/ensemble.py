@@ -1,0 +1,120 @@
+"""An ensemble of models decoded as one: each step's log-probabilities the mean of the members'.
+
+`Ensemble` offers what the decoders use of a `Seq2SeqModel` (encode, beam_update_fn, step,
+teacher_forced_logits), so greedy decoding, both beam searches, sampling, scoring and the exact
+search take it unchanged. Its logits are the mean of the members' log-softmax, which the
+decoders normalise again: the ensemble's distribution is the renormalised geometric mean of the
+members' (a product of experts, as Marian's ensembles with equal weights). fairseq averages the
+probabilities instead (logsumexp - log N). Attention (coverage, the trace) is the members' mean.
+"""
+
+import re
+
+import tensorflow.compat.v1 as tf
+
+from data_pipeline.tokenizer import Tokenizer
+from seq2seq.model import EncoderOutput, Seq2SeqModel
+
+CHECKPOINT_SCOPE = "seq2seq"  # train.py's model scope, the checkpoints' name prefix
+MEMBER_SCOPE = "member_%d"
+
+
+def check_vocabularies(model_dirs):
+    """Raises ValueError naming two of `model_dirs` whose SentencePiece models (or source
+    lower-casing) differ: the members must read and write the same pieces."""
+    first = Tokenizer.load(model_dirs[0]).encoding()
+    for model_dir in model_dirs[1:]:
+        if Tokenizer.load(model_dir).encoding() != first:
+            raise ValueError("%s and %s have different vocabularies (SentencePiece models): the "
+                             "models of an ensemble must share theirs" % (model_dirs[0], model_dir))
+
+
+def _mean(tensors):
+    return tf.add_n(tensors) / float(len(tensors))
+
+
+class Ensemble:
+    """The models of `model_params_list` (each a config's "model" section) over one pair of
+    vocabularies, member i's variables under the scope "member_<i>".
+
+    Its EncoderOutput holds the members' memories [batch, src_time, M_0 + M_1 + ...] and keys
+    side by side, so the decoders gather, tile and feed it as one model's; its initial_state
+    is a tuple of the members'.
+    """
+
+    def __init__(self, model_params_list, source_vocab_size, target_vocab_size):
+        self._graph = tf.get_default_graph()
+        self.members = [Seq2SeqModel(params, source_vocab_size, target_vocab_size,
+                                     name=MEMBER_SCOPE % index)
+                        for index, params in enumerate(model_params_list)]
+        self._widths = None  # each member's (memory, key) sizes, known once encoded
+
+    def restore_map(self, member_index):
+        """{name in the member's checkpoint: variable} of member `member_index`'s variables
+        built so far (more come with each decoder's first build)."""
+        scope = self.members[member_index].scope_name + "/"
+        return {CHECKPOINT_SCOPE + "/" + variable.op.name[len(scope):]: variable
+                for variable in self._graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES,
+                                                           "^" + re.escape(scope))}
+
+    def encode(self, source_ids, source_length, training=False):
+        """As `Seq2SeqModel.encode`: source_ids [batch, src_time] -> this EncoderOutput."""
+        outputs = [member.encode(source_ids, source_length, training) for member in self.members]
+        self._widths = [(output.memory.shape.as_list()[-1], output.keys.shape.as_list()[-1])
+                        for output in outputs]
+        return EncoderOutput(memory=tf.concat([output.memory for output in outputs], -1),
+                             keys=tf.concat([output.keys for output in outputs], -1),
+                             mask=outputs[0].mask,
+                             initial_state=tuple(output.initial_state for output in outputs))
+
+    def _split(self, encoder_output):
+        """The ensemble's EncoderOutput (any leading shape) -> the members' EncoderOutputs."""
+        memories = tf.split(encoder_output.memory, [m for m, _ in self._widths], axis=-1)
+        keys = tf.split(encoder_output.keys, [k for _, k in self._widths], axis=-1)
+        states = encoder_output.initial_state or (None,) * len(self.members)
+        return [EncoderOutput(*fields) for fields in zip(
+            memories, keys, [encoder_output.mask] * len(self.members), states)]
+
+    @staticmethod
+    def _log_probs(logits):
+        """The members' logits [..., V] -> the mean of their log-softmax [..., V]."""
+        return _mean([tf.nn.log_softmax(member_logits) for member_logits in logits])
+
+    def teacher_forced_logits(self, encoder_output, target_input, training,
+                              with_attention=False):
+        """As `Seq2SeqModel.teacher_forced_logits`: the mean log-probabilities [batch, tgt_time,
+        V_t] (and with_attention the mean weights [batch, tgt_time, src_time])."""
+        logits, weights = zip(*(
+            member.teacher_forced_logits(output, target_input, training, with_attention=True)
+            for member, output in zip(self.members, self._split(encoder_output))))
+        return (self._log_probs(logits), _mean(weights)) if with_attention else (
+            self._log_probs(logits))
+
+    def step(self, encoder_output, state, prev_ids, training=False):
+        """As `Seq2SeqModel.step` (the exact search's): state a tuple of the members' states
+        (`encoder_output.initial_state`'s structure) -> (new_state, log-probabilities [n, V_t])."""
+        new_states, logits = zip(*(
+            member.step(output, member_state, prev_ids, training) for member, output, member_state
+            in zip(self.members, self._split(encoder_output), state)))
+        return new_states, self._log_probs(logits)
+
+    def beam_update_fn(self, encoder_output, beam_width, with_attention=False):
+        """As `Seq2SeqModel.beam_update_fn`: the state holds the members' beam states
+        ({"members": (...)}, each with its encoder output) and with_attention the mean
+        "attention" [batch, K, src_time]; the logits are the mean log-probabilities."""
+        members = [member.beam_update_fn(output, beam_width, with_attention)
+                   for member, output in zip(self.members, self._split(encoder_output))]
+
+        def update_fn(state, ids):
+            with tf.name_scope("ensemble_update"):
+                new_states, logits = zip(*(update(member_state, ids) for (update, _), member_state
+                                           in zip(members, state["members"])))
+                new_state = {"members": new_states}
+                if with_attention:
+                    new_state["attention"] = _mean([member["attention"] for member in new_states])
+                return new_state, self._log_probs(logits)
+
+        initial_state = {"members": tuple(initial for _, initial in members)}
+        if with_attention:
+            initial_state["attention"] = tf.zeros_like(encoder_output.mask)
+        return update_fn, initial_state
