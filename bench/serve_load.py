@@ -1,7 +1,7 @@
 """Load test of serve.py: throughput and latency with batching on and off.
 
-For each mode, starts `serve.py --model_dir D --host 127.0.0.1 --port 0` (with
-`--no_batching` for "off"), waits until /healthz says ready, asks every test
+For each mode, starts `serve.py --model_dir D` on a free port of 127.0.0.1 (with
+`--no_batching` for "off"; bench.harness.Server), waits until /healthz says ready, asks every test
 sentence once alone (the reference answers), then sends `--requests`
 requests from 1, 8 and 32 concurrent clients (one keep-alive connection
 each). Every fifth request is invalid (an empty text, an unknown
@@ -67,27 +67,18 @@ Usage (a trained model directory; the test sentences default to the
 import argparse
 import asyncio
 import collections
+import functools
 import json
 import os
-import re
-import select
 import shutil
-import signal
-import subprocess
 import sys
 import time
 
+from bench import harness
+from bench.harness import cell, percentile, ratio
 from seq2seq.config import load_config, save_config
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HOST = "127.0.0.1"
 REQUEST_TIMEOUT_S = 120
-STOP_TIMEOUT_S = 60
-# Loading and warming up a model takes seconds to a minute; a server that is
-# not ready after this long has hung, and the bench must not wait forever.
-START_TIMEOUT_S = 300
-# How long a server that closed its output before it was ready gets to exit.
-EXIT_WAIT_S = 5
 INVALID_EVERY = 5
 SCORE_TOLERANCE = 1e-4
 TARGET_SPEEDUP = 1.5  # issue 10, at the most clients
@@ -143,7 +134,7 @@ def plan_requests(sentences, count):
 def encode_request(request, port):
     """`request` as the bytes of an HTTP/1.1 request (keep-alive, the 1.1 default)."""
     head = ("%s %s HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n"
-            % (request.method, request.path, HOST, port, request.content_type, len(request.body)))
+            % (request.method, request.path, harness.HOST, port, request.content_type, len(request.body)))
     return head.encode("latin-1") + request.body
 
 
@@ -196,7 +187,7 @@ class Connection:
         """
         async with asyncio.timeout(REQUEST_TIMEOUT_S):
             if self._streams is None:
-                self._streams = await asyncio.open_connection(HOST, self._port)
+                self._streams = await asyncio.open_connection(harness.HOST, self._port)
             reader, writer = self._streams
             # No drain(): the answer is awaited next, so at most one request is buffered.
             writer.write(encoded_request)
@@ -210,111 +201,6 @@ class Connection:
         if self._streams is not None:
             self._streams[1].close()
             self._streams = None
-
-
-def read_lines(pipe, count, timeout_s):
-    """(up to `count` lines from `pipe`, whether `timeout_s` ran out first).
-
-    Fewer lines at end of file. Reads the pipe's file descriptor with select
-    and os.read rather than readline, which would wait forever for a server
-    that hangs; and not through the pipe's buffer, where a second line that
-    came with the first would wait unseen by select. What follows the
-    `count`-th line in the same read is dropped.
-    """
-    deadline = time.monotonic() + timeout_s
-    descriptor, data = pipe.fileno(), b""
-    while data.count(b"\n") < count:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0 or not select.select([descriptor], [], [], remaining)[0]:
-            return data.decode("utf-8", "replace").splitlines(keepends=True), True
-        chunk = os.read(descriptor, 4096)
-        if not chunk:
-            break
-        data += chunk
-    return data.decode("utf-8", "replace").splitlines(keepends=True)[:count], False
-
-
-class Server:
-    """serve.py in a child process on a free port of 127.0.0.1."""
-
-    def __init__(self, model_dir, batching, log_path, instant=False):
-        program = ["-m", "bench.instant_server"] if instant else ["serve.py"]
-        command = [sys.executable] + program + [
-            "--model_dir", model_dir, "--host", HOST, "--port", "0",
-            "--warm_up_source_tokens", "0"]
-        if not batching:
-            command.append("--no_batching")
-        self._start(command, log_path, START_TIMEOUT_S)
-
-    def _start(self, command, log_path, timeout_s):
-        """Starts `command` and waits until it is ready; sets process and port.
-
-        The command must print serve.py's two lines: "listening on URL" once
-        it listens, then "ready: URL" once the model is loaded (serve.py exits
-        if loading fails). A server that does neither within `timeout_s` is
-        killed and waited for, its pipe and log are closed, and RuntimeError
-        names the log, which holds its stderr.
-        """
-        self._log = open(log_path, "w", encoding="utf-8")
-        try:
-            self.process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE,
-                                            stderr=self._log)
-        except BaseException:
-            self._log.close()
-            raise
-        try:
-            self.port, problem = self._wait_until_ready(timeout_s)
-        except BaseException:
-            self._discard()
-            raise
-        if problem:
-            self._discard()
-            raise RuntimeError("the server did not get ready: %s (its stderr is in %s)"
-                               % (problem, log_path))
-
-    def _wait_until_ready(self, timeout_s):
-        """(port, None) once the server says it is ready, else (None, what went wrong)."""
-        lines, timed_out = read_lines(self.process.stdout, 2, timeout_s)
-        if timed_out:
-            return None, "not ready within %g s, after printing %r" % (timeout_s, "".join(lines))
-        if len(lines) < 2:
-            try:
-                # A server that closes its output is on its way out: its exit code says why.
-                code = "exit code %d" % self.process.wait(timeout=EXIT_WAIT_S)
-            except subprocess.TimeoutExpired:
-                code = "still running"
-            return None, "it closed its output (%s) after printing %r" % (code, "".join(lines))
-        match = re.match(r"listening on http://127\.0\.0\.1:(\d+)/", lines[0])
-        if not match or not lines[1].startswith("ready:"):
-            return None, "it printed %r" % "".join(lines)
-        return int(match.group(1)), None
-
-    def _discard(self):
-        """Kills a server that did not start, waits for it, and closes its pipe and log."""
-        try:
-            if self.process.poll() is None:
-                self.process.kill()
-            self.process.wait()
-        finally:
-            self.process.stdout.close()
-            self._log.close()
-
-    def cpu_seconds(self):
-        """The server's user + system CPU time so far (Linux /proc), all threads."""
-        with open("/proc/%d/stat" % self.process.pid, encoding="ascii") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def stop(self):
-        """SIGTERM; returns the exit code."""
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(timeout=STOP_TIMEOUT_S)
-        finally:
-            if self.process.poll() is None:
-                self.process.kill()
-            self.process.stdout.close()
-            self._log.close()
 
 
 async def fetch_reference_answers(port, sentences):
@@ -332,23 +218,13 @@ async def fetch_reference_answers(port, sentences):
     return answers
 
 
-async def fetch_info(port):
-    """The server's GET /v1/info, over a connection of its own."""
-    connection = Connection(port)
-    try:
-        status, body = await connection.exchange(
-            encode_request(Request("GET", "/v1/info", b"", "application/json", None), port))
-    finally:
-        connection.close()
-    if status != 200:
-        raise RuntimeError("GET /v1/info failed: %d %s" % (status, body.decode("utf-8", "replace")))
-    return json.loads(body)
-
-
 def model_call_totals(port):
     """(model calls, sentences, model-call seconds) since the server started, from /v1/info."""
-    batching = asyncio.run(fetch_info(port))["batching"]
-    return batching["model_calls"], batching["sentences"], batching["model_call_seconds"]
+    status, info = harness.get_json(port, "/v1/info")
+    if status != 200:
+        raise RuntimeError("GET /v1/info failed: %d %s" % (status, info))
+    return tuple(info["batching"][key] for key in ("model_calls", "sentences",
+                                                   "model_call_seconds"))
 
 
 def reference_answers(port, sentences):
@@ -470,17 +346,10 @@ def run_phase(mode, server, plan, clients, references):
 
 def merge(results):
     """One PhaseResult from the rounds of one mode and client count."""
-    first = results[0]
-    return PhaseResult(first.mode, first.clients, sum(r.requests for r in results),
-                       sum(r.seconds for r in results), sum(r.server_cpu_s for r in results),
-                       sum(r.client_cpu_s for r in results),
-                       sorted(latency for r in results for latency in r.latencies_ms),
-                       sorted(latency for r in results for latency in r.in_app_ms),
-                       sum(r.model_calls for r in results), sum(r.sentences for r in results),
-                       sum(r.model_call_seconds for r in results),
-                       sum(r.client_errors for r in results), sum(r.server_errors for r in results),
-                       sum(r.connection_failures for r in results),
-                       sum(r.mismatches for r in results))
+    return results[0]._replace(**{
+        field: (sorted(sum((getattr(r, field) for r in results), [])) if field.endswith("_ms")
+                else sum(getattr(r, field) for r in results))
+        for field in PhaseResult._fields[2:]})
 
 
 # The runs that miss the targets worst are the ones with nothing to measure:
@@ -489,52 +358,26 @@ def merge(results):
 # or "not measured", so that the report, and its FAILs, still get printed.
 
 
-def percentile(sorted_values, fraction):
-    """The `fraction` percentile of `sorted_values`, the value at the nearest index
-    (numpy's method="nearest"); None if there are none."""
-    if not sorted_values:
-        return None
-    return sorted_values[min(len(sorted_values) - 1, int(round(fraction * (len(sorted_values) - 1))))]
-
-
-def ratio(numerator, denominator):
-    """numerator / denominator; None if either is None or the denominator is 0."""
-    if numerator is None or not denominator:
-        return None
-    return numerator / denominator
-
-
-def cell(value, spec, missing="n/a"):
-    """`value` formatted with `spec`, or `missing` if it was not measured (None)."""
-    return missing if value is None else spec % value
-
-
 def throughput(result):
     return ratio(result.requests, result.seconds)
 
 
 def table(results):
-    lines = ["| batching | clients | requests | requests/s | requests/server CPU-s "
-             "| client CPU ms/request | p50 ms | p95 ms | p99 ms | in-app p50 ms "
-             "| sentences/model call | model calls running | 4xx | 5xx "
-             "| connection failures | wrong answers |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-             "| ---: | ---: | ---: | ---: |"]
-    for result in results:
-        cells = [result.mode, "%d" % result.clients, "%d" % result.requests,
-                 cell(throughput(result), "%.1f"),
-                 cell(ratio(result.requests, result.server_cpu_s), "%.1f"),
-                 cell(ratio(1000.0 * result.client_cpu_s, result.requests), "%.3f"),
-                 cell(percentile(result.latencies_ms, 0.50), "%.1f"),
-                 cell(percentile(result.latencies_ms, 0.95), "%.1f"),
-                 cell(percentile(result.latencies_ms, 0.99), "%.1f"),
-                 cell(percentile(result.in_app_ms, 0.50), "%.1f"),
-                 "%.1f" % (result.sentences / max(result.model_calls, 1)),
-                 cell(ratio(result.model_call_seconds, result.seconds), "%.2f")]
-        cells += ["%d" % count for count in (result.client_errors, result.server_errors,
-                                             result.connection_failures, result.mismatches)]
-        lines.append("| %s |" % " | ".join(cells))
-    return "\n".join(lines)
+    return harness.markdown_table(
+        ["batching", "clients", "requests", "requests/s", "requests/server CPU-s",
+         "client CPU ms/request", "p50 ms", "p95 ms", "p99 ms", "in-app p50 ms",
+         "sentences/model call", "model calls running", "4xx", "5xx", "connection failures",
+         "wrong answers"],
+        ([r.mode, r.clients, r.requests, cell(throughput(r), "%.1f"),
+          cell(ratio(r.requests, r.server_cpu_s), "%.1f"),
+          cell(ratio(1000.0 * r.client_cpu_s, r.requests), "%.3f"),
+          cell(percentile(r.latencies_ms, 0.50), "%.1f"),
+          cell(percentile(r.latencies_ms, 0.95), "%.1f"),
+          cell(percentile(r.latencies_ms, 0.99), "%.1f"),
+          cell(percentile(r.in_app_ms, 0.50), "%.1f"),
+          "%.1f" % (r.sentences / max(r.model_calls, 1)),
+          cell(ratio(r.model_call_seconds, r.seconds), "%.2f"), r.client_errors,
+          r.server_errors, r.connection_failures, r.mismatches] for r in results))
 
 
 def by_mode_and_clients(results):
@@ -601,18 +444,6 @@ def keep_batch_log(path, kept_path):
         os.replace(path, kept_path)
 
 
-def default_input(model_dir):
-    """The test.src of the data the model was trained on (a relative data_dir is the repo's)."""
-    data_dir = load_config(os.path.join(model_dir, "config.yaml"))["data"]["data_dir"]
-    return os.path.join(REPO, data_dir, "test.src")
-
-
-def read_sentences(path):
-    """The non-blank lines of a UTF-8 file, stripped."""
-    with open(path, encoding="utf-8") as input_file:
-        return [line.strip() for line in input_file if line.strip()]
-
-
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model_dir", required=True, help="a model directory written by train.py")
@@ -637,9 +468,9 @@ def parse_args(argv):
 def main(argv=None):
     args = parse_args(argv)
     model_dir = os.path.abspath(args.model_dir)
-    sentences = read_sentences(args.input or default_input(model_dir))
+    sentences = harness.read_sentences(args.input or harness.model_test_source(model_dir))
     modes = args.modes.split(",")
-    log_dir = os.path.join(REPO, "bench", "out")
+    log_dir = os.path.join(harness.REPO, "bench", "out")
     os.makedirs(log_dir, exist_ok=True)
     copies_dir = os.path.join(log_dir, "serve_load_models")
     shutil.rmtree(copies_dir, ignore_errors=True)
@@ -652,9 +483,11 @@ def main(argv=None):
         for mode in modes:
             served_dir = model_dir if not (args.hparams or args.batch_log) else served_copy(
                 model_dir, os.path.join(copies_dir, mode), args.hparams, batch_logs.get(mode))
-            servers[mode] = Server(served_dir, batching=mode == "on",
-                                   log_path=os.path.join(log_dir, "serve_load_%s.log" % mode),
-                                   instant=args.instant)
+            servers[mode] = harness.Server(
+                ["--model_dir", served_dir, "--warm_up_source_tokens", "0"]
+                + ([] if mode == "on" else ["--no_batching"]),
+                os.path.join(log_dir, "serve_load_%s.log" % mode),
+                program=["-m", "bench.instant_server"] if args.instant else ["serve.py"])
         references = {mode: reference_answers(server.port, sentences)
                       for mode, server in servers.items()}
         for mode, path in batch_logs.items():
@@ -662,19 +495,23 @@ def main(argv=None):
         results = []
         plan = plan_requests(sentences, args.requests)
         for clients in (int(count) for count in args.clients.split(",")):
-            rounds = {mode: [] for mode in modes}
-            # The modes take turns, a slice of the plan each, so that load from
-            # other processes on the machine falls on both alike.
-            for round_index in range(args.rounds):
-                for mode in modes if round_index % 2 == 0 else modes[::-1]:
-                    rounds[mode].append(run_phase(mode, servers[mode],
-                                                  plan[round_index::args.rounds], clients,
-                                                  references[mode]))
-                    if mode in batch_logs:
-                        keep_batch_log(batch_logs[mode], batch_logs[mode].replace(
-                            ".jsonl", "-%dclients-round%d.jsonl" % (clients, round_index + 1)))
+            round_indices = {mode: iter(range(args.rounds)) for mode in modes}
+
+            def phase(mode):
+                """The mode's next round: its slice of the plan."""
+                round_index = next(round_indices[mode])
+                result = run_phase(mode, servers[mode], plan[round_index::args.rounds], clients,
+                                   references[mode])
+                if mode in batch_logs:
+                    keep_batch_log(batch_logs[mode], batch_logs[mode].replace(
+                        ".jsonl", "-%dclients-round%d.jsonl" % (clients, round_index + 1)))
+                return result
+            # The modes take turns, each round in the other order, so that load from other
+            # processes on the machine falls on both alike.
+            rounds = harness.time_rounds({mode: functools.partial(phase, mode) for mode in modes},
+                                         args.rounds, warmup=0)
             for mode in modes:
-                results.append(merge(rounds[mode]))
+                results.append(merge(rounds[mode].results))
                 print(table(results[-1:]).splitlines()[-1], flush=True)
     finally:
         exit_codes = {mode: server.stop() for mode, server in servers.items()}
@@ -682,9 +519,7 @@ def main(argv=None):
     if any(exit_codes.values()):
         raise RuntimeError("serve.py did not exit 0 after SIGTERM: %s (logs in %s)"
                            % (exit_codes, log_dir))
-    print()
-    print(table(results))
-    print()
+    print("\n%s\n" % table(results))
     cost_ratio = cpu_cost_ratio(results)
     if cost_ratio:
         # Not a target: what batching saves in server CPU, whatever the cores.
@@ -693,11 +528,8 @@ def main(argv=None):
     checks = verdicts(results)
     for description, measured, passed in checks:
         print("%s %s: %s" % ("PASS" if passed else "FAIL", description, measured))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as json_file:
-            json.dump({"table": table(results), "checks": checks}, json_file, indent=1)
+    harness.write_json(args.json, {"table": table(results), "checks": checks})
     return 0 if all(passed for _, _, passed in checks) else 1
-
 
 if __name__ == "__main__":
     sys.exit(main())

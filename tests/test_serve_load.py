@@ -9,7 +9,6 @@ import asyncio
 import json
 import os
 import signal
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from bench import serve_load
+from bench import harness, serve_load
 
 SENTENCES = ["one small step", "the cat sat", "a b c"]
 IN_APP_MS = 1.5
@@ -112,7 +111,7 @@ def fake_server():
 
 
 class FakeServer:
-    """What run_phase needs of serve_load.Server."""
+    """What run_phase needs of harness.Server."""
 
     def __init__(self, port):
         self.port = port
@@ -275,18 +274,13 @@ def test_one_empty_percentile_fails_only_its_own_check():
         "not measured", False)
 
 
-def start(command, log_path, timeout_s):
-    """A serve_load.Server running `command`; the server even if starting it failed."""
-    server = serve_load.Server.__new__(serve_load.Server)
+def start(code, log_path, timeout_s):
+    """A harness.Server running the Python `code` (given serve.py's --host and --port), or the
+    error it raised."""
     try:
-        server._start(command, str(log_path), timeout_s)
+        return harness.Server([], str(log_path), program=["-c", code], timeout_s=timeout_s), None
     except RuntimeError as error:
-        return server, error
-    return server, None
-
-
-def python(code):
-    return [sys.executable, "-c", code]
+        return None, error
 
 
 def open_descriptors_to(path):
@@ -297,16 +291,16 @@ def open_descriptors_to(path):
 
 
 def test_a_server_that_hangs_while_loading_is_killed_after_the_start_timeout(tmp_path):
-    log_path = tmp_path / "server.log"
+    log_path, pid_path = tmp_path / "server.log", tmp_path / "pid"
     started = time.monotonic()
-    server, error = start(python("import sys, time; print('listening on http://127.0.0.1:1/', "
-                                 "flush=True); print('loading', file=sys.stderr, flush=True); "
-                                 "time.sleep(60)"), log_path, 0.5)
+    server, error = start("import os, sys, time; open(%r, 'w').write(str(os.getpid())); "
+                          "print('loading', file=sys.stderr, flush=True); time.sleep(60)"
+                          % str(pid_path), log_path, 0.5)
     assert time.monotonic() - started < 30
     assert error is not None and str(log_path) in str(error)
     assert "not ready within 0.5 s" in str(error)
-    assert server.process.returncode == -signal.SIGKILL  # killed, and waited for
-    assert server.process.stdout.closed and server._log.closed
+    with pytest.raises(ProcessLookupError):  # killed, and waited for
+        os.kill(int(pid_path.read_text()), 0)
     assert open_descriptors_to(log_path) == 0
     assert log_path.read_text() == "loading\n"
 
@@ -314,36 +308,43 @@ def test_a_server_that_hangs_while_loading_is_killed_after_the_start_timeout(tmp
 def test_a_server_that_exits_while_loading_fails_at_once(tmp_path):
     log_path = tmp_path / "server.log"
     started = time.monotonic()
-    server, error = start(python("import sys; print('listening on http://127.0.0.1:1/', "
-                                 "flush=True); sys.exit('no model here')"), log_path, 60)
+    server, error = start("import sys; sys.exit('no model here')", log_path, 60)
     assert time.monotonic() - started < 30
-    assert error is not None and "closed its output (exit code 1)" in str(error)
+    assert error is not None and "it exited (exit code 1)" in str(error)
     assert str(log_path) in str(error)
-    assert server.process.returncode == 1
-    assert server.process.stdout.closed and server._log.closed
+    assert open_descriptors_to(log_path) == 0
     assert "no model here" in log_path.read_text()
 
 
-def test_a_server_that_prints_something_else_is_refused(tmp_path):
-    server, error = start(python("print('hello\\nworld', flush=True)"), tmp_path / "log", 60)
-    assert error is not None and "'hello\\nworld\\n'" in str(error)
-    assert server.process.stdout.closed and server._log.closed
+READY_ON_SECOND_ASK = """
+import sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+class Healthz(BaseHTTPRequestHandler):
+    asked = 0
+    def do_GET(self):
+        Healthz.asked += 1
+        ready = self.path == "/healthz" and Healthz.asked > 1
+        body = b'{"status": "%s"}' % (b"ok" if ready else b"loading")
+        self.send_response(200 if ready else 503)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+HTTPServer((sys.argv[sys.argv.index("--host") + 1], int(sys.argv[sys.argv.index("--port") + 1])),
+           Healthz).serve_forever()
+"""
 
 
-def test_a_server_that_gets_ready_has_its_port(tmp_path):
-    # Both lines in one write: the second must not wait unseen in a buffer.
-    server, error = start(python("import time; print('listening on http://127.0.0.1:4321/ "
-                                 "(loading the model)\\nready: http://127.0.0.1:4321/', "
-                                 "flush=True); time.sleep(60)"), tmp_path / "log", 30)
+def test_a_server_is_started_once_healthz_answers_200(tmp_path):
+    server, error = start(READY_ON_SECOND_ASK, tmp_path / "log", 30)
     assert error is None
-    assert server.port == 4321
+    assert harness.get_json(server.port, "/healthz") == (200, {"status": "ok"})
     assert server.stop() == -signal.SIGTERM
-    assert server.process.stdout.closed and server._log.closed
+    assert open_descriptors_to(tmp_path / "log") == 0
 
 
 @pytest.mark.parametrize("count", [1, 2, 20, 1600])
 def test_percentiles_are_numpys_nearest(count):
     values = sorted(np.random.RandomState(count).rand(count).tolist())
     for fraction in (0.5, 0.95, 0.99):
-        assert serve_load.percentile(values, fraction) == np.percentile(
+        assert harness.percentile(values, fraction) == np.percentile(
             values, fraction * 100, method="nearest")

@@ -1,0 +1,192 @@
+"""What the benchmarks share: timing rounds, a server to load, test sentences, percentiles and
+markdown tables, one way each (docs/BENCHMARKS.md takes the tables as printed)."""
+
+import collections
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HOST = "127.0.0.1"
+# Loading and warming up a model takes seconds to a minute; a server that is not ready
+# after this long has hung, and the bench must not wait forever.
+START_TIMEOUT_S = 300
+STOP_TIMEOUT_S = 60
+POLL_S = 0.2
+
+Samples = collections.namedtuple("Samples", "wall cpu results")
+Samples.__doc__ = "One variant's timed runs: the wall and CPU seconds of each, and what each returned."
+
+
+def measure(run, cpu_clock=time.process_time):
+    """(wall seconds, CPU seconds, result) of `run()`; CPU: all threads of this process."""
+    wall, cpu = time.perf_counter(), cpu_clock()
+    result = run()
+    return time.perf_counter() - wall, cpu_clock() - cpu, result
+
+
+def time_rounds(variants, rounds, warmup=1, after_round=None):
+    """Times `variants` side by side in one run: each runs `warmup` times untimed, then once a round.
+
+    The order rotates by one each round, so that no variant always runs right after the same
+    other one and load from other processes falls on all alike. CPU time (all threads of this
+    process) moves less than wall time when other processes load the machine.
+
+    Args:
+      variants: {name: function of no arguments}.
+      after_round: called with (round index, the samples so far) after each round, if given.
+    Returns:
+      {name: Samples}, each list in run order.
+    """
+    names = list(variants)
+    for _ in range(warmup):
+        for name in names:
+            variants[name]()
+    samples = {name: Samples([], [], []) for name in names}
+    for index in range(rounds):
+        for name in names[index % len(names):] + names[:index % len(names)]:
+            for values, value in zip(samples[name], measure(variants[name])):
+                values.append(value)
+        if after_round:
+            after_round(index, samples)
+    return samples
+
+
+median = statistics.median
+
+
+def ratio(numerator, denominator):
+    """numerator / denominator; None if either is None or the denominator is 0."""
+    return None if numerator is None or not denominator else numerator / denominator
+
+
+def percentile(values, fraction):
+    """The `fraction` percentile of `values`, the value at the nearest index of them sorted
+    (numpy's method="nearest"); None if there are none."""
+    ordered = sorted(values)
+    return ordered[int(round(fraction * (len(ordered) - 1)))] if ordered else None
+
+
+def cell(value, spec, missing="n/a"):
+    """`value` formatted with `spec`, or `missing` if it was not measured (None)."""
+    return missing if value is None else spec % value
+
+
+def markdown_table(header, rows, left=1):
+    """A markdown table, without a final newline: `header` names the columns, each row lists
+    its cells (printed with str()); the first `left` columns are left-aligned, the rest right."""
+    lines = [header, ["---" if index < left else "---:" for index in range(len(header))]]
+    return "\n".join("| %s |" % " | ".join(map(str, cells)) for cells in lines + list(rows))
+
+
+def read_sentences(path, limit=None):
+    """The sentences of a UTF-8 file, one a line (of a TSV, its first column: the source),
+    stripped, blank ones skipped; only the first `limit` if given."""
+    with open(path, encoding="utf-8") as lines:
+        return [text for text in (line.split("\t")[0].strip() for line in lines) if text][:limit]
+
+
+def model_test_source(model_dir):
+    """The test.src of the data a model was trained on (a relative data_dir is the repo's)."""
+    from seq2seq.config import load_config
+    data_dir = load_config(os.path.join(model_dir, "config.yaml"))["data"]["data_dir"]
+    return os.path.join(REPO, data_dir, "test.src")
+
+
+def write_json(path, value, **options):
+    """Writes `value` to `path` as JSON, making its directory; does nothing if `path` is empty."""
+    if path:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(path, "w", encoding="utf-8") as json_file:
+            json.dump(value, json_file, indent=1, **options)
+
+
+def get_json(port, path, timeout_s=60):
+    """(status, JSON body) of GET `path` from 127.0.0.1:`port`."""
+    connection = http.client.HTTPConnection(HOST, port, timeout=timeout_s)
+    try:
+        connection.request("GET", path)
+        answer = connection.getresponse()
+        return answer.status, json.loads(answer.read())
+    finally:
+        connection.close()
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind((HOST, 0))
+        return probe.getsockname()[1]
+
+
+class Server:
+    """serve.py (or `program`, which takes its flags) in a child process on a free port of
+    127.0.0.1, everything it prints in `log_path`; started once /healthz answers 200.
+
+    RuntimeError, naming the log, if it exits first or is not ready within `timeout_s`
+    (it is then killed).
+    """
+
+    def __init__(self, args, log_path, program=("serve.py",), timeout_s=START_TIMEOUT_S):
+        self.port, self.log_path = free_port(), log_path
+        self._log = open(log_path, "w", encoding="utf-8")
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, *program, "--host", HOST, "--port", str(self.port), *args],
+                cwd=REPO, stdout=self._log, stderr=subprocess.STDOUT)
+        except BaseException:
+            self._log.close()
+            raise
+        try:
+            self._wait_until_ready(timeout_s)
+        except BaseException:
+            self.process.kill()
+            self.process.wait()
+            self._log.close()
+            raise
+
+    def _wait_until_ready(self, timeout_s):
+        """Polls /healthz (never a blocking read of the server's output, which a hung server
+        would never end)."""
+        deadline = time.monotonic() + timeout_s
+        while self.process.poll() is None and time.monotonic() < deadline:
+            try:
+                if get_json(self.port, "/healthz", POLL_S)[0] == 200:
+                    return
+            except (OSError, http.client.HTTPException, ValueError):
+                pass  # not listening yet
+            time.sleep(POLL_S)
+        problem = ("not ready within %g s" % timeout_s if self.process.returncode is None
+                   else "it exited (exit code %d)" % self.process.returncode)
+        raise RuntimeError("the server did not get ready: %s (its output is in %s)"
+                           % (problem, self.log_path))
+
+    def cpu_seconds(self):
+        """The server's user + system CPU time so far (Linux /proc), all threads."""
+        with open("/proc/%d/stat" % self.process.pid, encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def resident_mib(self):
+        """The server's resident memory (VmRSS), MiB."""
+        with open("/proc/%d/status" % self.process.pid, encoding="ascii") as status:
+            return int(re.search(r"VmRSS:\s+(\d+) kB", status.read()).group(1)) / 1024.0
+
+    def stop(self, timeout_s=STOP_TIMEOUT_S):
+        """SIGTERM, then SIGKILL if it has not exited within `timeout_s`; returns the exit code
+        (negative: the signal that ended it)."""
+        try:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                return self.process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                return self.process.wait()
+        finally:
+            self._log.close()
