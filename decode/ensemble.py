@@ -4,19 +4,15 @@
 teacher_forced_logits), so greedy decoding, both beam searches, sampling, scoring and the exact
 search take it unchanged. Its logits are the mean of the members' log-softmax, which the
 decoders normalise again: the ensemble's distribution is the renormalised geometric mean of the
-members' (a product of experts, as Marian's ensembles with equal weights). fairseq averages the
-probabilities instead (logsumexp - log N). Attention (coverage, the trace) is the members' mean.
+members' (a product of experts). fairseq averages the probabilities instead (logsumexp - log N);
+Marian adds weighted log-probabilities, unnormalised. Attention is the members' mean.
 """
-
-import re
 
 import tensorflow.compat.v1 as tf
 
 from data_pipeline.tokenizer import Tokenizer
-from seq2seq.model import EncoderOutput, Seq2SeqModel
-
-CHECKPOINT_SCOPE = "seq2seq"  # train.py's model scope, the checkpoints' name prefix
-MEMBER_SCOPE = "member_%d"
+from decode.graph_cache import CheckpointValues
+from seq2seq.model import SCOPE, EncoderOutput, Seq2SeqModel
 
 
 def check_vocabularies(model_dirs):
@@ -27,6 +23,20 @@ def check_vocabularies(model_dirs):
         if Tokenizer.load(model_dir).encoding() != first:
             raise ValueError("%s and %s have different vocabularies (SentencePiece models): the "
                              "models of an ensemble must share theirs" % (model_dirs[0], model_dir))
+
+
+def build_model(model_params_list, checkpoints, source_vocab_size, target_vocab_size):
+    """The model of one checkpoint (a Seq2SeqModel) or of several (an Ensemble) in the default
+    graph, and a `CheckpointValues` per checkpoint to restore it.
+
+    Args:
+      model_params_list: each checkpoint's config "model" section; checkpoints: path prefixes.
+    """
+    if len(checkpoints) == 1:
+        return (Seq2SeqModel(model_params_list[0], source_vocab_size, target_vocab_size),
+                [CheckpointValues(checkpoints[0])])
+    ensemble = Ensemble(model_params_list, source_vocab_size, target_vocab_size)
+    return ensemble, ensemble.checkpoint_values(checkpoints)
 
 
 def _mean(tensors):
@@ -43,19 +53,15 @@ class Ensemble:
     """
 
     def __init__(self, model_params_list, source_vocab_size, target_vocab_size):
-        self._graph = tf.get_default_graph()
         self.members = [Seq2SeqModel(params, source_vocab_size, target_vocab_size,
-                                     name=MEMBER_SCOPE % index)
+                                     name="member_%d" % index)
                         for index, params in enumerate(model_params_list)]
         self._widths = None  # each member's (memory, key) sizes, known once encoded
 
-    def restore_map(self, member_index):
-        """{name in the member's checkpoint: variable} of member `member_index`'s variables
-        built so far (more come with each decoder's first build)."""
-        scope = self.members[member_index].scope_name + "/"
-        return {CHECKPOINT_SCOPE + "/" + variable.op.name[len(scope):]: variable
-                for variable in self._graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES,
-                                                           "^" + re.escape(scope))}
+    def checkpoint_values(self, checkpoints):
+        """A `CheckpointValues` per member, restoring member i from checkpoints[i] (a prefix)."""
+        return [CheckpointValues(checkpoint, member.scope_name + "/", SCOPE + "/")
+                for member, checkpoint in zip(self.members, checkpoints)]
 
     def encode(self, source_ids, source_length, training=False):
         """As `Seq2SeqModel.encode`: source_ids [batch, src_time] -> this EncoderOutput."""

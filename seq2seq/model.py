@@ -15,6 +15,7 @@ from seq2seq.layers import GRU, Attention, Embeddings, OutputLayer, dense, dropo
 # memory [batch, src_time, 2 * encoder_units] (0 at padding), keys [batch, src_time, key_size],
 # mask [batch, src_time] float32 (1: valid), initial_state {"h": [batch, num_units]}.
 EncoderOutput = collections.namedtuple("EncoderOutput", ["memory", "keys", "mask", "initial_state"])
+SCOPE = "seq2seq"  # the model's default scope: the names of train.py's checkpoints start with it
 
 
 def _reverse(sequences, lengths):
@@ -73,7 +74,7 @@ class Seq2SeqModel:
     """The model of the config's "model" section (model_params), vocabularies of V_s and V_t
     pieces; all variables under `scope_name` (`name`, made unique if taken)."""
 
-    def __init__(self, model_params, source_vocab_size, target_vocab_size, name="seq2seq"):
+    def __init__(self, model_params, source_vocab_size, target_vocab_size, name=SCOPE):
         num_units, embedding_size = model_params["num_units"], model_params["embedding_size"]
         tied, dropout_rate = model_params["tie_output_projection"], model_params["dropout"]
         with tf.variable_scope(None, default_name=name) as scope:

@@ -83,7 +83,7 @@ def test_too_few_checkpoints_or_a_foreign_out_is_an_error(tiny_model_dir, tmp_pa
     assert "holds %d checkpoint(s), fewer than the %d" % (count, count + 1) in (
         capsys.readouterr().err)
     assert not os.path.exists(out)
-    with pytest.raises(ValueError, match="no checkpoint"):
+    with pytest.raises(ValueError, match="holds 0 checkpoint.s.*train a model into it first"):
         average_checkpoints(str(tmp_path), 1, out)
     with pytest.raises(ValueError, match="was not written by training.average"):
         average_checkpoints(tiny_model_dir, 1, tiny_model_dir)

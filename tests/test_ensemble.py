@@ -11,13 +11,14 @@ import tensorflow.compat.v1 as tf
 from data_pipeline import embedded
 from data_pipeline.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer, train_tokenizer
 from decode import greedy_search, while_loop_beam_search
-from decode.ensemble import Ensemble, check_vocabularies
+from decode.ensemble import Ensemble, build_model, check_vocabularies
 from decode.exact import expansion_step
+from decode.graph_cache import CheckpointValues
 from decode.graphs import score_encoded
 from decode.scoring import Scoring
 from seq2seq.common import tile_beams
 from seq2seq.config import load_config
-from seq2seq.model import Seq2SeqModel
+from seq2seq.model import SCOPE, Seq2SeqModel
 
 SOURCES = ["Tom is here.", "I like cats very much.", "Where is the station?"]
 TARGETS = ["Tom está aqui.", "Eu gosto de gatos.", "Onde fica a estação?"]
@@ -49,13 +50,9 @@ def tiny(tiny_model_dir):
 def restore(session, model, checkpoints):
     """Loads a Seq2SeqModel (whatever its scope) from checkpoints[0], or each member of an
     Ensemble from its checkpoint."""
-    for index, checkpoint in enumerate(checkpoints):
-        reader = tf.train.load_checkpoint(checkpoint)
-        variables = model.restore_map(index) if isinstance(model, Ensemble) else {
-            "seq2seq" + variable.op.name[len(model.scope_name):]: variable
-            for variable in model.variables}
-        for name, variable in variables.items():
-            variable.load(reader.get_tensor(name), session)
+    for values in model.checkpoint_values(checkpoints) if isinstance(model, Ensemble) else [
+            CheckpointValues(checkpoints[0], model.scope_name + "/", SCOPE + "/")]:
+        values.restore_new(session)
 
 
 def decoders(model, inputs):
@@ -136,7 +133,8 @@ def test_two_checkpoints_average_their_log_probabilities(tiny):
     with tf.Graph().as_default(), tf.Session() as session:
         ids = tf.constant([[BOS_ID] * 2, [5, 9]])                                # [step, K]
         models = [Seq2SeqModel(tiny["params"], *tiny["sizes"]) for _ in tiny["checkpoints"]]
-        ensemble = Ensemble([tiny["params"]] * 2, *tiny["sizes"])
+        ensemble, ensemble_values = build_model([tiny["params"]] * 2, tiny["checkpoints"],
+                                                *tiny["sizes"])
         source_ids, source_length = (tf.constant(value) for value in tiny["sources"])
         target_input = tf.constant(tiny["targets"][0])
         fetches = []
@@ -152,7 +150,8 @@ def test_two_checkpoints_average_their_log_probabilities(tiny):
                 encoded, target_input, training=False, with_attention=True)))
         for model, checkpoint in zip(models, tiny["checkpoints"]):
             restore(session, model, [checkpoint])
-        restore(session, ensemble, tiny["checkpoints"])
+        for values in ensemble_values:
+            values.restore_new(session)
         (first, second, got) = session.run(fetches)
     assert not np.allclose(first[1][0], second[1][0])  # the checkpoints differ
     for (first_logits, first_weights), (second_logits, second_weights), (logits, weights) in zip(

@@ -21,8 +21,9 @@ import tensorflow.compat.v1 as tf
 from data_pipeline.tokenizer import Tokenizer
 from seq2seq.config import load_config
 from seq2seq.model import Seq2SeqModel
+from seq2seq.model_dir import CONFIG_FILE
 
-CONFIG_FILE, RECORD_FILE = "config.yaml", "averaged.json"
+RECORD_FILE = "averaged.json"  # in MODEL_DIR/averaged: the checkpoints averaged
 
 
 def last_checkpoints(model_dir, count):
@@ -31,12 +32,10 @@ def last_checkpoints(model_dir, count):
         raise ValueError("--last must be at least 1, got %d" % count)
     state = tf.train.get_checkpoint_state(model_dir)
     paths = list(state.all_model_checkpoint_paths) if state else []
-    if not paths:
-        raise ValueError("%s holds no checkpoint: train a model into it first" % model_dir)
     if len(paths) < count:
-        raise ValueError("%s holds %d checkpoint(s), fewer than the %d to average: pass --last %d"
-                         " or less, or train with a larger train.keep_checkpoint_max"
-                         % (model_dir, len(paths), count, len(paths)))
+        raise ValueError("%s holds %d checkpoint(s), fewer than the %d to average: %s" % (
+            model_dir, len(paths), count, "pass --last %d or less, or train with a larger "
+            "train.keep_checkpoint_max" % len(paths) if paths else "train a model into it first"))
     return paths[-count:]
 
 
@@ -68,7 +67,7 @@ def average_checkpoints(model_dir, count=5, out=None):
                 raise ValueError("checkpoint %s has no variable %s: was it trained with a "
                                  "different model config?" % (missing[0], name))
             mean = sum(reader.get_tensor(name).astype(np.float64) for reader in readers) / count
-            variable.load(mean.astype(variable.dtype.base_dtype.as_numpy_dtype), session)
+            variable.load(mean.astype(np.float32), session)  # the model's variables: float32
         step = tf.train.get_or_create_global_step()
         step.load(readers[-1].get_tensor(tf.GraphKeys.GLOBAL_STEP), session)
         saver = tf.train.Saver(model.variables + [step], save_relative_paths=True)
