@@ -38,6 +38,7 @@ from training.status import (  # noqa: E402
     StatusExporter, start_training_status, write_training_status)
 
 DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs", "default.yaml")
+CHIEF_TIMEOUT_SECS = 600  # a cluster task's wait for the chief to write the model directory
 
 logger = logging.getLogger("seq2seq")
 
@@ -76,6 +77,27 @@ def model_dir_files(model_dir):
     """The files besides the checkpoints that make `model_dir` self-contained."""
     return [CONFIG_FILE] + [os.path.basename(path)
                             for path in Tokenizer.load(model_dir).model_files]
+
+
+def wait_for_chief(model_dir, chief, timeout_secs):
+    """Waits for the chief task to write the model directory's config and tokenizer.
+
+    Raises:
+      TimeoutError: not within `timeout_secs`; the message names the chief's address.
+    """
+    logger.info("waiting for the chief (%s) to write %s", chief, model_dir)
+    deadline = time.monotonic() + timeout_secs
+    while True:
+        try:
+            return Tokenizer.load(model_dir)
+        except FileNotFoundError:
+            if time.monotonic() >= deadline:
+                raise TimeoutError(
+                    "the chief (%s) wrote no %s and tokenizer into %s within %d s: is it running, "
+                    "with this --model_dir on a file system both share? (a chief prepares the "
+                    "data first: raise --chief_timeout_secs for a large corpus)"
+                    % (chief, CONFIG_FILE, model_dir, timeout_secs)) from None
+            time.sleep(1.0)
 
 
 def build_estimator(config, model_dir, num_towers):
@@ -160,12 +182,14 @@ _SCHEDULES = {"train_and_evaluate": _train_and_evaluate, "train": _train,
               "evaluate": _evaluate, "export": _export}
 
 
-def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=None):
+def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=None,
+        chief_timeout_secs=CHIEF_TIMEOUT_SECS):
     """Trains, evaluates or exports `config` in `model_dir` (preparing data first if needed).
 
     Args:
       schedule: a key of _SCHEDULES ("train_and_evaluate" only in a TF_CONFIG cluster).
       num_gpus: towers per batch. max_steps: overrides train.max_steps.
+      chief_timeout_secs: a cluster task's longest wait for the chief's model directory.
     Returns:
       The evaluation metrics, "global_step" ("train") and "export_path".
     """
@@ -186,13 +210,8 @@ def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=
     status = None
     if estimator.config.task_type != "ps":  # a parameter server only serves variables
         if cluster and not estimator.config.is_chief:  # the chief prepares the data first
-            logger.info("waiting for the chief to write %s", model_dir)
-            while True:
-                try:
-                    Tokenizer.load(model_dir)
-                    break
-                except FileNotFoundError:
-                    time.sleep(1.0)
+            wait_for_chief(model_dir, estimator.config.cluster_spec.job_tasks("chief")[0],
+                           chief_timeout_secs)
         tokenizer = Tokenizer.load(prepare(config, verbose=True).data_dir)
         os.makedirs(model_dir, exist_ok=True)
         check_model_dir(config, model_dir, tokenizer)
@@ -251,6 +270,9 @@ def parse_args(argv):
                              "(1: the CPU or one GPU)")
     parser.add_argument("--max_steps", type=positive_int, help="overrides train.max_steps")
     parser.add_argument("--schedule", choices=tuple(_SCHEDULES), default="train_and_evaluate")
+    parser.add_argument("--chief_timeout_secs", type=positive_int, default=CHIEF_TIMEOUT_SECS,
+                        help="in a TF_CONFIG cluster, how long a task waits for the chief to "
+                             "write the model directory (default: %(default)s)")
     return parser.parse_args(argv)
 
 
@@ -266,8 +288,8 @@ def main(argv=None):
         config = load_config(config_path(args), args.hparams,
                              corpus_overrides(args.train_data, args.dev_data))
         run(config, args.model_dir or os.path.join("runs", config["name"]), args.schedule,
-            args.num_gpus, args.max_steps)
-    except (ConfigError, CorpusError, NonFiniteLossError) as error:
+            args.num_gpus, args.max_steps, args.chief_timeout_secs)
+    except (ConfigError, CorpusError, NonFiniteLossError, TimeoutError) as error:
         logger.error("error: %s", error)  # one line; any other exception is a bug
         return 1
     return 0

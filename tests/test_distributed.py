@@ -89,3 +89,24 @@ def test_chief_worker_and_ps_train_together(tiny_config, tiny_data, tmp_path, nu
     # Only the chief writes the model directory and exports.
     assert os.path.exists(os.path.join(model_dir, "config.yaml"))
     assert os.listdir(os.path.join(model_dir, "export"))
+
+
+def test_a_worker_without_its_chief_stops_naming_it(tmp_path):
+    """No chief at its address: the worker gives up after --chief_timeout_secs with one error
+    line that names the chief, not a hang and not a traceback."""
+    chief_port, worker_port = _free_ports(2)
+    chief = "127.0.0.1:%d" % chief_port
+    env = dict(os.environ, TF_CONFIG=json.dumps({
+        "cluster": {"chief": [chief], "worker": ["127.0.0.1:%d" % worker_port]},
+        "task": {"type": "worker", "index": 0}}))
+    started = time.monotonic()
+    finished = subprocess.run(
+        [sys.executable, os.path.join(REPO, "train.py"), "--config",
+         os.path.join(REPO, "configs", "tiny.yaml"), "--model_dir", str(tmp_path / "model"),
+         "--chief_timeout_secs", "1"],
+        env=env, cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT_SECS)
+    waited = time.monotonic() - started
+    assert finished.returncode == 1, finished.stderr
+    assert "error: the chief (%s)" % chief in finished.stderr
+    assert "--chief_timeout_secs" in finished.stderr and "Traceback" not in finished.stderr
+    assert waited < 120, "it waited %.0f s for a 1 s limit" % waited
