@@ -23,8 +23,7 @@ from data_pipeline.input import make_input_fn
 from data_pipeline.tokenizer import Tokenizer
 from decode.translator import Translator
 from seq2seq.config import ConfigError, load_config
-from training import best_checkpoint
-from training import model_fn
+from training import best_checkpoint, evaluation, model_fn
 from training.best_checkpoint import read_best
 from training.model_fn import NonFiniteLossError
 from training.status import read_examples, read_training_status
@@ -85,7 +84,7 @@ def test_tensorboard_holds_histograms_and_attention_heatmaps(trained, tiny_confi
     for values in images.values():
         image = values[-1].image
         assert image.encoded_image_string.startswith(b"\x89PNG")
-        assert (image.width, image.height) == (model_fn.IMAGE_SIZE, model_fn.IMAGE_SIZE)
+        assert (image.width, image.height) == (evaluation.IMAGE_SIZE, evaluation.IMAGE_SIZE)
 
 
 def test_model_dir_is_self_contained(trained, tiny_config):
@@ -128,9 +127,9 @@ def test_training_status_tells_the_run_and_each_evaluation(trained, tiny_config,
     # The same dev sources every time: the shortest and the longest of those BLEU decodes...
     with open(tiny_data.raw_text["dev"][0], encoding="utf-8") as f:
         sources = [line.rstrip("\n") for line in f][:tiny_config["train"]["eval_bleu_sentences"]]
-    for evaluation in evaluations:
-        examples = [example["source"] for example in evaluation["examples"]]
-        assert len(examples) == model_fn.NUM_EXAMPLES
+    for record in evaluations:
+        examples = [example["source"] for example in record["examples"]]
+        assert len(examples) == evaluation.NUM_EXAMPLES
         assert examples[0] == min(sources, key=len) and examples[-1] == max(sources, key=len)
         assert all(source in sources for source in examples)
     # ... translated by that evaluation's model as the Translator translates them.
@@ -188,7 +187,7 @@ def test_evaluate_bleu_equals_sacrebleu_on_predictions(tiny_config, tiny_data, t
 
 def test_bleu_references_are_the_corpus_text_not_a_sentencepiece_round_trip(tiny_data):
     """A character the vocabulary lacks comes back from the ids as ⁇; the reference keeps it."""
-    from training.model_fn import _references
+    from training.evaluation import bleu_references
     tokenizer = Tokenizer.load(tiny_data.data_dir)
     snowman, plain = "dois ☃ três", "dois três"
     ids = [tokenizer.encode_target(snowman), tokenizer.encode_target(plain)]
@@ -197,9 +196,9 @@ def test_bleu_references_are_the_corpus_text_not_a_sentencepiece_round_trip(tiny
     with tf.Graph().as_default():
         labels = {"target_output": tf.constant([row + [0] * (width - len(row)) for row in ids]),
                   "target_length": tf.constant([len(row) for row in ids])}
-        round_trip = _references(labels, tokenizer)
+        round_trip = bleu_references(labels, tokenizer)
         labels["target_text"] = tf.constant([snowman, ""])  # "": an example without its text
-        with_text = _references(labels, tokenizer)
+        with_text = bleu_references(labels, tokenizer)
         with tf.Session() as session:
             round_trip, with_text = session.run([round_trip, with_text])
     assert [text.decode("utf-8") for text in with_text] == [snowman, plain]
@@ -438,8 +437,8 @@ def test_streaming_bleu_equals_corpus_bleu_and_stops_decoding():
                 return texts
             return tf.py_func(record, [hypotheses], tf.string)
 
-        metrics = model_fn.bleu_and_examples(translate, references, lambda: sources,
-                                             max_sentences=3, num_examples=2)
+        metrics = evaluation.bleu_and_examples(translate, references, lambda: sources,
+                                               max_sentences=3, num_examples=2)
         session.run(tf.local_variables_initializer())
         for hyp, ref, src in batches:
             session.run([update for _, update in metrics.values()],
@@ -459,7 +458,7 @@ def test_streaming_bleu_equals_corpus_bleu_and_stops_decoding():
                          [(4, [5, 2, 4, 0]), (2, [5, 0]), (9, [5, 1, 2, 4, 3, 0])])
 def test_examples_spread_from_the_shortest_source_to_the_longest(count, expected):
     texts = ["longest one", "ab", "abcd", "abcdef", "abcd", "a"]
-    assert model_fn.spread_by_length(texts, count) == expected
+    assert evaluation.spread_by_length(texts, count) == expected
 
 
 def test_best_is_the_higher_bleu_then_the_lower_dev_perplexity():

@@ -1,14 +1,11 @@
-"""The Estimator model_fn: TRAIN (towers, Adam), EVAL (metrics, BLEU, heatmaps), PREDICT."""
+"""The Estimator model_fn: TRAIN (towers, Adam), EVAL (metrics: training/evaluation.py), PREDICT."""
 
-import io
 import logging
 import math
 import os
 import re
 import time
 
-import numpy as np
-import sacrebleu
 import tensorflow.compat.v1 as tf
 
 from data_pipeline.tokenizer import Tokenizer
@@ -17,10 +14,10 @@ from seq2seq import losses
 from seq2seq.config import ConfigError
 from seq2seq.model import Seq2SeqModel
 from seq2seq.model_dir import SERVING_SIGNATURE
+from training.evaluation import attention_images, bleu_and_examples, bleu_references, ids_to_text
 from training.status import write_training_status
 
 logger = logging.getLogger("seq2seq")
-NUM_EXAMPLES = 4  # dev sentences whose translation each evaluation records
 
 
 def logical_gpus():
@@ -74,12 +71,12 @@ def parallel_gradients(loss_fn, inputs, num_towers):
             loss = loss_sum / weight
         variables = tf.trainable_variables()
         return loss, list(zip(tf.gradients(loss, variables), variables))
-    tower_sums, tower_weights, tower_gradients, variables = [], [], [], None
+    tower_sums, tower_weights, tower_gradients = [], [], []
     for index, (device, tower_inputs) in enumerate(
             zip(tower_devices(num_towers), split_batch(inputs, num_towers))):
         with tf.device(device), tf.name_scope("tower_%d" % index):
             loss_sum, weight = loss_fn(tower_inputs)
-            if variables is None:
+            if index == 0:
                 variables = tf.trainable_variables()
             elif len(tf.trainable_variables()) != len(variables):
                 raise ValueError("tower %d created new variables: the loss function must "
@@ -242,8 +239,7 @@ def _train_spec(model, features, labels, params, run_config):
         gradients, variables = zip(*grads_and_vars)
         clipped, gradient_norm = clip_gradients(gradients, train_params["clip_gradient_norm"])
         with tf.control_dependencies([assert_finite_step(loss, gradient_norm, global_step)]):
-            optimizer = tf.train.AdamOptimizer(learning_rate, beta1=0.9, beta2=0.98,
-                                               epsilon=1e-9)
+            optimizer = tf.train.AdamOptimizer(learning_rate, beta1=0.9, beta2=0.98, epsilon=1e-9)
             train_op = optimizer.apply_gradients(zip(clipped, variables), global_step=global_step)
     tf.summary.scalar("learning_rate", learning_rate)
     tf.summary.scalar("gradient_norm", gradient_norm)
@@ -259,10 +255,9 @@ def _train_spec(model, features, labels, params, run_config):
             for gradient, variable in zip(clipped, variables):
                 name = variable.op.name
                 summaries.append(tf.summary.histogram("weights/" + name, variable, collections=[]))
-                if isinstance(gradient, tf.IndexedSlices):
-                    gradient = gradient.values
                 if gradient is not None:
-                    summaries.append(tf.summary.histogram("gradients/" + name, gradient,
+                    values = gradient.values if isinstance(gradient, tf.IndexedSlices) else gradient
+                    summaries.append(tf.summary.histogram("gradients/" + name, values,
                                                           collections=[]))
         hooks.append(tf.train.SummarySaverHook(save_steps=train_params["histogram_steps"],
                                                output_dir=chief_dir,
@@ -271,131 +266,9 @@ def _train_spec(model, features, labels, params, run_config):
         tf.estimator.ModeKeys.TRAIN, loss=loss, train_op=train_op, training_hooks=hooks)
 
 
-def ids_to_text(ids, lengths, decode_fn):
-    """ids [batch, time] int32, lengths [batch] -> [batch] UTF-8 strings via `decode_fn(list)`."""
-    def decode_batch(batch_ids, batch_lengths):
-        return np.array([decode_fn(row[:length].tolist()).encode("utf-8")
-                         for row, length in zip(batch_ids, batch_lengths)], dtype=object)
-    texts = tf.py_func(decode_batch, [ids, lengths], tf.string, stateful=False,
-                       name="ids_to_text")
-    texts.set_shape([None])
-    return texts
-
-
-def _local_variable(initial_value, name):
-    return tf.Variable(initial_value, trainable=False, name=name, validate_shape=False,
-                       collections=[tf.GraphKeys.LOCAL_VARIABLES, tf.GraphKeys.METRIC_VARIABLES])
-
-
-def _append_first(limit, tensors_fn, variables):
-    """An op appending tensors_fn()'s [n, ...] to `variables` while they hold < limit rows."""
-    def append():
-        return tf.group(*[
-            tf.assign(variable, tf.concat([variable.value(), tensor], 0)[:limit or None],
-                      validate_shape=False)
-            for variable, tensor in zip(variables, tensors_fn())])
-    if limit <= 0:
-        return append()
-    return tf.cond(tf.shape(variables[0])[0] < limit, append, tf.no_op)
-
-
-def spread_by_length(texts, count):
-    """Indices of `count` of `texts`, evenly spaced from the shortest to the longest (ties in
-    order)."""
-    order = sorted(range(len(texts)), key=lambda index: len(texts[index]))
-    if len(order) <= count:
-        return order
-    return [order[round(k * (len(order) - 1) / max(count - 1, 1))] for k in range(count)]
-
-
-def bleu_and_examples(hypotheses_fn, references, sources_fn, max_sentences=0,
-                      num_examples=NUM_EXAMPLES):
-    """Eval metrics over the first `max_sentences` (0: all) dev sentences, decoded only until
-    they are collected.
-
-    Args:
-      hypotheses_fn, sources_fn: () -> [batch] strings: the translations, the source texts.
-      references: [batch] strings.
-    Returns:
-      {"bleu": (corpus BLEU, update_op), "examples": (a serialized TensorBoard text Summary of
-        [num_examples, 2] (source, translation) rows, sources `spread_by_length`, no_op)}.
-    """
-    def _sacrebleu(hypotheses, references):
-        if not len(hypotheses):
-            return np.float32(0.0)
-        return np.float32(sacrebleu.corpus_bleu([h.decode("utf-8") for h in hypotheses],
-                                                [[r.decode("utf-8") for r in references]]).score)
-
-    def _examples(hypotheses, sources):
-        texts = [source.decode("utf-8") for source in sources]
-        rows = [[sources[i], hypotheses[i]] for i in spread_by_length(texts, num_examples)]
-        text = tf.SummaryMetadata(plugin_data=tf.SummaryMetadata.PluginData(plugin_name="text"))
-        return tf.Summary(value=[tf.Summary.Value(
-            tag="examples", metadata=text, tensor=tf.make_tensor_proto(
-                np.array(rows, dtype=object).reshape([-1, 2])))]).SerializeToString()
-
-    with tf.name_scope("bleu"):
-        stored = [_local_variable(tf.constant([], tf.string), name)
-                  for name in ("hypotheses", "references", "sources")]
-        update_op = _append_first(
-            max_sentences, lambda: (hypotheses_fn(), references, sources_fn()), stored)
-        bleu = tf.py_func(_sacrebleu, stored[:2], tf.float32, name="sacrebleu")
-        bleu.set_shape([])
-        examples = tf.py_func(_examples, stored[::2], tf.string, stateful=False, name="examples")
-    return {"bleu": (bleu, update_op), "examples": (examples, tf.no_op())}
-
-
-IMAGE_SIZE = 320  # pixels, each side of an attention heatmap
-
-
-def attention_images(features, labels, attention, tokenizer, count):
-    """(serialized image Summary, update_op): attention [batch, tgt_time, src_time] of the
-    first `count` dev sentences as heatmaps, target pieces down, source pieces across."""
-    def render(source_ids, source_length, target_ids, target_length, weights):
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-        pngs = []
-        for s, sl, t, tl, w in zip(source_ids, source_length, target_ids, target_length, weights):
-            figure = Figure(figsize=(4, 4), dpi=IMAGE_SIZE / 4)
-            axes = figure.add_subplot(1, 1, 1)
-            axes.imshow(w[:tl, :sl], cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
-            axes.set_xticks(range(sl))
-            axes.set_xticklabels(tokenizer.source_pieces(s[:sl]), rotation=90, fontsize=7)
-            axes.set_yticks(range(tl))
-            axes.set_yticklabels(tokenizer.target_pieces(t[:tl]), fontsize=7)
-            figure.tight_layout()
-            buffer = io.BytesIO()
-            FigureCanvasAgg(figure).print_png(buffer)
-            pngs.append(buffer.getvalue())
-        return np.array(pngs, dtype=object)
-
-    def summary(pngs):
-        return tf.Summary(value=[tf.Summary.Value(tag="attention", image=tf.Summary.Image(
-            height=IMAGE_SIZE, width=IMAGE_SIZE, colorspace=4, encoded_image_string=png))
-            for png in pngs]).SerializeToString()
-
-    with tf.name_scope("attention_images"):
-        stored = _local_variable(tf.constant([], tf.string), "pngs")
-        inputs = [features["source_ids"], features["source_length"],
-                  labels["target_output"], labels["target_length"], attention]
-        update_op = _append_first(count, lambda: [tf.py_func(
-            render, [tensor[:count] for tensor in inputs], tf.string, stateful=False)], [stored])
-        value = tf.py_func(summary, [stored], tf.string, stateful=False, name="summary")
-    return value, update_op
-
-
-def _references(labels, tokenizer):
-    """BLEU's references [batch]: the corpus text where given, else the ids detokenised."""
-    detokenised = ids_to_text(labels["target_output"], labels["target_length"],
-                              tokenizer.decode_target)
-    if "target_text" not in labels:
-        return detokenised
-    text = labels["target_text"]
-    return tf.where(tf.equal(text, ""), detokenised, text)
-
-
 def _eval_spec(model, tokenizer, encoder_output, features, labels, params):
-    images = params["train"]["eval_attention_images"]
+    """Dev loss, perplexity and token accuracy, teacher-forced; BLEU, examples and heatmaps
+    (training/evaluation.py) of the while_loop search's best translations."""
     logits, attention = model.teacher_forced_logits(
         encoder_output, labels["target_input"], training=False, with_attention=True)
     target_output, target_length = labels["target_output"], labels["target_length"]
@@ -406,10 +279,6 @@ def _eval_spec(model, tokenizer, encoder_output, features, labels, params):
         loss = losses.token_mean(cross_entropy.loss_sum, num_tokens)
         nll = losses.token_mean(cross_entropy.nll_sum, num_tokens)
     accuracy, _ = losses.batch_token_accuracy(logits, target_output, target_length)
-
-    def sources():
-        return ids_to_text(features["source_ids"], features["source_length"],
-                           tokenizer.decode_source)
 
     def translations():
         ids, _, lengths = search_encoded(model, encoder_output, features["source_length"],
@@ -424,8 +293,11 @@ def _eval_spec(model, tokenizer, encoder_output, features, labels, params):
             "token_accuracy": tf.metrics.mean(accuracy, weights=num_tokens, name="token_accuracy"),
         }
         metric_ops.update(bleu_and_examples(
-            translations, _references(labels, tokenizer), sources,
+            translations, bleu_references(labels, tokenizer),
+            lambda: ids_to_text(features["source_ids"], features["source_length"],
+                                tokenizer.decode_source),
             params["train"]["eval_bleu_sentences"]))
+        images = params["train"]["eval_attention_images"]
         if images > 0:
             metric_ops["attention"] = attention_images(
                 features, labels, attention, tokenizer, images)
@@ -462,8 +334,6 @@ def model_fn(features, labels, mode, params, config):
 
 def serving_input_receiver_fn():
     """The SavedModel's inputs: "source_ids" [batch, src_time] int32, "source_length" [batch]."""
-    inputs = {
-        "source_ids": tf.placeholder(tf.int32, [None, None], name="source_ids"),
-        "source_length": tf.placeholder(tf.int32, [None], name="source_length"),
-    }
+    inputs = {"source_ids": tf.placeholder(tf.int32, [None, None], name="source_ids"),
+              "source_length": tf.placeholder(tf.int32, [None], name="source_length")}
     return tf.estimator.export.ServingInputReceiver(inputs, inputs)

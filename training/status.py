@@ -76,7 +76,7 @@ def start_training_status(model_dir, step, max_steps):
 
 def read_examples(serialized):
     """The "examples" eval metric (a serialized text Summary of (source, translation) rows, by
-    training/model_fn.py's bleu_and_examples) -> [{"source": str, "translation": str}]."""
+    training/evaluation.py's bleu_and_examples) -> [{"source": str, "translation": str}]."""
     rows = tf.make_ndarray(tf.Summary.FromString(serialized).value[0].tensor)
     return [{"source": source.decode("utf-8"), "translation": translation.decode("utf-8")}
             for source, translation in rows]
