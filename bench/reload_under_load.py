@@ -27,15 +27,15 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 
-import numpy as np
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench import harness  # noqa: E402
+
 SENTENCES = ("twenty one", "the first of May", "I bought these two chairs.", "Monday")
 
 
@@ -59,21 +59,6 @@ def install_best(source_dir, step, model_dir):
         os.replace(best, best + ".old")
     os.replace(staging, best)
     shutil.rmtree(best + ".old", ignore_errors=True)
-
-
-def resident_mib(pid):
-    with open("/proc/%d/status" % pid) as status:
-        return int(re.search(r"VmRSS:\s+(\d+) kB", status.read()).group(1)) / 1024.0
-
-
-def get_json(port, path):
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    try:
-        connection.request("GET", path)
-        response = connection.getresponse()
-        return response.status, json.loads(response.read())
-    finally:
-        connection.close()
 
 
 def client(port, index, stop, answers):
@@ -119,16 +104,11 @@ def main(argv=None):
         if os.path.exists(os.path.join(args.model_dir, name)):
             shutil.copy(os.path.join(args.model_dir, name), model_dir)
     install_best(args.model_dir, steps[-1], model_dir)
-    log = open(os.path.join(scratch, "serve.log"), "w")
-    server = subprocess.Popen(
-        [sys.executable, "serve.py", "--model_dir", model_dir, "--port", "0",
-         "--warm_up_source_tokens", str(args.warm_up_source_tokens)],
-        cwd=REPOSITORY, stdout=subprocess.PIPE, stderr=log, text=True)
-    answers, stop, reloads, memory = [], threading.Event(), [], {}  # memory: reloads -> MiB
+    server = harness.Server(["--model_dir", model_dir, "--warm_up_source_tokens",
+                             str(args.warm_up_source_tokens)], os.path.join(scratch, "serve.log"))
+    port, answers, stop, reloads, memory = server.port, [], threading.Event(), [], {}
     try:
-        port = int(re.search(r":(\d+)/", server.stdout.readline()).group(1))
-        server.stdout.readline()  # "ready: URL"
-        memory[0] = resident_mib(server.pid)
+        memory[0] = server.resident_mib()  # reloads -> MiB
         clients = [threading.Thread(target=client, args=(port, index, stop, answers))
                    for index in range(args.clients)]
         for thread in clients:
@@ -141,7 +121,7 @@ def main(argv=None):
             installed = time.time()
             install_best(args.model_dir, step, model_dir)
             while True:
-                info = get_json(port, "/v1/info")[1]
+                info = harness.get_json(port, "/v1/info")[1]
                 if info["loaded_at"] >= installed and info["model"]["step"] == step:
                     break
                 if info["reload_error"]:
@@ -150,18 +130,16 @@ def main(argv=None):
             reloads.append((installed, info["loaded_at"], served, step))
             served = step
             if number in (5, args.reloads):
-                memory[number] = resident_mib(server.pid)
+                memory[number] = server.resident_mib()
         stop.set()
         for thread in clients:
             thread.join()
     finally:
         stop.set()
-        server.terminate()
-        server.wait(timeout=60)
-        log.close()
+        server.stop()
 
-    def p(latencies, quantile):
-        return round(float(np.percentile(latencies, quantile)) * 1000.0, 1) if latencies else None
+    def p(latencies, fraction):
+        return None if not latencies else round(harness.percentile(latencies, fraction) * 1000, 1)
     baseline = [end - start for start, end, _, _ in answers if end <= baseline_end]
     during = [end - start for start, end, _, _ in answers
               if any(start <= loaded and end >= installed for installed, loaded, _, _ in reloads)]
@@ -175,19 +153,17 @@ def main(argv=None):
     report = {
         "clients": args.clients, "reloads": len(reloads), "requests": len(answers),
         "failed": sum(status != 200 for _, _, status, _ in answers),
-        "baseline_ms": {"requests": len(baseline), "p50": p(baseline, 50), "p99": p(baseline, 99)},
-        "during_reloads_ms": {"requests": len(during), "p50": p(during, 50),
-                              "p99": p(during, 99)},
+        "baseline_ms": {"requests": len(baseline), "p50": p(baseline, 0.5), "p99": p(baseline, 0.99)},
+        "during_reloads_ms": {"requests": len(during), "p50": p(during, 0.5),
+                              "p99": p(during, 0.99)},
         "answers_from_a_step_not_served_in_their_time": wrong_step,
-        "reload_seconds": {"median": round(float(np.median(
-            [loaded - installed for installed, loaded, _, _ in reloads])), 2),
+        "reload_seconds": {"median": round(harness.median(
+            [loaded - installed for installed, loaded, _, _ in reloads]), 2),
             "max": round(max(loaded - installed for installed, loaded, _, _ in reloads), 2)},
         "rss_mib": {"after_%d" % number: round(mib, 1) for number, mib in sorted(memory.items())},
     }
     print(json.dumps(report, indent=2))
-    if args.json:
-        with open(args.json, "w") as out:
-            json.dump(report, out, indent=2)
+    harness.write_json(args.json, report)
     shutil.rmtree(scratch, ignore_errors=True)
 
 
