@@ -521,7 +521,9 @@ def _imported_packages(package):
 
 
 def test_the_layers_point_one_way():
-    """seq2seq (the model) <- decode <- training <- train.py, serve.py."""
-    assert not _imported_packages("seq2seq") & {"decode", "training", "train", "serve"}
-    assert not _imported_packages("decode") & {"training", "train", "serve"}
-    assert not _imported_packages("training") & {"train", "serve"}
+    """the model (seq2seq, data_pipeline) <- decode <- training <- server <- train.py, serve.py."""
+    layers = [{"seq2seq", "data_pipeline"}, {"decode"}, {"training"}, {"server"}, {"train", "serve"}]
+    for index, layer in enumerate(layers[:-1]):
+        above = set().union(*layers[index + 1:])
+        for package in layer:
+            assert not _imported_packages(package) & above, package
