@@ -13,51 +13,18 @@ from babel.dates import format_date, format_skeleton, format_time, get_day_names
 from babel.numbers import format_currency, format_decimal, get_currency_name, get_currency_precision
 from num2words import num2words
 
+from data_pipeline.lexicon import (
+    A, ADJECTIVES, COUNTING_DETERMINERS, CURRENCIES, ENGLISH, MASCULINE_WEEKDAYS, NONE, NOUNS,
+    SINGULAR_DETERMINERS, SOME, THE, agree, at_time, cardinal, first_of_month, ordinal, spell_cardinal,
+    spell_ordinal, with_indefinite_article, with_preposition)
 from seq2seq.config import ConfigError
 
-ENGLISH = "en"
 Example = collections.namedtuple("Example", ["source", "target", "family", "canonical"])
 EmbeddedCorpus = collections.namedtuple("EmbeddedCorpus", ["train", "dev", "test"])
 # closed: a small finite set (names, numbers to 100): train only, repeated.
 Family = collections.namedtuple("Family", ["name", "weight", "generate", "closed"], defaults=[False])
-Noun = collections.namedtuple("Noun", ["english", "english_plural", "singular", "plural", "gender"])
-Adjective = collections.namedtuple(
-    "Adjective", ["english", "masculine", "feminine", "masculine_plural", "feminine_plural"])
-Determiner = collections.namedtuple("Determiner", ["english", "masculine", "feminine"])
 Frame = collections.namedtuple("Frame", ["english", "english_plural", "portuguese", "portuguese_plural",
                                          "preposition"], defaults=[""])
-Currency = collections.namedtuple("Currency", ["code", "gender", "english_minor", "portuguese_minor"])
-
-# The hand-written lexicon: words common to Brazilian and European Portuguese.
-NOUNS = tuple(Noun(*entry.split()) for entry in (
-    "car cars carro carros m", "house houses casa casas f", "book books livro livros m",
-    "door doors porta portas f", "table tables mesa mesas f", "chair chairs cadeira cadeiras f",
-    "window windows janela janelas f", "cat cats gato gatos m", "horse horses cavalo cavalos m",
-    "flower flowers flor flores f", "letter letters carta cartas f", "shirt shirts camisa camisas f",
-    "hat hats chapéu chapéus m", "box boxes caixa caixas f", "key keys chave chaves f",
-    "pen pens caneta canetas f", "ball balls bola bolas f", "glass glasses copo copos m",
-    "bottle bottles garrafa garrafas f", "boat boats barco barcos m",
-    "bicycle bicycles bicicleta bicicletas f", "phone phones telefone telefones m",
-    "tree trees árvore árvores f", "apple apples maçã maçãs f", "pencil pencils lápis lápis m",
-    "bed beds cama camas f", "shoe shoes sapato sapatos m", "clock clocks relógio relógios m",
-    "plate plates prato pratos m", "bag bags bolsa bolsas f"))
-ADJECTIVES = tuple(Adjective(*entry.split()) for entry in (
-    "red vermelho vermelha vermelhos vermelhas", "white branco branca brancos brancas",
-    "black preto preta pretos pretas", "yellow amarelo amarela amarelos amarelas",
-    "blue azul azul azuis azuis", "green verde verde verdes verdes",
-    "big grande grande grandes grandes", "small pequeno pequena pequenos pequenas",
-    "new novo nova novos novas", "old velho velha velhos velhas",
-    "beautiful bonito bonita bonitos bonitas", "cheap barato barata baratos baratas",
-    "expensive caro cara caros caras", "empty vazio vazia vazios vazias",
-    "heavy pesado pesada pesados pesadas", "clean limpo limpa limpos limpas"))
-THE, A = Determiner("the", "o", "a"), Determiner("a", "um", "uma")
-SOME, NONE = Determiner("some", "alguns", "algumas"), Determiner("", "", "")
-SINGULAR_DETERMINERS = (THE, A, Determiner("this", "este", "esta"), Determiner("that", "esse", "essa"))
-COUNTING_DETERMINERS = (Determiner("the", "os", "as"), Determiner("these", "estes", "estas"),
-                        Determiner("those", "esses", "essas"), NONE)  # NONE: a count must follow
-DE_CONTRACTIONS = dict(pair.split(":") for pair in (
-    "o:do a:da os:dos as:das este:deste esta:desta estes:destes estas:destas "
-    "esse:desse essa:dessa esses:desses essas:dessas").split())
 NOUN_PHRASE_FRAMES = (
     Frame("I see {}.", "I see {}.", "Eu vejo {}.", "Eu vejo {}."),
     Frame("I bought {}.", "I bought {}.", "Eu comprei {}.", "Eu comprei {}."),
@@ -84,18 +51,6 @@ DATE_FRAMES = (("The meeting is on {}.", "A reunião é em {}."), ("I was born o
 MONTH_FRAMES = (("The meeting is in {}.", "A reunião é em {}."), ("I was born in {}.", "Eu nasci em {}."))
 # "{at}" is "à" (1 a.m.) or "às"; "{}" the time.
 TIME_FRAMES = (("The meeting is at {}.", "A reunião é {at} {}."), ("The store opens at {}.", "A loja abre {at} {}."))
-CURRENCIES = (
-    Currency("USD", "m", ("cent", "cents"), ("centavo", "centavos")),
-    Currency("EUR", "m", ("cent", "cents"), ("centavo", "centavos")),
-    Currency("BRL", "m", ("centavo", "centavos"), ("centavo", "centavos")),
-    Currency("GBP", "f", None, None),
-    Currency("JPY", "m", None, None),
-)
-MASCULINE_WEEKDAYS = (5, 6)  # Babel's numbering (0 is Monday): sábado, domingo
-FEMININE_CARDINAL_WORDS = dict(pair.split(":") for pair in (
-    "um:uma dois:duas duzentos:duzentas trezentos:trezentas quatrocentos:quatrocentas "
-    "quinhentos:quinhentas seiscentos:seiscentas setecentos:setecentas oitocentos:oitocentas "
-    "novecentos:novecentas").split())
 _NUMBER_WORD = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\w+teen|"
                 r"twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)")
 # British "and": after hundred, and after thousand before a last group below 100.
@@ -180,69 +135,6 @@ def check_locale(target_locale):
     except NotImplementedError as e:
         raise ConfigError("data.target_locale %r: num2words cannot spell numbers in %r"
                           % (target_locale, target_locale)) from e
-
-
-# ---- Spelling: numbers in words, the US English way (no "and", no commas).
-
-def spell_cardinal(number, lang):
-    """``spell_cardinal(123, "en") == "one hundred twenty-three"``; pt_BR "cento e vinte e três"."""
-    words = num2words(number, lang=lang).replace(",", "").split()
-    return " ".join(word for word in words if lang != ENGLISH or word != "and")
-
-
-def spell_ordinal(number, lang):
-    """``spell_ordinal(21, "en") == "twenty-first"`` (masculine where it matters)."""
-    return " ".join(num2words(number, lang=lang, to="ordinal").replace(",", "").split())
-
-
-def with_indefinite_article(phrase):
-    """"a" or "an" by the first letter: right for every lexicon word (not "hour", "unit")."""
-    return ("an " if phrase[:1] in "aeiou" else "a ") + phrase
-
-
-# ---- Portuguese agreement that CLDR and num2words lack.
-
-def cardinal(number, gender, locale):
-    """A number in [0, 1000000) agreeing with a noun: (221, "f") -> "duzentas e vinte e uma"."""
-    if not 0 <= number < 10 ** 6:  # from a million on, "milhão" is a noun of its own
-        raise ValueError("cardinal agreement is defined for 0 <= number < 1000000, got %d" % number)
-    words = spell_cardinal(number, locale).split()
-    return " ".join(FEMININE_CARDINAL_WORDS.get(word, word) if gender == "f" else word for word in words)
-
-
-def ordinal(number, gender, locale):
-    """Every word's final -o becomes -a in the feminine: (21, "f") -> "vigésima primeira"."""
-    words = spell_ordinal(number, locale).split()
-    return " ".join(word[:-1] + "a" if gender == "f" and word.endswith("o") else word for word in words)
-
-
-def agree(entry, gender, plural=False):
-    """The form of an Adjective (or Determiner) agreeing with a noun."""
-    if plural:
-        return entry.feminine_plural if gender == "f" else entry.masculine_plural
-    return entry.feminine if gender == "f" else entry.masculine
-
-
-def with_preposition(preposition, phrase):
-    """("de", "os dois carros") -> "dos dois carros"; "" leaves the phrase as it is."""
-    if not preposition:
-        return phrase
-    first, _, rest = phrase.partition(" ")
-    contracted = DE_CONTRACTIONS.get(first)
-    return "de " + phrase if contracted is None else contracted + (" " + rest if rest else "")
-
-
-def at_time(hour):
-    """"à" before 1 o'clock ("à 01:30"), "às" before the others (hour 0, "à meia-noite", never comes)."""
-    return "à" if hour == 1 else "às"
-
-
-def first_of_month(date_text, locale):
-    """Brazil writes day 1 as "1º" ("1º de maio"); CLDR and Portugal write "1"."""
-    parsed = Locale.parse(locale)
-    if parsed.language != "pt" or parsed.territory not in (None, "BR"):
-        return date_text
-    return re.sub(r"(?<!\d)1 de ", "1º de ", date_text, count=1)
 
 
 # ---- The families: (random.Random, target_locale) -> (english, target).

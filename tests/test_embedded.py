@@ -5,11 +5,10 @@ import re
 
 import pytest
 
-from data_pipeline import embedded
-from data_pipeline.embedded import Family, spell_cardinal, spell_ordinal, with_indefinite_article
+from data_pipeline import embedded, lexicon
+from data_pipeline.embedded import Family
+from data_pipeline.lexicon import spell_cardinal, spell_ordinal, with_indefinite_article
 
-# embedded.py's lexicon and Portuguese rules, under the names these tests used.
-lexicon = portuguese = embedded
 HELD_OUT_FAMILIES = {"dates", "numbers", "money_in_figures", "times",
                      "noun_phrases", "ordinals", "weekdays", "money_in_words"}
 ALL_FAMILIES = HELD_OUT_FAMILIES | {"names"}  # names: a closed set, in train only
@@ -97,35 +96,35 @@ def test_numbers_in_words():
 
 
 def test_portuguese_numbers_agree_in_gender():
-    assert portuguese.cardinal(2, "m", "pt_BR") == "dois"
-    assert portuguese.cardinal(2, "f", "pt_BR") == "duas"
-    assert portuguese.cardinal(221, "f", "pt_BR") == "duzentas e vinte e uma"
-    assert portuguese.cardinal(101, "f", "pt_BR") == "cento e uma"
-    assert portuguese.cardinal(21000, "f", "pt_BR") == "vinte e uma mil"
-    assert portuguese.ordinal(3, "f", "pt_BR") == "terceira"
-    assert portuguese.ordinal(21, "f", "pt_BR") == "vigésima primeira"
-    assert portuguese.ordinal(21, "m", "pt_BR") == "vigésimo primeiro"
+    assert lexicon.cardinal(2, "m", "pt_BR") == "dois"
+    assert lexicon.cardinal(2, "f", "pt_BR") == "duas"
+    assert lexicon.cardinal(221, "f", "pt_BR") == "duzentas e vinte e uma"
+    assert lexicon.cardinal(101, "f", "pt_BR") == "cento e uma"
+    assert lexicon.cardinal(21000, "f", "pt_BR") == "vinte e uma mil"
+    assert lexicon.ordinal(3, "f", "pt_BR") == "terceira"
+    assert lexicon.ordinal(21, "f", "pt_BR") == "vigésima primeira"
+    assert lexicon.ordinal(21, "m", "pt_BR") == "vigésimo primeiro"
     with pytest.raises(ValueError, match="1000000"):
-        portuguese.cardinal(2_000_000, "f", "pt_BR")
+        lexicon.cardinal(2_000_000, "f", "pt_BR")
 
 
 def test_portuguese_contractions_and_weekdays():
-    assert portuguese.with_preposition("de", "os dois carros") == "dos dois carros"
-    assert portuguese.with_preposition("de", "esta casa") == "desta casa"
-    assert portuguese.with_preposition("de", "dois carros") == "de dois carros"
-    assert portuguese.with_preposition("", "a casa") == "a casa"
-    assert portuguese.at_time(1) == "à" and portuguese.at_time(15) == "às"
+    assert lexicon.with_preposition("de", "os dois carros") == "dos dois carros"
+    assert lexicon.with_preposition("de", "esta casa") == "desta casa"
+    assert lexicon.with_preposition("de", "dois carros") == "de dois carros"
+    assert lexicon.with_preposition("", "a casa") == "a casa"
+    assert lexicon.at_time(1) == "à" and lexicon.at_time(15) == "às"
     # Weekday plurals and genders, currency names: test_weekdays_match_the_hand_translation,
     # test_money_in_words_matches_the_hand_translation.
 
 
 def test_the_first_of_a_month_is_an_ordinal_in_brazil_only():
-    assert portuguese.first_of_month("sexta-feira, 1 de janeiro de 2021", "pt_BR") == \
+    assert lexicon.first_of_month("sexta-feira, 1 de janeiro de 2021", "pt_BR") == \
         "sexta-feira, 1º de janeiro de 2021"
-    assert portuguese.first_of_month("1 de maio", "pt") == "1º de maio"
-    assert portuguese.first_of_month("1 de maio", "pt_PT") == "1 de maio"
-    assert portuguese.first_of_month("1 de mayo", "es") == "1 de mayo"
-    assert portuguese.first_of_month("maio de 2001", "pt_BR") == "maio de 2001"
+    assert lexicon.first_of_month("1 de maio", "pt") == "1º de maio"
+    assert lexicon.first_of_month("1 de maio", "pt_PT") == "1 de maio"
+    assert lexicon.first_of_month("1 de mayo", "es") == "1 de mayo"
+    assert lexicon.first_of_month("maio de 2001", "pt_BR") == "maio de 2001"
 
 
 def test_dates_keep_day_and_year_and_translate_the_month(corpus):
@@ -172,10 +171,9 @@ def test_amounts_in_figures_swap_the_separators(corpus):
 # ---------------------------------------------------------------------------
 # Translations checked against hand-written Brazilian Portuguese.
 #
-# The tables and rules below are written independently of lexicon.py and
-# portuguese.py (and of num2words for Portuguese): a wrong lexicon form, a
-# gender swap or a wrong agreement rule in the generator makes the generated
-# target differ from them.
+# The tables and rules below are written independently of lexicon.py (and of
+# num2words for Portuguese): a wrong lexicon form, a gender swap or a wrong
+# agreement rule in the generator makes the generated target differ from them.
 
 # English noun: (English plural, Portuguese singular, Portuguese plural, gender).
 PT_NOUNS = {
@@ -724,7 +722,7 @@ def test_indefinite_article_is_right_for_every_lexicon_word():
         assert with_indefinite_article(word) == "%s %s" % (expected, word)
 
 
-@pytest.mark.xfail(strict=True, reason="documented limit of embedded.with_indefinite_article: it goes by "
+@pytest.mark.xfail(strict=True, reason="documented limit of lexicon.with_indefinite_article: it goes by "
                                        "the first letter, so a silent h or a /ju/ u is wrong; no lexicon "
                                        "word is affected (see the test above)")
 @pytest.mark.parametrize("phrase, expected", [("hour", "an hour"), ("unit", "a unit")])
