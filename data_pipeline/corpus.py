@@ -3,14 +3,13 @@
 Strict about encoding, lenient about content (skipped lines are counted); docs/DATA-NOTES.md.
 """
 
+import codecs
 import collections
 import itertools
 import os
 import unicodedata
 
 BLANK_LINE, NO_TAB, EMPTY_SIDE = "blank_line", "no_tab", "empty_side"  # why a pair was skipped
-UTF8_BOM = b"\xef\xbb\xbf"
-UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 Corpus = collections.namedtuple("Corpus", ["pairs", "skipped", "files"])
 Corpus.__doc__ = "pairs: [(source, target)] normalised; skipped: Counter reason -> lines; files: paths read."
@@ -40,8 +39,11 @@ def read_corpus(spec):
     Returns:
       A Corpus.
     """
-    paths, skipped, raw_pairs = split_spec(spec), collections.Counter(), []
-    lines = [list(_read_lines(path)) for path in paths]
+    paths, skipped, raw_pairs, lines = split_spec(spec), collections.Counter(), [], []
+    for path in paths:
+        if not os.path.isfile(path):
+            raise CorpusError("corpus file not found: %s" % path)
+        lines.append(read_text_lines(path))
     if len(paths) == 1:
         for line in lines[0]:
             if not line.strip():
@@ -89,10 +91,10 @@ def iter_text_lines(stream, name):
       CorpusError: a UTF-16 byte-order mark, or an undecodable byte (1-based line and column).
     """
     first = stream.readline()
-    if first.startswith(UTF16_BOMS):
+    if first.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         raise CorpusError("%s:1: starts with the UTF-16 byte-order mark 0x%02x 0x%02x: the file "
                           "looks like UTF-16; save it as UTF-8" % (name, first[0], first[1]))
-    first = first.removeprefix(UTF8_BOM)
+    first = first.removeprefix(codecs.BOM_UTF8)
     if not first:
         return
     if not first.endswith(b"\n") and b"\r" in first:  # no LF at all: an old Mac file
@@ -107,10 +109,3 @@ def iter_text_lines(stream, name):
             column = len(raw[:e.start].decode("utf-8")) + 1  # in characters, as an editor shows it
             raise CorpusError("%s:%d: not valid UTF-8 (byte 0x%02x at column %d)"
                               % (name, number, raw[e.start], column)) from e
-
-
-def _read_lines(path):
-    if not os.path.isfile(path):
-        raise CorpusError("corpus file not found: %s" % path)
-    with open(path, "rb") as f:
-        yield from iter_text_lines(f, path)
