@@ -16,7 +16,7 @@ import numbers
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from decode import backtrack, compaction
+from decode import backtrack, compaction, diverse
 from decode import scoring as scoring_lib
 from seq2seq.common import batch_free_shape_invariants, batch_gather, get_shape, tile_beams
 
@@ -78,7 +78,8 @@ def select_best(logits, beam, step, end_token_id, scoring, max_lengths=None, att
       max_lengths: None or [b] int32: at its limit a sentence's hypotheses must end.
       attention: [b, k, src] float32, this step's attention, when the Beam has coverage.
     Returns:
-      (beam, token_ids [b, k] int32, parent_ids [b, k] int32), the new Beam best first.
+      (beam, token_ids [b, k] int32, parent_ids [b, k] int32), the new Beam best first
+      (within each diverse group: decode/diverse.py).
     """
     scoring = scoring_lib.as_scoring(scoring)
     with tf.name_scope("select_best"):
@@ -103,7 +104,12 @@ def select_best(logits, beam, step, end_token_id, scoring, max_lengths=None, att
         # The best k of the k * r by score (after the length penalty): candidate i extends
         # slot i // r by tokens[i].
         flat = [batch_size, -1]                                                 # [b, k * r]
-        _, best = tf.nn.top_k(tf.reshape(scores, flat), k=beam_width)          # [b, k]
+        if scoring.diverse_beam_groups == 1:
+            _, best = tf.nn.top_k(tf.reshape(scores, flat), k=beam_width)      # [b, k]
+        else:
+            fresh = tf.logical_and(tf.logical_not(beam.finished)[..., None], scores > -np.inf)
+            best = diverse.group_best(scores, tokens, fresh, scoring.diverse_beam_groups,
+                                      scoring.diverse_beam_strength)           # [b, k]
         parent_ids = best // row_width                                          # [b, k]
         token_ids = batch_gather(tf.reshape(tokens, flat), best)                # [b, k]
         log_probs = batch_gather(tf.reshape(log_probs, flat), best)             # [b, k]
@@ -165,18 +171,20 @@ def extend(beam, parent_ids, token_ids, log_probs, step, end_token_id, attention
 
 def _start(initial_state, beam_width, begin_token_id, max_lengths, scoring, source_mask,
            all_alive=False):
-    """The tiled state [batch, beam, ...], first ids [batch, beam], Beam and checked limits;
-    only slot 0 starts alive (no duplicate first tokens) unless `all_alive` (sampling)."""
+    """The tiled state [b, k, ...], first ids [b, k], Beam and checked limits; the first slot
+    of each diverse group starts alive (no duplicate first tokens), every slot if `all_alive`
+    (sampling)."""
     _check(isinstance(beam_width, numbers.Integral) and beam_width >= 1,
            "beam_width must be an int >= 1, got %r", beam_width)
     _check(source_mask is not None or not scoring_lib.tracks_coverage(scoring),
            "a coverage penalty needs the source_mask")
+    groups = 1 if all_alive else diverse.checked_groups(scoring, beam_width)
     with tf.name_scope("start"):
         state = tf.nest.map_structure(lambda s: tile_beams(tf.convert_to_tensor(s), beam_width),
                                       initial_state)                           # [b, k, ...]
         batch_size = get_shape(tf.nest.flatten(state)[0])[0]
         ids = tf.fill([batch_size, beam_width], begin_token_id)               # [b, k]
-        alive = tf.logical_or(tf.equal(tf.range(beam_width), 0), all_alive)   # [k]
+        alive = (np.arange(beam_width) % (beam_width // groups) == 0) | all_alive  # [k]
         beam = Beam(log_probs=tf.tile(tf.where_v2(alive, 0.0, -np.inf)[None], [batch_size, 1]),
                     lengths=tf.zeros([batch_size, beam_width], tf.int32),
                     finished=tf.tile(tf.logical_not(alive)[None], [batch_size, 1]),
@@ -248,7 +256,8 @@ def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width, begin
       sequence_length: Python int >= 1, the most tokens; every step is built.
       beam_width: Python int >= 1.
       begin_token_id, end_token_id: ints.
-      length_penalty: GNMT's alpha, or a decode.scoring.Scoring with every decoding option.
+      length_penalty: GNMT's alpha, or a decode.scoring.Scoring with every decoding option
+        (diverse groups: decode/diverse.py; the results are then sorted across the groups).
       name: name scope.
       max_lengths: None or [batch] ints, each sentence's most tokens, end included.
       trace: also return what every step kept (DESIGN.md "Search trace").
@@ -275,7 +284,7 @@ def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width, begin
             records.append(record)
         history = {key: tf.stack([record[key] for record in records]) for key in records[0]}
         return backtrack.results(history, beam_scores(beam, scoring), beam.lengths,
-                                 end_token_id, trace)
+                                 end_token_id, trace, sort=scoring.diverse_beam_groups > 1)
 
 
 def while_loop_beam_search(update_fn, initial_state, sequence_length, beam_width,
@@ -354,14 +363,15 @@ def search_loop(update_fn, initial_state, sequence_length, width, begin_token_id
     history = {key: array.stack() for key, array in history.items()}            # [t, b, k, ...]
     beam = batch[1] if compact else beam
     return backtrack.results(history, beam_scores(beam, scoring), beam.lengths, end_token_id,
-                             trace, sort=sampling)
+                             trace, sort=sampling or scoring.diverse_beam_groups > 1)
 
 
 def greedy_search(update_fn, initial_state, sequence_length, begin_token_id, end_token_id,
                   length_penalty=0.0, name="greedy", max_lengths=None, trace=False,
                   source_mask=None, compact=False):
     """Greedy decoding: `while_loop_beam_search` with a beam of one (Args and Returns
-    as it, without `beam_width`; every output's beam dimension is 1)."""
+    as it, without `beam_width`; every output's beam dimension is 1; one diverse group)."""
+    scoring = scoring_lib.as_scoring(length_penalty)._replace(diverse_beam_groups=1)
     return while_loop_beam_search(update_fn, initial_state, sequence_length, 1, begin_token_id,
-                                  end_token_id, length_penalty, name, max_lengths, trace,
+                                  end_token_id, scoring, name, max_lengths, trace,
                                   source_mask, compact)

@@ -20,12 +20,14 @@ from seq2seq.common import get_shape
 MIN_COVERAGE = 1e-10  # the attention a piece never attended to counts as (log 0: -inf)
 
 Scoring = collections.namedtuple(
-    "Scoring", "length_penalty length_penalty_kind coverage_penalty no_repeat_ngram_size min_length",
-    defaults=(0.0, "gnmt", 0.0, 0, 0))
+    "Scoring", "length_penalty length_penalty_kind coverage_penalty no_repeat_ngram_size "
+    "min_length diverse_beam_groups diverse_beam_strength", defaults=(0.0, "gnmt", 0.0, 0, 0, 1, 0.5))
 Scoring.__doc__ = """The scoring options of a search: alpha (float or scalar tensor), the
 normalisation kind (Python str), beta (float or scalar tensor; coverage is tracked only when
-the Scoring says `tracks_coverage`), n of repetition blocking (Python int, 0: off) and the
-minimum length (int or scalar tensor)."""
+the Scoring says `tracks_coverage`), n of repetition blocking (Python int, 0: off), the
+minimum length (int or scalar tensor), and the beam searches' diverse groups G (Python int
+dividing the beam; 1: plain) and their strength lambda >= 0 (float or scalar tensor;
+decode/diverse.py: it steers the ranking, never a score)."""
 
 
 def as_scoring(scoring):

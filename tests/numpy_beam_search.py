@@ -46,7 +46,7 @@ def _at_limit(step, max_length):
 
 
 def beam_search(step, initial_state, sequence_length, beam_width, begin_token_id,
-                end_token_id, alpha, max_length=None):
+                end_token_id, alpha, max_length=None, groups=1, strength=0.0):
     """Beam search over one sentence, with finished hypotheses kept in the beam.
 
     Each step, a finished hypothesis is one candidate (itself, score unchanged);
@@ -54,29 +54,40 @@ def beam_search(step, initial_state, sequence_length, beam_width, begin_token_id
     `max_length`). Candidates are listed by (beam, token), stable-sorted by
     score (best first), and the first `beam_width` with a finite score are kept.
 
+    Diverse beam search (`groups` G > 1, Hamming diversity as fairseq's): the
+    beam is G groups of beam_width / G, each started from the empty hypothesis;
+    group after group, a candidate that extends an alive hypothesis ranks by its
+    score minus `strength` times the number of hypotheses of the groups before
+    that took its token at this step, and each group keeps its own best. The
+    results are all the groups' hypotheses by score (stable: group by group).
+
     Returns:
       (ids [beam, sequence_length], scores [beam], lengths [beam]) as NumPy
       arrays; rows beyond the possible hypotheses have score -inf, ids all
       end_token_id and length 0.
     """
-    beam = [Hypothesis((), 0.0, False, initial_state)]
+    beams = [[Hypothesis((), 0.0, False, initial_state)] for _ in range(groups)]
     for position in range(sequence_length):
-        candidates = []
-        for hypothesis in beam:
-            if hypothesis.finished:
-                candidates.append(hypothesis)
-                continue
-            last = hypothesis.tokens[-1] if hypothesis.tokens else begin_token_id
-            state, logits = step(hypothesis.state, last)
-            for token, log_prob in enumerate(log_softmax(logits)):
-                if _at_limit(position, max_length) and token != end_token_id:
+        taken = collections.Counter()  # tokens taken at this step by the groups so far
+        for group, beam in enumerate(beams):
+            candidates = []  # (the score it ranks by, hypothesis)
+            for hypothesis in beam:
+                if hypothesis.finished:
+                    candidates.append((score(hypothesis, alpha), hypothesis))
                     continue
-                candidates.append(Hypothesis(hypothesis.tokens + (token,),
-                                             hypothesis.log_prob + log_prob,
-                                             token == end_token_id, state))
-        candidates = [c for c in candidates if score(c, alpha) > -np.inf]
-        candidates.sort(key=lambda c: -score(c, alpha))  # list.sort is stable
-        beam = candidates[:beam_width]
+                last = hypothesis.tokens[-1] if hypothesis.tokens else begin_token_id
+                state, logits = step(hypothesis.state, last)
+                for token, log_prob in enumerate(log_softmax(logits)):
+                    if _at_limit(position, max_length) and token != end_token_id:
+                        continue
+                    new = Hypothesis(hypothesis.tokens + (token,), hypothesis.log_prob + log_prob,
+                                     token == end_token_id, state)
+                    candidates.append((score(new, alpha) - strength * taken[token], new))
+            candidates = [c for c in candidates if c[0] > -np.inf]
+            candidates.sort(key=lambda c: -c[0])  # list.sort is stable
+            beams[group] = [h for _, h in candidates[:beam_width // groups]]
+            taken.update(h.tokens[-1] for h in beams[group] if len(h.tokens) == position + 1)
+    beam = sorted(sum(beams, []), key=lambda h: -score(h, alpha))
     ids = [_padded(h.tokens, sequence_length, end_token_id) for h in beam]
     scores = [score(h, alpha) for h in beam]
     lengths = [len(h.tokens) for h in beam]

@@ -29,10 +29,13 @@ def run_search(search, toy, batch_state, sequence_length, beam_width, alpha, max
             return session.run(outputs)
 
 
-def run_reference(toy, batch_state, sequence_length, beam_width, alpha, max_lengths=None):
+def run_reference(toy, batch_state, sequence_length, beam_width, alpha, max_lengths=None,
+                  **options):
+    """The NumPy reference row by row; `options`: its keyword arguments (groups, ...)."""
     rows = [reference.beam_search(toy.numpy_step, row_state(batch_state, row), sequence_length,
                                   beam_width, BEGIN, END, alpha,
-                                  max_length=None if max_lengths is None else max_lengths[row])
+                                  max_length=None if max_lengths is None else max_lengths[row],
+                                  **options)
             for row in range(len(batch_state["rnn"]))]
     return tuple(np.stack(parts) for parts in zip(*rows))
 
