@@ -96,8 +96,7 @@ def generate(train_size, dev_size, test_size, seed, target_locale):
     rng.shuffle(examples)
     train = examples[held:] + closed
     rng.shuffle(train)
-    return EmbeddedCorpus(train=train[:train_size], dev=examples[:dev_size],
-                          test=examples[dev_size:held])
+    return EmbeddedCorpus(train=train[:train_size], dev=examples[:dev_size], test=examples[dev_size:held])
 
 
 def vary(rng, sentence):

@@ -80,13 +80,10 @@ def data_settings(config):
 
 
 def _input_files(data):
-    inputs = []
-    for key in ("train_data", "dev_data", "test_data") if data["corpus"] == "files" else ():
-        for path in split_spec(data[key]) if data[key] else []:
-            if os.path.isfile(path):  # reading the corpus reports a missing one
-                inputs.append({"path": path, "size": os.stat(path).st_size,
-                               "mtime_ns": os.stat(path).st_mtime_ns})
-    return inputs
+    keys = ("train_data", "dev_data", "test_data") if data["corpus"] == "files" else ()
+    paths = [path for key in keys if data[key] for path in split_spec(data[key])]
+    return [{"path": path, "size": os.stat(path).st_size, "mtime_ns": os.stat(path).st_mtime_ns}
+            for path in paths if os.path.isfile(path)]  # reading the corpus reports a missing one
 
 
 def load_manifest(data_dir):

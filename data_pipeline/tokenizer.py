@@ -38,8 +38,7 @@ class Tokenizer:
             with open(options_file, encoding="utf-8") as f:
                 self.options = json.load(f)
             self.model_files.append(options_file)
-        self._familiarity = _Familiarity(self.options["familiarity"]) \
-            if "familiarity" in self.options else None
+        self._familiarity = _Familiarity(self.options["familiarity"]) if "familiarity" in self.options else None
 
     @classmethod
     def load(cls, directory):
@@ -110,8 +109,7 @@ class Tokenizer:
         return copies
 
 
-def train_tokenizer(pairs, directory, vocab_size, model_type, joint, lowercase_source=False,
-                    calibration=()):
+def train_tokenizer(pairs, directory, vocab_size, model_type, joint, lowercase_source=False, calibration=()):
     """Trains the SentencePiece model(s) and the familiarity model into `directory`.
 
     Args:

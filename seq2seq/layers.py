@@ -32,9 +32,8 @@ def dropout(inputs, rate, training):
 
 
 def _table(vocab_size, embedding_size):
-    return tf.get_variable(
-        "table", [vocab_size, embedding_size],
-        initializer=tf.random_normal_initializer(stddev=embedding_size ** -0.5))
+    return tf.get_variable("table", [vocab_size, embedding_size],
+                           initializer=tf.random_normal_initializer(stddev=embedding_size ** -0.5))
 
 
 class Embeddings:

@@ -168,8 +168,7 @@ class ProgressHook(tf.train.SessionRunHook):
     "tokens_per_sec" summary and the progress into chief_dir's training status file.
     Built in the training graph, after its global step."""
 
-    def __init__(self, loss, num_tokens, learning_rate, max_steps, every_n_steps,
-                 chief_dir=None):
+    def __init__(self, loss, num_tokens, learning_rate, max_steps, every_n_steps, chief_dir=None):
         self._fetches = {"loss": loss, "tokens": num_tokens, "learning_rate": learning_rate}
         self._max_steps, self._every_n_steps = max_steps, every_n_steps
         self._global_step = tf.train.get_global_step()
