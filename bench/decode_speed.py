@@ -35,10 +35,7 @@ Usage (about 6 minutes on 2 cores):
 import argparse
 import concurrent.futures
 import functools
-import json
 import os
-import statistics
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -46,6 +43,7 @@ import numpy as np  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 from tensorflow.core.protobuf import rewriter_config_pb2  # noqa: E402
 
+from bench import harness  # noqa: E402
 from decode import beam_search, greedy_search, rnn_beam_search, while_loop_beam_search  # noqa: E402
 from decode.batching import call_batch_size  # noqa: E402
 from seq2seq.common import batch_gather, get_shape, merge_beams, tile_beams  # noqa: E402
@@ -189,11 +187,9 @@ def selection_speed(repeats, sizes=((1, 5, 40), (32, 5, 40))):
                 for name, replacements in SELECTIONS.items()}
             with tf.Session() as session:
                 session.run(tf.global_variables_initializer())
-                wall, cpu = time_variants(session, fetches, repeats)
+                speeds = time_fetches(session, fetches, repeats, batch_size)
         table.append({"batch": batch_size, "beam": beam_width, "length": length,
-                      "variants": {name: {"sentences_per_second": batch_size / wall[name],
-                                          "cpu_ms_per_sentence": 1000 * cpu[name] / batch_size}
-                                   for name in fetches}})
+                      "variants": speeds})
     return table
 
 
@@ -286,35 +282,19 @@ AGAINST = None  # --against: the other checkout's decode package and beam_update
 SESSION_CONFIG = None  # --threads: the throughput session's ConfigProto (None: TensorFlow's threads)
 
 
-def time_variants(session, fetches, repeats, warmup=2):
-    """Median wall-clock and CPU seconds per run of every fetch, timed round-robin.
+def sentence_speeds(runs, repeats, batch_size):
+    """{name: sentences/s and CPU ms per sentence} of `runs` ({name: function decoding
+    `batch_size` sentences}), from the medians of harness.time_rounds (2 warm-up runs)."""
+    samples = harness.time_rounds(runs, repeats, warmup=2)
+    return {name: {"sentences_per_second": batch_size / harness.median(runs.wall),
+                   "cpu_ms_per_sentence": 1000 * harness.median(runs.cpu) / batch_size}
+            for name, runs in samples.items()}
 
-    Args:
-      session: runs each fetch; None when `fetches` maps names to callables instead.
 
-    The order rotates every repetition, so that no variant always runs right
-    after the same other one. CPU time (all threads of this process) moves
-    less than wall-clock time when other processes load the machine.
-
-    Returns:
-      ({name: median wall seconds}, {name: median CPU seconds}).
-    """
-    names = list(fetches)
-    run = {name: fetches[name] if session is None else functools.partial(session.run, fetches[name])
-           for name in names}
-    for _ in range(warmup):
-        for name in names:
-            run[name]()
-    wall = {name: [] for name in names}
-    cpu = {name: [] for name in names}
-    for repeat in range(repeats):
-        for name in names[repeat % len(names):] + names[:repeat % len(names)]:
-            wall_start, cpu_start = time.perf_counter(), time.process_time()
-            run[name]()
-            wall[name].append(time.perf_counter() - wall_start)
-            cpu[name].append(time.process_time() - cpu_start)
-    return ({name: statistics.median(times) for name, times in wall.items()},
-            {name: statistics.median(times) for name, times in cpu.items()})
+def time_fetches(session, fetches, repeats, batch_size):
+    """sentence_speeds of running each of `fetches` ({name: fetch}) in `session`."""
+    return sentence_speeds({name: functools.partial(session.run, fetch)
+                            for name, fetch in fetches.items()}, repeats, batch_size)
 
 
 def throughput(batch_size, beam_width, length, repeats):
@@ -351,9 +331,7 @@ def throughput(batch_size, beam_width, length, repeats):
                                                          searches.greedy_search, beam_update_fn)
         with tf.Session(config=SESSION_CONFIG) as session:
             session.run(tf.global_variables_initializer())
-            wall, cpu = time_variants(session, fetches, repeats)
-    return {name: {"sentences_per_second": batch_size / wall[name],
-                   "cpu_ms_per_sentence": 1000 * cpu[name] / batch_size} for name in fetches}
+            return time_fetches(session, fetches, repeats, batch_size)
 
 
 def as_translate_runs_it(batch_size, beam_width, length, repeats):
@@ -386,14 +364,11 @@ def as_translate_runs_it(batch_size, beam_width, length, repeats):
                 concurrent.futures.ThreadPoolExecutor(threads) as pool:
             for session in (translator_session, default_session):
                 session.run(tf.global_variables_initializer())
-            runs = {
+            return sentence_speeds({
                 "while_loop as decode.translate runs it": lambda: list(pool.map(
                     lambda _: translator_session.run(ours), range(chunks))),
                 "tfa": functools.partial(default_session.run, theirs),
-            }
-            wall, cpu = time_variants(None, runs, repeats)
-    return {name: {"sentences_per_second": batch_size / wall[name],
-                   "cpu_ms_per_sentence": 1000 * cpu[name] / batch_size} for name in runs}
+            }, repeats, batch_size)
 
 
 def build_cost(length):
@@ -404,9 +379,9 @@ def build_cost(length):
             model = Seq2SeqModel(MODEL_PARAMS, VOCAB_SIZE, VOCAB_SIZE)
             encoded = encoded_batch(model, 32)
             ops_before = len(graph.get_operations())
-            start = time.perf_counter()
-            build_our_search(search, model, encoded, 5, length)
-            costs[name] = {"build_seconds": time.perf_counter() - start,
+            seconds, _, _ = harness.measure(
+                lambda: build_our_search(search, model, encoded, 5, length))
+            costs[name] = {"build_seconds": seconds,
                            "ops": len(graph.get_operations()) - ops_before}
     return costs
 
@@ -450,22 +425,23 @@ def scoring_cost(repeats, batch_size=32, beam_width=5, steps=200):
                                                               LENGTH_PENALTY)[2]),
         }
         with tf.Session() as session:
-            _, cpu = time_variants(session, fetches, repeats)
+            cpu = {name: harness.median(runs.cpu) for name, runs in harness.time_rounds(
+                {name: functools.partial(session.run, fetch) for name, fetch in fetches.items()},
+                repeats, warmup=2).items()}
     baseline = cpu.pop("logits only")
     return {name: 1000 * (seconds - baseline) / steps for name, seconds in cpu.items()}
 
 
 def print_speeds(title, speeds, reference):
-    print("\n" + title)
-    print("| variant | sentences/s | vs %s | CPU ms/sentence | CPU vs %s |" % (reference, reference))
-    print("| --- | ---: | ---: | ---: | ---: |")
     base = speeds[reference]
-    for name, speed in speeds.items():
-        print("| %s | %.1f | %.2fx | %.1f | %.2fx |" % (
-            name, speed["sentences_per_second"],
-            speed["sentences_per_second"] / base["sentences_per_second"],
-            speed["cpu_ms_per_sentence"],
-            base["cpu_ms_per_sentence"] / speed["cpu_ms_per_sentence"]))
+    print("\n" + title)
+    print(harness.markdown_table(
+        ["variant", "sentences/s", "vs " + reference, "CPU ms/sentence", "CPU vs " + reference],
+        ([name, "%.1f" % speed["sentences_per_second"],
+          "%.2fx" % (speed["sentences_per_second"] / base["sentences_per_second"]),
+          "%.1f" % speed["cpu_ms_per_sentence"],
+          "%.2fx" % (base["cpu_ms_per_sentence"] / speed["cpu_ms_per_sentence"])]
+         for name, speed in speeds.items())))
 
 
 SECTIONS = ("selection", "throughput", "translate", "build", "scoring")
@@ -523,28 +499,22 @@ def main():
         print_speeds("as decode.translate runs it: batch %d, beam %d, %d steps" % (
             batch_size, beam_width, length), speeds, "tfa")
     if "build" in sections:
+        results["build"] = {length: build_cost(length) for length in BUILD_LENGTHS}
         print("\ngraph build, batch 32, beam 5")
-        print("| steps | while_loop build s | while_loop ops | unrolled build s | unrolled ops |")
-        print("| ---: | ---: | ---: | ---: | ---: |")
-        for length in BUILD_LENGTHS:
-            cost = results["build"][length] = build_cost(length)
-            print("| %d | %.2f | %d | %.2f | %d |" % (
-                length, cost["while_loop"]["build_seconds"], cost["while_loop"]["ops"],
-                cost["unrolled"]["build_seconds"], cost["unrolled"]["ops"]))
+        print(harness.markdown_table(
+            ["steps", "while_loop build s", "while_loop ops", "unrolled build s", "unrolled ops"],
+            ([length] + [cell for name in ("while_loop", "unrolled") for cell in (
+                "%.2f" % cost[name]["build_seconds"], cost[name]["ops"])]
+             for length, cost in results["build"].items()), left=0))
     if "scoring" in sections:
         results["scoring"] = scoring_cost(args.repeats)
         print("\nscoring step alone, batch 32, beam 5, vocab %d" % VOCAB_SIZE)
-        print("| selection | CPU ms/step |")
-        print("| --- | ---: |")
-        for name, milliseconds in results["scoring"].items():
-            print("| %s | %.2f |" % (name, milliseconds))
+        print(harness.markdown_table(["selection", "CPU ms/step"], (
+            [name, "%.2f" % milliseconds] for name, milliseconds in results["scoring"].items())))
     results["load_average_after"] = os.getloadavg()
     print("\nload average before %s, after %s, %d CPUs" % (
         results["load_average_before"], results["load_average_after"], results["cpus"]))
-    if args.json:
-        os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
+    harness.write_json(args.json, results)
 
 
 if __name__ == "__main__":
