@@ -30,22 +30,21 @@ def bleu_references(labels, tokenizer):
     return tf.where(tf.equal(labels["target_text"], ""), detokenised, labels["target_text"])
 
 
-def _local_variable(name):
-    """An empty string vector in the metric variables, growing as the update ops append to it."""
-    return tf.Variable(tf.constant([], tf.string), trainable=False, name=name, validate_shape=False,
-                       collections=[tf.GraphKeys.LOCAL_VARIABLES, tf.GraphKeys.METRIC_VARIABLES])
+def _first_rows(limit, tensors_fn, names):
+    """(string vectors named `names` in the local metric variables, the op appending tensors_fn()'s
+    [n] strings to them): they keep the first `limit` rows (0: all); tensors_fn runs until then."""
+    collections = [tf.GraphKeys.LOCAL_VARIABLES, tf.GraphKeys.METRIC_VARIABLES]
+    variables = [tf.Variable(tf.constant([], tf.string), trainable=False, name=name,
+                             validate_shape=False, collections=collections) for name in names]
 
-
-def _append_first(limit, tensors_fn, variables):
-    """An op appending tensors_fn()'s [n, ...] to `variables` while they hold < limit rows."""
     def append():
         return tf.group(*[
             tf.assign(variable, tf.concat([variable.value(), tensor], 0)[:limit or None],
                       validate_shape=False)
             for variable, tensor in zip(variables, tensors_fn())])
     if limit <= 0:
-        return append()
-    return tf.cond(tf.shape(variables[0])[0] < limit, append, tf.no_op)
+        return variables, append()
+    return variables, tf.cond(tf.shape(variables[0])[0] < limit, append, tf.no_op)
 
 
 def spread_by_length(texts, count):
@@ -82,9 +81,9 @@ def bleu_and_examples(hypotheses_fn, references, sources_fn, max_sentences=0,
                 np.array(rows, dtype=object).reshape([-1, 2])))]).SerializeToString()
 
     with tf.name_scope("bleu"):
-        stored = [_local_variable(name) for name in ("hypotheses", "references", "sources")]
-        update_op = _append_first(
-            max_sentences, lambda: (hypotheses_fn(), references, sources_fn()), stored)
+        stored, update_op = _first_rows(
+            max_sentences, lambda: (hypotheses_fn(), references, sources_fn()),
+            ("hypotheses", "references", "sources"))
         bleu = tf.py_func(_sacrebleu, stored[:2], tf.float32, name="sacrebleu")
         bleu.set_shape([])
         examples = tf.py_func(_examples, stored[::2], tf.string, stateful=False, name="examples")
@@ -118,10 +117,9 @@ def attention_images(features, labels, attention, tokenizer, count):
             for png in pngs]).SerializeToString()
 
     with tf.name_scope("attention_images"):
-        stored = _local_variable("pngs")
         inputs = [features["source_ids"], features["source_length"],
                   labels["target_output"], labels["target_length"], attention]
-        update_op = _append_first(count, lambda: [tf.py_func(
-            render, [tensor[:count] for tensor in inputs], tf.string, stateful=False)], [stored])
-        value = tf.py_func(summary, [stored], tf.string, stateful=False, name="summary")
+        stored, update_op = _first_rows(count, lambda: [tf.py_func(
+            render, [tensor[:count] for tensor in inputs], tf.string, stateful=False)], ["pngs"])
+        value = tf.py_func(summary, stored, tf.string, stateful=False, name="summary")
     return value, update_op
