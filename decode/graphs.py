@@ -49,8 +49,9 @@ def graph_options(fed_options, shape):
 
 
 def fields_of(kind, options):
-    """A namedtuple `kind` (Scoring, Sampling) of the options of its fields' names."""
-    return kind(*(options[name] for name in kind._fields))
+    """A namedtuple `kind` (Scoring, Sampling) of the options of its fields' names (a field
+    `options` lacks, as one the decoder does not take: its default)."""
+    return kind(**{name: options[name] for name in kind._fields if name in options})
 
 
 def output_length_limit(source_length, decode_params):
