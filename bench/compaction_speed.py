@@ -19,19 +19,16 @@ the variants are the sample decoder's (`beam_width` samples, top-p 0.9, seed 0) 
 
 import argparse
 import concurrent.futures
-import json
+import functools
 import os
-import statistics
-import sys
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 from tensorflow.core.protobuf import rewriter_config_pb2  # noqa: E402
 
+from bench import harness  # noqa: E402
 from data_pipeline.tokenizer import BOS_ID, EOS_ID, Tokenizer  # noqa: E402
 from decode import while_loop_beam_search  # noqa: E402
 from decode.sampling import Sampling, sample_search, sentence_keys  # noqa: E402
@@ -130,9 +127,8 @@ def main():
         os.path.join(args.model_dir, "config.yaml"))["decode"]["beam_width"]
     session, placeholders, searches, tokenizer, decode_params = build(
         args.model_dir, beam_width, args.against, args.sample)
-    with open(args.input, encoding="utf-8") as f:
-        sources = [tokenizer.encode_source(line.rstrip("\n")) for line in f if line.strip()]
-    sources = [ids for ids in sources if ids][:args.limit]
+    sources = [ids for ids in map(tokenizer.encode_source, harness.read_sentences(args.input))
+               if ids][:args.limit]
     orders = {"file order": sources, "sorted": sorted(sources, key=len)}
     batches = {order: [sentences[i:i + args.batch_size]
                        for i in range(0, len(sentences), args.batch_size)]
@@ -142,43 +138,36 @@ def main():
                                                  or os.cpu_count())
     for order, search in names:  # warm up: first runs of each graph
         decode_all(session, placeholders, searches[search], batches[order][:2], pool)
-    wall, cpu, results = {name: [] for name in names}, {name: [] for name in names}, {}
     load_before = os.getloadavg()
-    for repeat in range(args.passes):
-        for name in names[repeat % len(names):] + names[:repeat % len(names)]:
-            wall_start, cpu_start = time.perf_counter(), time.process_time()
-            outputs = decode_all(session, placeholders, searches[name[1]], batches[name[0]], pool)
-            wall[name].append(time.perf_counter() - wall_start)
-            cpu[name].append(time.process_time() - cpu_start)
-            results.setdefault(name, outputs)
-        print("pass %d: %s" % (repeat + 1, ", ".join(
-            "%s/%s %.1f s" % (name + (wall[name][-1],)) for name in names)), flush=True)
+    samples = harness.time_rounds(
+        {name: functools.partial(decode_all, session, placeholders, searches[name[1]],
+                                 batches[name[0]], pool) for name in names},
+        args.passes, warmup=0, after_round=lambda index, samples: print("pass %d: %s" % (
+            index + 1, ", ".join("%s/%s %.1f s" % (name + (samples[name].wall[-1],))
+                                 for name in names)), flush=True))
+    wall = {name: harness.median(samples[name].wall) for name in names}
+    cpu = {name: harness.median(samples[name].cpu) for name in names}
     print("\n%d sentences, batches of %d, beam %d; load average %s -> %s, %d CPUs"
           % (len(sources), args.batch_size, beam_width, load_before, os.getloadavg(),
              os.cpu_count()))
-    print("| batches | search | sentences/s | vs off | CPU s | CPU vs off | sentences differing "
-          "from off |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
-    report = {"sentences": len(sources), "load_average": [load_before, os.getloadavg()]}
+    report, rows = {"sentences": len(sources), "load_average": [load_before, os.getloadavg()]}, []
     for order, search in names:
-        speed = len(sources) / statistics.median(wall[(order, search)])
-        seconds = statistics.median(cpu[(order, search)])
-        differing = differing_sentences(results[(order, search)], results[(order, "off")])
-        report["%s/%s" % (order, search)] = {
-            "sentences_per_second": speed, "cpu_seconds": seconds, "differing": differing,
-            "wall_runs": wall[(order, search)], "cpu_runs": cpu[(order, search)]}
-        print("| %s | %s | %.1f | %.2fx | %.2f | %.2fx | %d |" % (
-            order, search, speed, statistics.median(wall[(order, "off")]) / statistics.median(
-                wall[(order, search)]), seconds,
-            statistics.median(cpu[(order, "off")]) / seconds, len(differing)))
+        name, off = (order, search), (order, "off")
+        # The first pass's hypotheses against the "off" search's.
+        differing = differing_sentences(samples[name].results[0], samples[off].results[0])
+        report["%s/%s" % name] = {
+            "sentences_per_second": len(sources) / wall[name], "cpu_seconds": cpu[name],
+            "differing": differing, "wall_runs": samples[name].wall, "cpu_runs": samples[name].cpu}
+        rows.append([order, search, "%.1f" % (len(sources) / wall[name]),
+                     "%.2fx" % (wall[off] / wall[name]), "%.2f" % cpu[name],
+                     "%.2fx" % (cpu[off] / cpu[name]), len(differing)])
+    print(harness.markdown_table(["batches", "search", "sentences/s", "vs off", "CPU s",
+                                  "CPU vs off", "sentences differing from off"], rows, left=2))
     mixed, ordered = (report["%s/on" % order] for order in orders)
     print("file order / sorted, compaction on: %.2f (sentences/s), %.2f (CPU)" % (
         mixed["sentences_per_second"] / ordered["sentences_per_second"],
         ordered["cpu_seconds"] / mixed["cpu_seconds"]))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=1)
-
+    harness.write_json(args.json, report)
 
 if __name__ == "__main__":
     main()
