@@ -11,6 +11,7 @@ import tensorflow.compat.v1 as tf
 
 import numpy_beam_search as reference
 from decode import beam_search, greedy_search, rnn_beam_search, while_loop_beam_search
+from same_hypotheses import assert_same_hypotheses, hypotheses, trace_steps
 from toy_decoder import ToyDecoder, row_state
 
 SEARCHES = {"unrolled": rnn_beam_search, "while_loop": while_loop_beam_search}
@@ -138,12 +139,9 @@ def test_sentence_alone_equals_sentence_in_batch(search):
     toy = ToyDecoder(seed=11)
     batch_state = toy.initial_state(MIXED_ROWS)
     together = run_search(SEARCHES[search], toy, batch_state, 6, 3, 0.6)
-    for row in range(len(MIXED_ROWS)):
-        alone_state = tf.nest.map_structure(lambda x: x[row:row + 1], batch_state)
-        ids, scores, lengths = run_search(SEARCHES[search], toy, alone_state, 6, 3, 0.6)
-        np.testing.assert_array_equal(ids[0], together[0][row, :, :ids.shape[-1]])
-        np.testing.assert_allclose(scores[0], together[1][row], rtol=1e-5, atol=1e-6)
-        np.testing.assert_array_equal(lengths[0], together[2][row])
+    alone = [hypotheses(*run_search(SEARCHES[search], toy, tf.nest.map_structure(
+        lambda x: x[row:row + 1], batch_state), 6, 3, 0.6))[0] for row in range(len(MIXED_ROWS))]
+    assert_same_hypotheses(alone, hypotheses(*together))
 
 
 @pytest.mark.parametrize("search", sorted(SEARCHES))
@@ -381,16 +379,13 @@ def test_a_sentences_limit_does_not_depend_on_its_batch_mates(search):
     # The same sentences with other batch-mates' limits, and each one alone.
     other_limits = [MIXED_LIMITS[0], 6, 6, 6]
     regrouped = run_search(SEARCHES[search], toy, batch_state, 6, 3, 0.6, max_lengths=other_limits)
-    np.testing.assert_array_equal(regrouped[0][0, :, :together[0].shape[-1]], together[0][0])
-    np.testing.assert_allclose(regrouped[1][0], together[1][0], rtol=1e-5, atol=1e-6)
+    assert_same_hypotheses(hypotheses(*regrouped)[:1], hypotheses(*together)[:1])
+    alone = []
     for row, limit in enumerate(MIXED_LIMITS):
         alone_state = tf.nest.map_structure(lambda x: x[row:row + 1], batch_state)
-        ids, scores, lengths = run_search(SEARCHES[search], toy, alone_state, 6, 3, 0.6,
-                                          max_lengths=[limit])
-        np.testing.assert_array_equal(ids[0], together[0][row, :, :ids.shape[-1]])
-        assert (together[0][row, :, ids.shape[-1]:] == END).all()
-        np.testing.assert_allclose(scores[0], together[1][row], rtol=1e-5, atol=1e-6)
-        np.testing.assert_array_equal(lengths[0], together[2][row])
+        alone += hypotheses(*run_search(SEARCHES[search], toy, alone_state, 6, 3, 0.6,
+                                        max_lengths=[limit]))
+    assert_same_hypotheses(alone, hypotheses(*together))
 
 
 def test_unrolled_with_extra_steps_equals_while_loop_with_limits():
@@ -579,12 +574,13 @@ def test_trace_changes_no_result(decoder, max_lengths):
 def test_unrolled_and_while_loop_traces_agree_on_the_steps_both_ran():
     toy = ToyDecoder(vocab_size=11, hidden_size=8, seed=7)
     batch_state = toy.initial_state([1.0, 2.0, 0.5])
-    unrolled = run_traced("unrolled", toy, batch_state, 12, 4, max_lengths=[9, 6, 12])[3]
-    while_loop = run_traced("while_loop", toy, batch_state, 12, 4, max_lengths=[9, 6, 12])[3]
-    steps = while_loop["token_ids"].shape[1]
+    unrolled = run_traced("unrolled", toy, batch_state, 12, 4, max_lengths=[9, 6, 12])
+    while_loop = run_traced("while_loop", toy, batch_state, 12, 4, max_lengths=[9, 6, 12])
+    steps = while_loop[3]["token_ids"].shape[1]
     assert steps < 12, "the while_loop should have stopped early"
-    for key, values in while_loop.items():  # scores: equal to float rounding, as the results
-        np.testing.assert_allclose(values, unrolled[key][:, :steps], rtol=1e-6, err_msg=key)
+    assert_same_hypotheses(hypotheses(*while_loop[:3]), hypotheses(*unrolled[:3]),
+                           trace_steps(while_loop[3]),
+                           [row[:steps] for row in trace_steps(unrolled[3])])
 
 
 def test_greedy_traces_one_slot_per_step():
@@ -621,16 +617,18 @@ def test_a_sentences_trace_does_not_depend_on_its_batch_mates(decoder):
     toy = ToyDecoder(seed=11)
     batch_state = toy.initial_state(MIXED_ROWS)
     together = run_traced(decoder, toy, batch_state, 6, 3, max_lengths=MIXED_LIMITS,
-                          attention=True)[3]
+                          attention=True)
+    alone, mine = ([], []), ([], [])  # (hypotheses, trace steps) of each sentence
     for row, limit in enumerate(MIXED_LIMITS):
         alone_state = tf.nest.map_structure(lambda x: x[row:row + 1], batch_state)
-        alone = run_traced(decoder, toy, alone_state, 6, 3, max_lengths=[limit],
-                           attention=True)[3]
-        steps = alone["token_ids"].shape[1]
-        for key, values in alone.items():
-            mine = together[key][row:row + 1]
-            mine = mine[:, :, :steps] if key == "attention" else mine[:, :steps]
-            np.testing.assert_allclose(values, mine, rtol=1e-5, atol=1e-6, err_msg=key)
+        ids, scores, lengths, trace = run_traced(decoder, toy, alone_state, 6, 3,
+                                                 max_lengths=[limit], attention=True)
+        steps = ids.shape[-1]
+        alone[0].extend(hypotheses(ids, scores, lengths, trace["attention"]))
+        alone[1].extend(trace_steps(trace))
+        mine[0].append(hypotheses(*together[:3], together[3]["attention"][:, :, :steps])[row])
+        mine[1].append(trace_steps(together[3])[row][:steps])
+    assert_same_hypotheses(alone[0], mine[0], alone[1], mine[1])
 
 
 @pytest.mark.parametrize("trace, arrays", [(False, 2), (True, 5)])
