@@ -11,16 +11,15 @@ word bigram, and the median sentences/s with its ratio to the plain beam search.
 """
 
 import argparse
-import json
+import functools
 import os
-import statistics
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import sacrebleu  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 
+from bench import harness  # noqa: E402
 from decode.translator import Translator  # noqa: E402
 
 VARIANTS = [  # (name, decoder, options); beam 5 is the config's width
@@ -52,14 +51,12 @@ def main(argv=None):
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     tf.disable_v2_behavior()
-    with open(args.input, encoding="utf-8") as f:
-        sources = f.read().splitlines()[:args.max_sentences]
-    with open(args.reference, encoding="utf-8") as f:
-        references = f.read().splitlines()[:len(sources)]
+    sources = harness.read_sentences(args.input, args.max_sentences)
+    references = harness.read_sentences(args.reference, len(sources))
     translator = Translator(args.model_dir)
     token_ids = [translator.tokenize(text) for text in sources]
-    rows, seconds = [], {name: [] for name, _, _ in VARIANTS}
-    for name, decoder, options in VARIANTS:
+    rows = []
+    for name, decoder, options in VARIANTS:  # also the graphs' first runs, before timing
         outputs = [t.text for t in translator.translate_tokens(token_ids, decoder, options=options)]
         bleu = sacrebleu.corpus_bleu(outputs, [references])
         rows.append({"variant": name, "bleu": bleu.score,
@@ -67,25 +64,21 @@ def main(argv=None):
                      "length_ratio": bleu.sys_len / bleu.ref_len,
                      "repeated_bigram_percent": 100.0 * sum(map(repeated_bigram, outputs))
                      / len(outputs)})
-    for _ in range(args.rounds):
-        for name, decoder, options in VARIANTS:
-            started = time.perf_counter()
-            translator.translate_tokens(token_ids, decoder, options=options)
-            seconds[name].append(time.perf_counter() - started)
-    plain = len(sources) / statistics.median(seconds[VARIANTS[0][0]])
-    print("%d sentences, %d rounds" % (len(sources), args.rounds))
-    print("| variant | BLEU | chrF | length ratio | repeated bigram % | sentences/s | vs plain |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    samples = harness.time_rounds(
+        {name: functools.partial(translator.translate_tokens, token_ids, decoder, options=options)
+         for name, decoder, options in VARIANTS}, args.rounds, warmup=0)
     for row in rows:
-        row["sentences_per_second"] = len(sources) / statistics.median(seconds[row["variant"]])
-        row["speed_vs_plain"] = row["sentences_per_second"] / plain
-        print("| %(variant)s | %(bleu).2f | %(chrf).2f | %(length_ratio).3f | "
-              "%(repeated_bigram_percent).1f | %(sentences_per_second).1f | "
-              "%(speed_vs_plain).2fx |" % row)
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"sentences": len(sources), "rounds": args.rounds, "rows": rows}, f, indent=1)
-
+        row["sentences_per_second"] = len(sources) / harness.median(samples[row["variant"]].wall)
+        row["speed_vs_plain"] = row["sentences_per_second"] / rows[0]["sentences_per_second"]
+    print("%d sentences, %d rounds" % (len(sources), args.rounds))
+    print(harness.markdown_table(
+        ["variant", "BLEU", "chrF", "length ratio", "repeated bigram %", "sentences/s",
+         "vs plain"],
+        ([row["variant"], "%.2f" % row["bleu"], "%.2f" % row["chrf"], "%.3f" % row["length_ratio"],
+          "%.1f" % row["repeated_bigram_percent"], "%.1f" % row["sentences_per_second"],
+          "%.2fx" % row["speed_vs_plain"]] for row in rows)))
+    harness.write_json(args.json, {"sentences": len(sources), "rounds": args.rounds,
+                                   "rows": rows})
 
 if __name__ == "__main__":
     main()

@@ -13,13 +13,13 @@ the exact best beats the beam search it started from (by more than 1e-4) or is e
 
 import argparse
 import os
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 
+from bench import harness  # noqa: E402
 from decode import translator as translator_module  # noqa: E402
 from decode.translator import Translator  # noqa: E402
 
@@ -34,34 +34,31 @@ def main(argv=None):
     parser.add_argument("--max_expansions", type=int, default=2000)
     parser.add_argument("--rows_per_call", type=int, default=translator_module.EXACT_ROWS_PER_CALL)
     args = parser.parse_args(argv)
-    with open(args.input, encoding="utf-8") as lines:
-        sources = [line.rstrip("\n").split("\t")[0] for line in lines][:args.sentences]
+    sources = harness.read_sentences(args.input, args.sentences)
     tf.disable_v2_behavior()
     translator_module.EXACT_ROWS_PER_CALL = args.rows_per_call
     translator = Translator(args.model_dir)
     translator.warm_up(["while_loop", "exact"])
     print("%d sentences, max_expansions %d, %d prefixes per model call"
           % (len(sources), args.max_expansions, args.rows_per_call))
-    print("| normalisation | proven | expansions median | p95 | most | wall s | CPU s | "
-          "wall s / proven sentence | exact beats beam | empty best |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print(harness.markdown_table([
+        "normalisation", "proven", "expansions median", "p95", "most", "wall s", "CPU s",
+        "wall s / proven sentence", "exact beats beam", "empty best"]))
     for normalisation in args.normalisations.split(","):
         kind, _, alpha = normalisation.partition(":")
         options = {"length_penalty_kind": kind, "length_penalty": float(alpha or 0)}
         beams = translator.translate(sources, options=options)
-        started, cpu_started = time.perf_counter(), time.process_time()
-        exact = translator.translate(sources, "exact",
-                                     options=dict(options, max_expansions=args.max_expansions))
-        seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
+        seconds, cpu_seconds, exact = harness.measure(lambda: translator.translate(
+            sources, "exact", options=dict(options, max_expansions=args.max_expansions)))
         expansions = [translation.expansions for translation in exact]
         proven = sum(translation.proven for translation in exact)
-        print("| %s | %.0f%% | %.0f | %.0f | %d | %.1f | %.1f | %.3f | %.0f%% | %.0f%% |" % (
-            normalisation, 100.0 * proven / len(exact), np.median(expansions),
-            np.percentile(expansions, 95), max(expansions), seconds, cpu_seconds,
-            seconds / max(proven, 1),
-            100.0 * np.mean([e.score > b.score + 1e-4 for e, b in zip(exact, beams)]),
-            100.0 * np.mean([e.text == "" for e in exact])), flush=True)
-
+        print(harness.markdown_row([
+            normalisation, "%.0f%%" % (100.0 * proven / len(exact)),
+            "%.0f" % harness.median(expansions), harness.percentile(expansions, 0.95),
+            max(expansions), "%.1f" % seconds, "%.1f" % cpu_seconds,
+            "%.3f" % (seconds / max(proven, 1)),
+            "%.0f%%" % (100.0 * np.mean([e.score > b.score + 1e-4 for e, b in zip(exact, beams)])),
+            "%.0f%%" % (100.0 * np.mean([e.text == "" for e in exact]))]), flush=True)
 
 if __name__ == "__main__":
     main()

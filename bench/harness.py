@@ -79,11 +79,16 @@ def cell(value, spec, missing="n/a"):
     return missing if value is None else spec % value
 
 
-def markdown_table(header, rows, left=1):
+def markdown_row(cells):
+    """One line of a markdown table: the cells printed with str()."""
+    return "| %s |" % " | ".join(map(str, cells))
+
+
+def markdown_table(header, rows=(), left=1):
     """A markdown table, without a final newline: `header` names the columns, each row lists
-    its cells (printed with str()); the first `left` columns are left-aligned, the rest right."""
+    its cells; the first `left` columns are left-aligned, the rest right."""
     lines = [header, ["---" if index < left else "---:" for index in range(len(header))]]
-    return "\n".join("| %s |" % " | ".join(map(str, cells)) for cells in lines + list(rows))
+    return "\n".join(map(markdown_row, lines + list(rows)))
 
 
 def read_sentences(path, limit=None):

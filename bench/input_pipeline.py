@@ -17,14 +17,13 @@ Usage:
 """
 
 import argparse
-import json
 import os
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow.compat.v1 as tf  # noqa: E402
 
+from bench import harness  # noqa: E402
 from data_pipeline.input import TRAIN, input_fn  # noqa: E402
 from data_pipeline.prepare import prepare  # noqa: E402
 from seq2seq.config import load_config  # noqa: E402
@@ -42,12 +41,14 @@ def batch_counts(config):
 
 def measure(session, counts, num_batches):
     """Runs `num_batches` batches; returns the summed counts and the seconds taken."""
-    totals = dict.fromkeys(counts, 0)
-    started = time.perf_counter()
-    for _ in range(num_batches):
-        for key, value in session.run(counts).items():
-            totals[key] += int(value)
-    return totals, time.perf_counter() - started
+    def run():
+        totals = dict.fromkeys(counts, 0)
+        for _ in range(num_batches):
+            for key, value in session.run(counts).items():
+                totals[key] += int(value)
+        return totals
+    seconds, _, totals = harness.measure(run)
+    return totals, seconds
 
 
 def report(name, totals, seconds, num_batches):
@@ -83,10 +84,7 @@ def main():
                 "warmup": report("warm-up", *measure(session, counts, args.warmup), args.warmup),
                 "steady": report("steady", *measure(session, counts, args.batches), args.batches),
             }
-    if args.json:
-        os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(dict(results, config=args.config, hparams=args.hparams), f, indent=2)
+    harness.write_json(args.json, dict(results, config=args.config, hparams=args.hparams))
 
 
 if __name__ == "__main__":

@@ -9,14 +9,12 @@ width, decode.batch_size batches, the decoding defaults or --hparams) a few time
 
 import argparse
 import os
-import sys
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import tensorflow.compat.v1 as tf  # noqa: E402
 
+from bench import harness  # noqa: E402
 from decode.translator import Translator  # noqa: E402
 
 
@@ -30,17 +28,16 @@ def main():
                         " on TensorFlow's pools, the default before issue 10's last change)")
     args = parser.parse_args()
     tf.disable_v2_behavior()
-    with open(args.input, encoding="utf-8") as f:
-        lines = [line.rstrip("\n") for line in f if line.strip()]
+    lines = harness.read_sentences(args.input)
     translator = Translator(args.model_dir, hparams=args.hparams)
     translator.translate(lines[:64])
-    for _ in range(args.passes):
-        start = time.perf_counter()
-        translator.translate(lines)
-        seconds = time.perf_counter() - start
+
+    def report(index, samples):
+        seconds = samples["offline"].wall[-1]
         print("offline: %d sentences in %.2f s = %.1f sentences/s"
               % (len(lines), seconds, len(lines) / seconds), flush=True)
-
+    harness.time_rounds({"offline": lambda: translator.translate(lines)}, args.passes, warmup=0,
+                        after_round=report)
 
 if __name__ == "__main__":
     main()

@@ -20,28 +20,19 @@ Usage:
 """
 
 import argparse
+import functools
 import json
 import os
-import statistics
 import subprocess
 import sys
 import threading
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from bench.serve_load import REPO, default_input, read_sentences  # noqa: E402
+from bench import harness  # noqa: E402
 
 MEASURES = ("batch 32", "batch 1", "32 threads x 1")
 THREADS = 32
-
-
-def _timed(count, work):
-    """(wall ms, CPU ms) per sentence of running work() over `count` sentences."""
-    wall, cpu = time.perf_counter(), time.process_time()
-    work()
-    return ((time.perf_counter() - wall) * 1000.0 / count,
-            (time.process_time() - cpu) * 1000.0 / count)
 
 
 def measure(model_dir, setting, sentences):
@@ -71,15 +62,18 @@ def measure(model_dir, setting, sentences):
         for thread in threads:
             thread.join()
 
-    count = len(sentences)
-    return {"batch 32": _timed(count, lambda: in_batches(32)),
-            "batch 1": _timed(count, lambda: in_batches(1)),
-            "32 threads x 1": _timed(count, concurrently)}
+    def per_sentence(work):
+        """(wall ms, CPU ms) per sentence of running `work()` over all the sentences."""
+        wall, cpu, _ = harness.measure(work)
+        return wall * 1000.0 / len(sentences), cpu * 1000.0 / len(sentences)
+    return {"batch 32": per_sentence(lambda: in_batches(32)),
+            "batch 1": per_sentence(lambda: in_batches(1)),
+            "32 threads x 1": per_sentence(concurrently)}
 
 
 def benchmark_sentences(model_dir, count):
     """`count` sentences: the model's test sentences, repeated as needed."""
-    sentences = read_sentences(default_input(model_dir))
+    sentences = harness.read_sentences(harness.model_test_source(model_dir))
     return (sentences * (count // len(sentences) + 1))[:count]
 
 
@@ -101,28 +95,25 @@ def main(argv=None):
         sentences = benchmark_sentences(model_dir, args.sentences)
         print(json.dumps(measure(model_dir, args.child, sentences)))
         return 0
-    runs = {setting: [] for setting in args.settings.split(",")}
-    for _ in range(args.rounds):
-        for setting in runs:
-            child = subprocess.run(
-                [sys.executable, "-m", "bench.session_threads", "--model_dir", model_dir,
-                 "--sentences", str(args.sentences), "--child=" + setting],
-                cwd=REPO, capture_output=True, text=True)
-            if child.returncode:
-                sys.stderr.write(child.stderr)
-                raise RuntimeError("the child measuring %s failed (exit %d)"
-                                   % (setting, child.returncode))
-            runs[setting].append(json.loads(child.stdout.strip().splitlines()[-1]))
-    print("| inter/intra threads | %s |" % " | ".join("%s: ms wall (CPU) per sentence" % name
-                                                     for name in MEASURES))
-    print("| --- |" + " ---: |" * len(MEASURES))
-    for setting, results in runs.items():
-        cells = ["%.2f (%.2f)" % (statistics.median(r[name][0] for r in results),
-                                  statistics.median(r[name][1] for r in results))
-                 for name in MEASURES]
-        print("| %s | %s |" % (setting, " | ".join(cells)))
-    return 0
 
+    def run_child(setting):
+        child = subprocess.run(
+            [sys.executable, "-m", "bench.session_threads", "--model_dir", model_dir,
+             "--sentences", str(args.sentences), "--child=" + setting],
+            cwd=harness.REPO, capture_output=True, text=True)
+        if child.returncode:
+            sys.stderr.write(child.stderr)
+            raise RuntimeError("the child measuring %s failed (exit %d)"
+                               % (setting, child.returncode))
+        return json.loads(child.stdout.strip().splitlines()[-1])
+    runs = harness.time_rounds({setting: functools.partial(run_child, setting)
+                                for setting in args.settings.split(",")}, args.rounds, warmup=0)
+    print(harness.markdown_table(
+        ["inter/intra threads"] + ["%s: ms wall (CPU) per sentence" % name for name in MEASURES],
+        ([setting] + ["%.2f (%.2f)" % (harness.median(r[name][0] for r in samples.results),
+                                       harness.median(r[name][1] for r in samples.results))
+                      for name in MEASURES] for setting, samples in runs.items())))
+    return 0
 
 if __name__ == "__main__":
     sys.exit(main())
