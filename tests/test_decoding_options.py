@@ -17,6 +17,7 @@ from decode import greedy_search, rnn_beam_search, while_loop_beam_search
 from decode.sampling import Sampling, restricted_logits, sample_search
 from decode.scoring import Scoring, repeated_ngram_mask
 from tests.numpy_beam_search import log_softmax
+from tests.same_hypotheses import assert_same_hypotheses, hypotheses
 from tests.toy_decoder import ToyDecoder, row_state
 
 BEGIN, END, SOURCE_TIME = 0, 1, 4
@@ -159,12 +160,12 @@ def test_a_sentence_decodes_alike_alone_and_in_a_batch_under_every_option():
     toy = AttentionToy(vocab_size=6, end_token_id=END, seed=3)
     batch_state = toy.initial_state([-0.5, 0.3, 0.0])
     together = run_search(while_loop_beam_search, toy, batch_state, 6, 3, OPTION_SETS["all"])
+    alone = []
     for row, length in enumerate(SOURCE_LENGTHS):
         alone_state = tf.nest.map_structure(lambda value: value[row:row + 1], batch_state)
-        alone = run_search(while_loop_beam_search, toy, alone_state, 6, 3, OPTION_SETS["all"],
-                           source_lengths=[length])
-        np.testing.assert_array_equal(alone[0][0], together[0][row][:, :alone[0].shape[2]])
-        np.testing.assert_allclose(alone[1][0], together[1][row], rtol=1e-5)
+        alone += hypotheses(*run_search(while_loop_beam_search, toy, alone_state, 6, 3,
+                                        OPTION_SETS["all"], source_lengths=[length]))
+    assert_same_hypotheses(alone, hypotheses(*together))
 
 
 @pytest.mark.parametrize("n", [1, 2, 3])
@@ -242,7 +243,7 @@ def test_samples_depend_on_the_seed_and_the_sentence_not_the_batch():
     again, other_seed = run([0, 1, 2], 7), run([0, 1, 2], 8)
     for output in range(3):
         np.testing.assert_array_equal(forward[output], again[output])
-        np.testing.assert_allclose(forward[output][::-1], backward[output], rtol=1e-6)
+    assert_same_hypotheses(hypotheses(*forward)[::-1], hypotheses(*backward))
     assert not np.array_equal(forward[0], other_seed[0])
     assert np.all(np.diff(forward[1], axis=1) <= 0), "best score first"
 
@@ -293,8 +294,8 @@ def test_a_temperature_near_zero_samples_the_greedy_translation():
         samples = session.run(sample_search(toy.update_fn, state, 7, 4, BEGIN, END, Scoring(0.6),
                                             Sampling(temperature=1e-4), tf.constant([1, 2], tf.int64)))
     for slot in range(4):
-        np.testing.assert_array_equal(samples[0][:, slot, :greedy[0].shape[2]], greedy[0][:, 0])
-        np.testing.assert_allclose(samples[1][:, slot], greedy[1][:, 0], rtol=1e-5)
+        assert_same_hypotheses(hypotheses(*[output[:, slot:slot + 1] for output in samples]),
+                               hypotheses(*greedy))
 
 
 def test_first_pieces_follow_the_tempered_distribution():
