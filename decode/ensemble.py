@@ -8,35 +8,57 @@ members' (a product of experts). fairseq averages the probabilities instead (log
 Marian adds weighted log-probabilities, unnormalised. Attention is the members' mean.
 """
 
+import os
+
 import tensorflow.compat.v1 as tf
 
 from data_pipeline.tokenizer import Tokenizer
 from decode.graph_cache import CheckpointValues
+from seq2seq.config import load_config
 from seq2seq.model import SCOPE, EncoderOutput, Seq2SeqModel
+from seq2seq.model_dir import CONFIG_FILE, find_checkpoint
 
 
-def check_vocabularies(model_dirs):
-    """Raises ValueError naming two of `model_dirs` whose SentencePiece models (or source
-    lower-casing) differ: the members must read and write the same pieces."""
-    first = Tokenizer.load(model_dirs[0]).encoding()
-    for model_dir in model_dirs[1:]:
-        if Tokenizer.load(model_dir).encoding() != first:
+def load_configs(model_dirs, hparams=""):
+    """The config of each of `model_dirs` (one model's, or an ensemble's), `hparams` applied;
+    ValueError names one that is no model directory, or two whose SentencePiece models (or
+    source lower-casing) differ: an ensemble's models must read and write the same pieces."""
+    encodings = []
+    for model_dir in model_dirs:
+        if not os.path.isfile(os.path.join(model_dir, CONFIG_FILE)):
+            raise ValueError("%s has no %s: is it a model directory written by train.py?"
+                             % (model_dir, CONFIG_FILE))
+        encodings.append(Tokenizer.load(model_dir).encoding())
+        if encodings[-1] != encodings[0]:
             raise ValueError("%s and %s have different vocabularies (SentencePiece models): the "
                              "models of an ensemble must share theirs" % (model_dirs[0], model_dir))
+    return [load_config(os.path.join(model_dir, CONFIG_FILE), hparams) for model_dir in model_dirs]
 
 
-def build_model(model_params_list, checkpoints, source_vocab_size, target_vocab_size):
-    """The model of one checkpoint (a Seq2SeqModel) or of several (an Ensemble) in the default
-    graph, and a `CheckpointValues` per checkpoint to restore it.
+def build_model(configs, model_dirs, checkpoint, source_vocab_size, target_vocab_size):
+    """The model of one model directory (a Seq2SeqModel) or of several (an Ensemble), built in
+    the default graph.
 
     Args:
-      model_params_list: each checkpoint's config "model" section; checkpoints: path prefixes.
+      configs, model_dirs: each model's (`load_configs`); checkpoint: None (each directory's
+        `find_checkpoint`), a path prefix (one model), or a list of one per model directory.
+    Returns:
+      (model, a `CheckpointValues` per model to restore it, [{"name", "step"}] per model).
     """
+    checkpoints = [checkpoint] if isinstance(checkpoint, str) else checkpoint or [
+        find_checkpoint(model_dir) for model_dir in model_dirs]
+    if len(checkpoints) != len(model_dirs):
+        raise ValueError("%d checkpoints for %d model directories: give one per directory"
+                         % (len(checkpoints), len(model_dirs)))
+    params = [config["model"] for config in configs]
     if len(checkpoints) == 1:
-        return (Seq2SeqModel(model_params_list[0], source_vocab_size, target_vocab_size),
-                [CheckpointValues(checkpoints[0])])
-    ensemble = Ensemble(model_params_list, source_vocab_size, target_vocab_size)
-    return ensemble, ensemble.checkpoint_values(checkpoints)
+        model = Seq2SeqModel(params[0], source_vocab_size, target_vocab_size)
+        values = [CheckpointValues(checkpoints[0])]
+    else:
+        model = Ensemble(params, source_vocab_size, target_vocab_size)
+        values = model.checkpoint_values(checkpoints)
+    return model, values, [{"name": config["name"], "step": checkpoint_values.step}
+                           for config, checkpoint_values in zip(configs, values)]
 
 
 def _mean(tensors):

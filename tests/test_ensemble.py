@@ -8,17 +8,18 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from data_pipeline import embedded
-from data_pipeline.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer, train_tokenizer
+from data_pipeline.tokenizer import BOS_ID, EOS_ID, Tokenizer, train_tokenizer
 from decode import greedy_search, while_loop_beam_search
-from decode.ensemble import Ensemble, build_model, check_vocabularies
+from decode.ensemble import Ensemble, build_model, load_configs
 from decode.exact import expansion_step
 from decode.graph_cache import CheckpointValues
+from decode.graphs import pad_batch
 from decode.graphs import score_encoded
 from decode.scoring import Scoring
 from seq2seq.common import tile_beams
 from seq2seq.config import load_config
 from seq2seq.model import SCOPE, Seq2SeqModel
+from seq2seq.model_dir import checkpoint_step
 
 SOURCES = ["Tom is here.", "I like cats very much.", "Where is the station?"]
 TARGETS = ["Tom está aqui.", "Eu gosto de gatos.", "Onde fica a estação?"]
@@ -26,24 +27,16 @@ MAX_LENGTH, BEAM_WIDTH = 12, 3
 SCORING = Scoring(length_penalty=0.6, coverage_penalty=0.2)  # coverage: the attention's mean
 
 
-def padded(sequences):
-    """Lists of ids -> ([batch, time] int32 padded with PAD_ID, [batch] lengths)."""
-    lengths = np.array([len(sequence) for sequence in sequences], np.int32)
-    ids = np.full([len(sequences), lengths.max()], PAD_ID, np.int32)
-    for row, sequence in enumerate(sequences):
-        ids[row, :len(sequence)] = sequence
-    return ids, lengths
-
-
 @pytest.fixture(scope="module")
 def tiny(tiny_model_dir):
     """The tiny model's params, its last two checkpoints, and a batch of sources and targets."""
     tokenizer = Tokenizer.load(tiny_model_dir)
-    params = load_config(os.path.join(tiny_model_dir, "config.yaml"))["model"]
+    config = load_config(os.path.join(tiny_model_dir, "config.yaml"))
     checkpoints = tf.train.get_checkpoint_state(tiny_model_dir).all_model_checkpoint_paths[-2:]
-    sources = padded([tokenizer.encode_source(text) for text in SOURCES])
-    targets = padded([tokenizer.encode_target(text) + [EOS_ID] for text in TARGETS])
-    return dict(params=params, sizes=(tokenizer.source_vocab_size, tokenizer.target_vocab_size),
+    sources = pad_batch([tokenizer.encode_source(text) for text in SOURCES])
+    targets = pad_batch([tokenizer.encode_target(text) + [EOS_ID] for text in TARGETS])
+    return dict(model_dir=tiny_model_dir, config=config, params=config["model"],
+                sizes=(tokenizer.source_vocab_size, tokenizer.target_vocab_size),
                 checkpoints=checkpoints, sources=sources, targets=targets)
 
 
@@ -133,8 +126,9 @@ def test_two_checkpoints_average_their_log_probabilities(tiny):
     with tf.Graph().as_default(), tf.Session() as session:
         ids = tf.constant([[BOS_ID] * 2, [5, 9]])                                # [step, K]
         models = [Seq2SeqModel(tiny["params"], *tiny["sizes"]) for _ in tiny["checkpoints"]]
-        ensemble, ensemble_values = build_model([tiny["params"]] * 2, tiny["checkpoints"],
-                                                *tiny["sizes"])
+        ensemble, ensemble_values, members = build_model(
+            [tiny["config"]] * 2, [tiny["model_dir"]] * 2, list(tiny["checkpoints"]),
+            *tiny["sizes"])
         source_ids, source_length = (tf.constant(value) for value in tiny["sources"])
         target_input = tf.constant(tiny["targets"][0])
         fetches = []
@@ -153,6 +147,7 @@ def test_two_checkpoints_average_their_log_probabilities(tiny):
         for values in ensemble_values:
             values.restore_new(session)
         (first, second, got) = session.run(fetches)
+    assert [member["step"] for member in members] == list(map(checkpoint_step, tiny["checkpoints"]))
     assert not np.allclose(first[1][0], second[1][0])  # the checkpoints differ
     for (first_logits, first_weights), (second_logits, second_weights), (logits, weights) in zip(
             first[0] + [first[1]], second[0] + [second[1]], got[0] + [got[1]]):
@@ -161,14 +156,14 @@ def test_two_checkpoints_average_their_log_probabilities(tiny):
         np.testing.assert_allclose(weights, (first_weights + second_weights) / 2, atol=1e-6)
 
 
-def test_members_must_share_their_vocabularies(tiny_model_dir, tmp_path):
+def test_members_must_share_their_vocabularies(tiny, tiny_model_dir, tmp_path):
     same = str(tmp_path / "same")
     shutil.copytree(tiny_model_dir, same)
-    check_vocabularies([tiny_model_dir, same])
-    other = str(tmp_path / "other")
-    corpus = embedded.generate(300, 10, 0, seed=5, target_locale="pt_BR")
-    train_tokenizer([(example.source, example.target) for example in corpus.train], other, 120,
-                    "unigram", joint=True)
+    assert load_configs([tiny_model_dir, same]) == [tiny["config"]] * 2
+    other = str(tmp_path / "other")  # the tiny model with a SentencePiece model of its own
+    shutil.copytree(tiny_model_dir, other)
+    train_tokenizer(list(zip(SOURCES, TARGETS)) * 20, other, 40, "unigram", joint=True)
     with pytest.raises(ValueError, match="%s and %s have different vocabularies" % (
             same, other)):
-        check_vocabularies([same, other])
+        load_configs([same, other])
+
