@@ -9,7 +9,7 @@ import pytest
 import sacrebleu
 import tensorflow.compat.v1 as tf
 
-from decode import compare
+from decode import compare, graph_writer, lab
 from decode.graphs import SearchResult, unrolled_length_bucket
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -169,9 +169,11 @@ def test_agreement_counts_identical_texts_ids_and_the_largest_score_gap():
 
 def test_format_table_aligns_columns_and_prints_missing_values_as_dashes():
     columns = (("name", "name", "%s"), ("ms", "ms", "%.1f"))
-    assert compare.format_table([{"name": "greedy", "ms": 1.24}, {"name": "x", "ms": None}],
-                                columns).split("\n") == ["name     ms", "greedy  1.2",
-                                                         "x         -"]
+    rows = [{"name": "greedy", "ms": 1.24}, {"name": "x", "ms": None}]
+    assert lab.format_table(rows, columns).split("\n") == ["name     ms", "greedy  1.2",
+                                                          "x         -"]
+    assert lab.format_table(rows, columns, markdown=True).split("\n") == [
+        "| name | ms |", "| --- | ---: |", "| greedy | 1.2 |", "| x | - |"]
 
 
 def data_config(data_dir, **files):
@@ -298,7 +300,7 @@ def test_graphs_show_the_unrolled_search_growing_with_the_length(tiny_model_dir,
                       in tf.train.summary_iterator(str(tmp_path / name / events)) if event.graph_def]
         assert len(graph_defs) == 1
         op_counts[name] = len(tf.GraphDef.FromString(graph_defs[0]).node)
-    short, long = ("unrolled_%d_steps" % steps for steps in compare.GRAPH_LENGTHS)
+    short, long = ("unrolled_%d_steps" % steps for steps in graph_writer.GRAPH_LENGTHS)
     assert set(op_counts) == {short, long, "while_loop"}
     # One copy of the decoder step per step: the ops beyond the encoder grow with the length.
     assert op_counts[long] - op_counts[short] > 0.5 * op_counts[short]
@@ -320,6 +322,36 @@ def dev_pairs(tiny_config, tiny_data):
         return sources, f.read().splitlines()[:8]
 
 
+SWEEP_ROW = ["decoder", "beam_width", "length_penalty_kind", "length_penalty", "bleu", "chrf",
+             "length_ratio", "empty_percent", "mean_score", "sentences_per_second"]
+
+
+def markdown_tables(text):
+    """The tables of a markdown report, in order: each a list of rows of cells (the header and
+    its rule left out)."""
+    tables = []
+    for line in text.splitlines():
+        if line.startswith("## "):
+            tables.append([])
+        elif line.startswith("|"):
+            tables[-1].append([cell.strip() for cell in line.strip("|").split("|")])
+    return [table[2:] for table in tables]
+
+
+def assert_table_holds(rows, table, keys):
+    """Each row of a markdown `table` shows its JSON row's values of `keys`, in order: strings
+    as they are, numbers rounded as printed, None as "-"."""
+    assert len(table) == len(rows)
+    for row, cells in zip(rows, table):
+        assert len(cells) == len(keys)
+        for key, cell in zip(keys, cells):
+            if row[key] is None or isinstance(row[key], str):
+                assert cell == ("-" if row[key] is None else row[key]), key
+            else:
+                decimals = len(cell.partition(".")[2])
+                assert float(cell) == pytest.approx(row[key], abs=0.5001 * 10 ** -decimals), key
+
+
 def lab_flags(model_dir, tmp_path, sources, references):
     """compare's flags for these sentences, without the implementation comparison."""
     return ["--model_dir", model_dir, "--input", write_lines(tmp_path / "in.txt", sources),
@@ -331,9 +363,10 @@ def test_sweep_reports_sacrebleu_on_each_variants_outputs_significance_and_diffe
         tiny_model_dir, translator, dev_pairs, tmp_path, capsys):
     sources, references = dev_pairs
     report_path, plot_path = tmp_path / "report.json", tmp_path / "sweep.png"
+    markdown_path = tmp_path / "lab.md"
     assert compare.main(lab_flags(tiny_model_dir, tmp_path, sources, references) + [
         "--sweep", "--sweep_beam_widths", "2,1", "--normalisations", "none,gnmt:0.6",
-        "--differ", "beam1/none", "beam2/gnmt:0.6",
+        "--differ", "beam1/none", "beam2/gnmt:0.6", "--markdown", str(markdown_path),
         "--json", str(report_path), "--sweep_plot", str(plot_path)]) == 0
     report = json.loads(report_path.read_text(encoding="utf-8"))
     assert {"results", "agreement", "sentence_latency", "sweep", "significance"} <= set(report)
@@ -347,8 +380,8 @@ def test_sweep_reports_sacrebleu_on_each_variants_outputs_significance_and_diffe
         translations = translator.translate(sources, "while_loop", row["beam_width"], options={
             "length_penalty_kind": row["length_penalty_kind"],
             "length_penalty": row["length_penalty"]})
-        name = compare.variant_name("while_loop", row["beam_width"], row["length_penalty_kind"],
-                                    row["length_penalty"])
+        name = lab.variant_name("while_loop", row["beam_width"], row["length_penalty_kind"],
+                                row["length_penalty"])
         texts = outputs[name] = [t.text for t in translations]
         bleu = sacrebleu.corpus_bleu(texts, [references])
         assert row["bleu"] == pytest.approx(bleu.score, abs=1e-9)
@@ -359,8 +392,8 @@ def test_sweep_reports_sacrebleu_on_each_variants_outputs_significance_and_diffe
     assert report["sweep"][0]["bleu"] > 0, "a BLEU of 0 everywhere would test nothing"
 
     best = max(report["sweep"], key=lambda row: row["bleu"])
-    best_name = compare.variant_name("while_loop", best["beam_width"],
-                                     best["length_penalty_kind"], best["length_penalty"])
+    best_name = lab.variant_name("while_loop", best["beam_width"],
+                                 best["length_penalty_kind"], best["length_penalty"])
     assert {row["a"] for row in report["significance"]} == {best_name}
     assert sorted(row["b"] for row in report["significance"]) == sorted(set(outputs) - {best_name})
     for row in report["significance"]:
@@ -378,6 +411,15 @@ def test_sweep_reports_sacrebleu_on_each_variants_outputs_significance_and_diffe
         assert row["reference"] == references[row["index"]]
     with open(plot_path, "rb") as f:
         assert f.read(len(PNG_MAGIC)) == PNG_MAGIC
+    markdown = markdown_path.read_text(encoding="utf-8")
+    assert markdown.startswith("# The decoding lab: %s, step %d\n" % (translator.model_name,
+                                                                     translator.step))
+    assert "8 sentences" in markdown and "(sweep.png)" in markdown, "the plot beside it"
+    assert [line.split(" ")[1] for line in markdown.splitlines() if line.startswith("## ")] == [
+        "Sweep:", "Paired"]
+    tables = markdown_tables(markdown)
+    assert_table_holds(report["sweep"], tables[0], SWEEP_ROW)
+    assert_table_holds(report["significance"], tables[1], ["a", "b", "bleu_a", "bleu_b", "p_value"])
     out = capsys.readouterr().out
     assert "len ratio" in out and "BLEU a" in out
     assert "beam1/none and beam2/gnmt:0.6 differ on %d of 8 sentences" % len(
@@ -391,8 +433,10 @@ def test_sweep_reports_sacrebleu_on_each_variants_outputs_significance_and_diffe
     (["--sweep", "--sweep_beam_widths", "1,a"], "--sweep_beam_widths must be comma-separated"),
     (["--sweep", "--differ", "beam1/none", "beam8/none"],
      "--differ beam8/none: not a variant of this run (beam1/none beam2/none"),
-    (["--differ", "beam1/none", "beam2/none"], "--differ and --sweep_plot need --sweep"),
-    (["--sweep_plot", "x.png"], "--differ and --sweep_plot need --sweep"),
+    (["--differ", "beam1/none", "beam2/none"], "--differ, --sweep_plot and --markdown need --sweep"),
+    (["--sweep_plot", "x.png"], "--differ, --sweep_plot and --markdown need --sweep"),
+    (["--markdown", "lab.md"], "--differ, --sweep_plot and --markdown need --sweep"),
+    (["--beam_widths", "none", "--plot", "x.png"], "--plot needs the comparison (--beam_widths)"),
     (["--sweep", "--max_expansions", "10"], "--max_expansions needs --exact"),
 ])
 def test_bad_lab_flags_are_an_error_naming_them(flags, message, capsys):
@@ -412,20 +456,35 @@ def test_the_sweep_needs_references_and_widths_the_lab_can_build(tiny_model_dir,
 
 
 def test_parse_normalisation_and_variant_names():
-    assert [compare.parse_normalisation(text) for text in ("none", " average", "gnmt:1")] == [
+    assert [lab.parse_normalisation(text) for text in ("none", " average", "gnmt:1")] == [
         ("none", 0.0), ("average", 0.0), ("gnmt", 1.0)]
-    assert compare.variant_name("while_loop", 4, "gnmt", 0.6) == "beam4/gnmt:0.6"
-    assert compare.variant_name("exact", None, "average", 0.0) == "exact/average"
+    assert lab.variant_name("while_loop", 4, "gnmt", 0.6) == "beam4/gnmt:0.6"
+    assert lab.variant_name("exact", None, "average", 0.0) == "exact/average"
 
 
 def test_search_errors_agree_with_rescoring_the_outputs_and_the_exact_best(
         tiny_model_dir, translator, dev_pairs, tmp_path):
     sources, references = (pairs[:5] for pairs in dev_pairs)
-    report_path = tmp_path / "report.json"
+    report_path, plot_path = tmp_path / "report.json", tmp_path / "charts" / "lab.png"
+    plot_path.parent.mkdir()
     assert compare.main(lab_flags(tiny_model_dir, tmp_path, sources, references) + [
         "--exact", "--max_expansions", "100", "--sweep_beam_widths", "1,2",
-        "--normalisations", "none,average", "--json", str(report_path)]) == 0
+        "--normalisations", "none,average", "--json", str(report_path), "--plot", str(plot_path),
+        "--markdown", str(tmp_path / "lab.md")]) == 0
     report = json.loads(report_path.read_text(encoding="utf-8"))
+    with open(plot_path, "rb") as f:
+        assert f.read(len(PNG_MAGIC)) == PNG_MAGIC, "without the comparison, --plot: the sweep"
+    markdown = (tmp_path / "lab.md").read_text(encoding="utf-8")
+    assert "(charts/lab.png)" in markdown, "the plot's path from the markdown's directory"
+    sweep, exact, errors, _ = markdown_tables(markdown)
+    assert_table_holds(report["sweep"], sweep, SWEEP_ROW)
+    assert_table_holds(report["exact"], exact, [
+        "length_penalty_kind", "length_penalty", "proven_percent", "expansions_median",
+        "expansions_p95", "seconds_per_proven_sentence", "bleu", "chrf", "length_ratio",
+        "empty_best_percent"])
+    assert_table_holds(report["search_errors"], errors, [
+        "decoder", "beam_width", "length_penalty_kind", "length_penalty", "search_error_percent",
+        "reference_better_percent", "empty_output_percent"])
     token_ids = [translator.tokenize(source) for source in sources]
     assert [(run["length_penalty_kind"], run["max_expansions"]) for run in report["exact"]] == [
         ("none", 100), ("average", 100)]
