@@ -28,7 +28,8 @@ def values(checkpoint):
 
 def model_dir_of(model_dir, directory, checkpoints):
     """A model directory with model_dir's config and tokenizer and `checkpoints` (prefixes),
-    copied in this order as model.ckpt-1, model.ckpt-2, ..."""
+    copied in this order as model.ckpt-1, model.ckpt-2, ...; its `checkpoint` state lists the
+    last only, as train.keep_checkpoint_max 0 (keep all) leaves it."""
     os.makedirs(directory)
     shutil.copyfile(os.path.join(model_dir, "config.yaml"), os.path.join(directory, "config.yaml"))
     Tokenizer.load(model_dir).copy_to(directory)
@@ -37,7 +38,7 @@ def model_dir_of(model_dir, directory, checkpoints):
         copies.append(os.path.join(directory, "model.ckpt-%d" % index))
         for path in glob.glob(checkpoint + ".*"):
             shutil.copyfile(path, copies[-1] + path[len(checkpoint):])
-    tf.train.update_checkpoint_state(directory, copies[-1], copies)
+    tf.train.update_checkpoint_state(directory, copies[-1], copies[-1:])
     return directory
 
 

@@ -11,6 +11,7 @@ the newest's moments (fairseq's average_checkpoints.py keeps the first's) nor th
 """
 
 import argparse
+import glob
 import json
 import os
 import shutil
@@ -21,17 +22,18 @@ import tensorflow.compat.v1 as tf
 from data_pipeline.tokenizer import Tokenizer
 from seq2seq.config import load_config
 from seq2seq.model import Seq2SeqModel
-from seq2seq.model_dir import CONFIG_FILE
+from seq2seq.model_dir import CONFIG_FILE, checkpoint_step
 
 RECORD_FILE = "averaged.json"  # in MODEL_DIR/averaged: the checkpoints averaged
 
 
 def last_checkpoints(model_dir, count):
-    """The last `count` checkpoint prefixes of `model_dir`'s `checkpoint` state, oldest first."""
+    """The last `count` checkpoint prefixes in `model_dir`, oldest first (found as files: the
+    `checkpoint` state lists only the latest when train.keep_checkpoint_max is 0, keep all)."""
     if count < 1:
         raise ValueError("--last must be at least 1, got %d" % count)
-    state = tf.train.get_checkpoint_state(model_dir)
-    paths = list(state.all_model_checkpoint_paths) if state else []
+    paths = sorted((path[:-len(".index")] for path in glob.glob(
+        os.path.join(glob.escape(model_dir), "model.ckpt-*.index"))), key=checkpoint_step)
     if len(paths) < count:
         raise ValueError("%s holds %d checkpoint(s), fewer than the %d to average: %s" % (
             model_dir, len(paths), count, "pass --last %d or less, or train with a larger "
