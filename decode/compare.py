@@ -7,18 +7,16 @@
     python -m decode.compare --model_dir runs/default --graphs runs/graphs \
         && tensorboard --logdir runs/graphs
 
-Every variant (greedy once; while_loop and unrolled at every beam width)
-decodes the same sentences with a fresh `Translator`: the graphs it built (the
-unrolled search one per length bucket), their build seconds and ops; the first
-call ("first ms (incl. build)") and the median of --runs more (ms, sentences/s,
-output tokens/s); BLEU (sacrebleu) against references; the agreement of unrolled
-with while_loop at each width, and of greedy with while_loop at width 1 (texts,
-n-best ids, the largest score difference: they should agree to 1e-5); and, for
-greedy and both searches at the widest beam, latency against output length.
---plot draws latency against beam width and output length (without the comparison,
---beam_widths none, the lab's sweep). --graphs LOGDIR instead writes the graphs of the
-unrolled search at two lengths and of the while_loop search, for TensorBoard's Graphs tab
-(decode/graph_writer.py).
+Every variant (greedy once; while_loop and unrolled at every beam width) decodes the same
+sentences with a fresh `Translator`: the graphs it built (the unrolled search one per length
+bucket), their build seconds and ops; the first call ("first ms (incl. build)") and the median
+of --runs more (ms, sentences/s, output tokens/s); BLEU (sacrebleu) against references; the
+agreement of unrolled with while_loop at each width, and of greedy with while_loop at width 1
+(texts, n-best ids, the largest score difference: they should agree to 1e-5); and, for greedy
+and both searches at the widest beam, latency against output length. --plot draws latency
+against beam width and output length (with --beam_widths none: the lab's sweep). --graphs
+LOGDIR instead writes the graphs of the unrolled search at two lengths and of the while_loop
+search for TensorBoard's Graphs tab (decode/graph_writer.py).
 
 Lines end at LF or CR LF, as `wc -l` counts them. Progress goes to standard error,
 the tables to standard output; the figures hold for this machine and inputs only.
@@ -40,7 +38,6 @@ import sacrebleu  # noqa: E402
 from data_pipeline.corpus import read_text_lines  # noqa: E402
 from decode import lab  # noqa: E402
 from decode.graph_writer import GRAPH_LENGTHS, write_graphs  # noqa: E402
-from decode.lab import format_table, pyplot  # noqa: E402
 from decode.options import SCORING_OPTIONS, add_flags, from_flags  # noqa: E402
 
 STEADY_COLUMNS = (
@@ -195,7 +192,7 @@ def agreement(detokenizer, results, reference_results):
 
 def plot(report, path):
     """Writes latency against beam width, and against output length, to a PNG."""
-    plt = pyplot()
+    plt = lab.pyplot()
     figure, (by_beam, by_length) = plt.subplots(1, 2, figsize=(12, 4.5))
     for decoder, marker in (("while_loop", "o-"), ("unrolled", "s-"), ("greedy", "^")):
         rows = [(r["beam_width"], r["steady_ms"]) for r in report["results"]
@@ -264,8 +261,8 @@ def compare(args, translator, report, token_ids, references, options):
              report["inputs"]["source"], report["decode"]["batch_size"],
              report["decode"]["length_penalty"]))
     if variants:
-        print(format_table(report["results"], STEADY_COLUMNS) + "\n")
-        print(format_table(report["agreement"], AGREEMENT_COLUMNS))
+        print(lab.format_table(report["results"], STEADY_COLUMNS) + "\n")
+        print(lab.format_table(report["agreement"], AGREEMENT_COLUMNS))
 
 
 def main(argv=None):

@@ -10,7 +10,6 @@ the sentences two variants (named as beam4/gnmt:0.6 or exact/none) translate dif
 --markdown writes the report as markdown.
 """
 
-import os
 import sys
 import time
 
