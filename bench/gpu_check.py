@@ -21,17 +21,20 @@ two virtual CPU devices: the check's own machinery, on any machine.
 
 import argparse
 import collections
+import functools
 import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench import harness  # noqa: E402
+from bench.harness import REPO, cell, ratio  # noqa: E402
+
 TRACED_STEP = 5  # within the first progress interval, which the rates leave out
 PROGRESS_INTERVALS = 6  # train.log_step_count_steps = steps / this
 OWN_SHARE = 0.9  # of a tower's ops on devices of the towers' kind, at least this on its own
@@ -134,9 +137,8 @@ def train_part(spec):
     train.write_model_dir(config, spec["model_dir"], Tokenizer.load(prepare(config).data_dir))
     estimator = train.build_estimator(config, spec["model_dir"], spec["towers"])
     trace = placement_trace(TRACED_STEP)
-    started = time.perf_counter()
-    estimator.train(input_fn, max_steps=steps, hooks=[trace])
-    seconds = time.perf_counter() - started
+    seconds, _, _ = harness.measure(lambda: estimator.train(input_fn, max_steps=steps,
+                                                            hooks=[trace]))
     tf.summary.FileWriterCache.get(spec["model_dir"]).flush()
     rates = [value for _, value in summary_values(spec["model_dir"], "tokens_per_sec")[1:]]
     return {"seconds": seconds, "tokens_per_second": sum(rates) / len(rates) if rates else None,
@@ -151,16 +153,11 @@ def decode_part(spec):
     from decode.translator import Translator
     from data_pipeline.prepare import prepare
     translator = Translator(spec["model_dir"])
-    with open(prepare(translator.config, verbose=False).raw_text["test"][0],
-              encoding="utf-8") as source_file:
-        sentences = [line.strip() for line in source_file if line.strip()]
-    rates = {}
-    for decoder in DECODERS:
-        translator.translate(sentences, decoder=decoder)
-        started = time.perf_counter()
-        translator.translate(sentences, decoder=decoder)
-        rates[decoder] = len(sentences) / (time.perf_counter() - started)
-    return {"sentences": len(sentences), "sentences_per_second": rates,
+    sentences = harness.read_sentences(prepare(translator.config, verbose=False).raw_text["test"][0])
+    samples = harness.time_rounds({decoder: functools.partial(
+        translator.translate, sentences, decoder=decoder) for decoder in DECODERS}, 1)
+    return {"sentences": len(sentences), "sentences_per_second": {
+        decoder: len(sentences) / runs.wall[0] for decoder, runs in samples.items()},
             "gpus": [device.name for device in tf.config.list_logical_devices("GPU")]}
 
 
@@ -186,27 +183,23 @@ def run_part(name, spec, work_dir, on_gpu):
 
 
 def speedup(value, baseline):
-    return "%.2fx" % (value / baseline) if value and baseline else "n/a"
+    return cell(ratio(value, baseline), "%.2fx")
 
 
 def report(trained, decoded, devices_kind):
     """The check's table lines and its placement verdict (passed, why)."""
-    cpu = trained["cpu"]["tokens_per_second"]
-    lines = ["| training (%d steps) | devices | tokens/s | against the CPU |" % trained[
-        "cpu"]["steps"], "| --- | --- | ---: | ---: |"]
-    for name, label in (("two_towers", "--num_gpus 2"), ("one_tower", "--num_gpus 1"),
-                        ("cpu", "--num_gpus 1, CPU")):
-        result = trained[name]
-        lines.append("| %s | %s | %s | %s |" % (
-            label, ", ".join(result["tower_devices"]) if name != "cpu" else "CPU",
-            "n/a" if result["tokens_per_second"] is None else "%.0f" % result["tokens_per_second"],
-            speedup(result["tokens_per_second"], cpu)))
-    lines += ["", "| decoding %d test sentences | %s sentences/s | CPU sentences/s | %s / CPU |"
-              % (decoded["cpu"]["sentences"], devices_kind, devices_kind),
-              "| --- | ---: | ---: | ---: |"]
-    for decoder in DECODERS:
-        on, off = (decoded[side]["sentences_per_second"][decoder] for side in ("gpu", "cpu"))
-        lines.append("| %s | %.1f | %.1f | %s |" % (decoder, on, off, speedup(on, off)))
+    rates = {name: trained[name]["tokens_per_second"] for name in trained}
+    on, off = (decoded[side]["sentences_per_second"] for side in ("gpu", "cpu"))
+    lines = [harness.markdown_table(
+        ["training (%d steps)" % trained["cpu"]["steps"], "devices", "tokens/s", "against the CPU"],
+        ([label, ", ".join(trained[name]["tower_devices"]) if name != "cpu" else "CPU",
+          cell(rates[name], "%.0f"), speedup(rates[name], rates["cpu"])]
+         for name, label in (("two_towers", "--num_gpus 2"), ("one_tower", "--num_gpus 1"),
+                             ("cpu", "--num_gpus 1, CPU"))), left=2), "", harness.markdown_table(
+        ["decoding %d test sentences" % decoded["cpu"]["sentences"],
+         "%s sentences/s" % devices_kind, "CPU sentences/s", "%s / CPU" % devices_kind],
+        ([decoder, "%.1f" % on[decoder], "%.1f" % off[decoder], speedup(on[decoder], off[decoder])]
+         for decoder in DECODERS))]
     passed, why = towers_on_their_devices(trained["two_towers"]["ops_by_tower"], devices_kind)
     return lines, passed, why
 
@@ -234,7 +227,6 @@ def main(argv=None):
         print("gpu_check: no GPU: %s; nothing checked." % reason)
         return 0
     if os.path.isdir(args.work_dir):
-        import shutil
         shutil.rmtree(args.work_dir)
     os.makedirs(args.work_dir)
     on_gpu, kind = not args.rehearse, "CPU" if args.rehearse else "GPU"

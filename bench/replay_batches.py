@@ -22,6 +22,8 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from bench import harness  # noqa: E402
+
 FIELDS = ("decoder", "beam_width", "n_best", "trace", "source_ids", "wall_seconds",
           "cpu_seconds")
 AS_SLOW_AS_SERVING = 1.25  # served / replayed wall time up to this: the batches are the cost
@@ -59,11 +61,9 @@ def graph_key(record, decode_params):
 
 def run_call(translator, record):
     """Runs one logged batch; returns (wall seconds, CPU seconds of this thread, translations)."""
-    started, started_cpu = time.perf_counter(), time.thread_time()
-    translations = translator.translate_tokens(
+    return harness.measure(lambda: translator.translate_tokens(
         record["source_ids"], decoder=record["decoder"], beam_width=record["beam_width"],
-        n_best=record["n_best"], trace=record["trace"])
-    return time.perf_counter() - started, time.thread_time() - started_cpu, translations
+        n_best=record["n_best"], trace=record["trace"]), cpu_clock=time.thread_time)
 
 
 def replay(translator, records):
@@ -159,18 +159,16 @@ def main(argv=None):
         % served["intra_op_threads"]))
     rows = replay(translator, records)
     if not args.summary:
-        print("| call | slot | sentences | longest source | served wall ms | served CPU ms "
-              "| idle before ms | replay wall ms | replay CPU ms | served / replay wall |")
-        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-        for index, (record, wall, cpu, _) in enumerate(rows, 1):
-            idle = record.get("idle_seconds")
-            print("| %d | %s | %d | %d | %.1f | %.1f | %s | %.1f | %.1f | %.2fx |" % (
-                index, "-" if record.get("slot") is None else record["slot"],
-                len(record["source_ids"]), max(map(len, record["source_ids"])),
-                1000 * record["wall_seconds"], 1000 * record["cpu_seconds"],
-                "-" if idle is None else "%.1f" % (1000 * idle), 1000 * wall, 1000 * cpu,
-                record["wall_seconds"] / max(wall, 1e-9)))
-        print()
+        def ms(seconds):
+            return "-" if seconds is None else "%.1f" % (1000 * seconds)
+        print(harness.markdown_table(
+            ["call", "slot", "sentences", "longest source", "served wall ms", "served CPU ms",
+             "idle before ms", "replay wall ms", "replay CPU ms", "served / replay wall"],
+            ([index, harness.cell(record.get("slot"), "%d", "-"), len(record["source_ids"]),
+              max(map(len, record["source_ids"])), ms(record["wall_seconds"]),
+              ms(record["cpu_seconds"]), ms(record.get("idle_seconds")), ms(wall), ms(cpu),
+              "%.2fx" % (record["wall_seconds"] / max(wall, 1e-9))]
+             for index, (record, wall, cpu, _) in enumerate(rows, 1)), left=0) + "\n")
     for line in report(records, rows, translator.step):
         print(line)
     return 0
