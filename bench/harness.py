@@ -25,9 +25,14 @@ Samples = collections.namedtuple("Samples", "wall cpu results")
 Samples.__doc__ = "One variant's timed runs: the wall and CPU seconds of each, and what each returned."
 
 
+def clock(cpu_clock=time.process_time):
+    """(wall-clock seconds, CPU seconds) now; CPU: all threads of this process by default."""
+    return time.perf_counter(), cpu_clock()
+
+
 def measure(run, cpu_clock=time.process_time):
-    """(wall seconds, CPU seconds, result) of `run()`; CPU: all threads of this process."""
-    wall, cpu = time.perf_counter(), cpu_clock()
+    """(wall seconds, CPU seconds, result) of `run()`."""
+    wall, cpu = clock(cpu_clock)
     result = run()
     return time.perf_counter() - wall, cpu_clock() - cpu, result
 

@@ -1,91 +1,54 @@
 """Training speed: this model (1 and 2 towers) against Keras and PyTorch peers, same batches.
 
-The batches are drawn once from data_pipeline.input (TRAIN mode, rows
-divisible by 2 so that both tower counts see identical data) and saved; each
-variant then trains on the same list in its own process, the same run:
+The batches are drawn once from data_pipeline.input (TRAIN mode, rows divisible by 2 so that
+both tower counts see identical data) and saved; each variant then trains on them in a process
+of its own, the variants taking turns, `--repeats` rounds:
 
-  ours_1   training.model_fn's TRAIN graph on one device, in a tf.Session
-           (what train.py runs, without the Estimator's hooks).
-  ours_2   the same, each batch split over 2 towers on 2 virtual CPU devices.
-  keras    a tf.keras GRU encoder-decoder of the same sizes and the same
-           architecture (shared embedding, bidirectional GRU encoder with
-           num_units / 2 per direction (or encoder_units), tanh bridge, GRU decoder, additive
-           attention over the decoder states with attention_size projections,
-           tanh pre-output layer of num_units, vocabulary projection, dropout on
-           embeddings and pre-output), trained with model.fit in TF2 mode
-           (its train step compiled with tf.function, the way Keras is meant
-           to run), Adam with the same learning rate and global-norm clipping.
+  ours_1     training.model_fn's TRAIN graph on one device, in a tf.Session (what train.py
+             runs, without the Estimator's hooks); ours_2: each batch split over 2 towers on
+             2 virtual CPU devices.
+  keras      a tf.keras GRU encoder-decoder of the same sizes and architecture (keras_model),
+             trained with model.fit in TF2 mode; favoured: no label smoothing, a constant
+             learning rate.
+  ours_4k    ours_1 with a 4000-wide vocabulary, as the peer's: the embedded corpus's ids stay
+             below 1000 (data.vocab_size), but the 4000-wide output layer costs what it costs.
+  ours_peer  ours_4k at the PyTorch peer's sizes (PEER_MODEL; the architectures still differ a
+             little: the peer has input feeding and a bias-free output projection).
+  torch      bench/torch_peer.py, a JoeyNMT-style GRU + attention model in plain torch.nn,
+             vocabulary 4000, torch.set_num_threads(2), PyTorch's default here; torch_1t: one
+             thread, the peer's better case on a machine that other jobs keep busy.
 
-  ours_4k  ours_1 with a 4000-wide vocabulary (see "Vocabulary 4000" below):
-           "ours default" for the comparison with the PyTorch peer.
-  ours_peer  ours_1 at the PyTorch peer's sizes: embedding 256,
-           encoder_units 256 (each encoder direction 256, as the peer's),
-           num_units 256 (the decoder GRU, as the peer's), attention 256,
-           vocabulary 4000. The architectures still differ (the peer has
-           input feeding and a bias-free output projection), so the
-           parameter counts differ a little; both are printed.
-  torch    bench/torch_peer.py, a JoeyNMT-style RecurrentEncoder /
-           RecurrentDecoder in plain torch.nn standing for an established
-           PyTorch GRU + attention toolkit: shared embedding 256, one
-           bidirectional GRU layer of 256 per direction over
-           pack_padded_sequence, tanh bridge, Bahdanau attention 256, decoder
-           GRU 256 with input feeding stepped in a Python loop over target
-           time, tanh attentional (pre-output) layer, bias-free output
-           projection, dropout as in the config, label smoothing 0.1
-           ignoring padding, Adam with the config's learning rate and
-           clipping; vocabulary 4000 (3.95M parameters); PyTorch CPU with
-           torch.set_num_threads(2), PyTorch's default on this 2-core machine.
-  torch_1t the same with torch.set_num_threads(1): on a machine that other
-           jobs keep busy, PyTorch's 2 OpenMP threads can spend several times
-           the CPU of one thread on the same step, so this is the peer's
-           better case under load.
+Tokens are real source + target tokens (target with its EOS), the unit of the training
+progress line; source tokens alone too (the unit of the PyTorch toolkit's figure). The first
+`--warmup` steps (graph building, tracing, the first allocation) are not timed. Rates per
+second of wall-clock time and per CPU-second of the process (all its threads), which other jobs
+disturb far less. Parameter counts are printed with each result. docs/BENCHMARKS.md has the
+figures and how they compare.
 
-Differences that favour Keras: no label smoothing (Keras's sparse
-cross-entropy has none) and a constant learning rate.
-
-Vocabulary 4000: the embedded corpus fills only ~1k SentencePiece pieces
-(`data.vocab_size` 1000 in configs/default.yaml), while the real corpora the
-comparison with PyTorch is about use a joint 4k vocabulary. So ours_4k,
-ours_peer, torch and torch_1t train on the same batches (ids all below 1000)
-with embedding tables and output layers 4000 wide: the ids are unchanged, the
-3000 extra entries are never seen in the data, and the cost that the
-vocabulary size brings (the 4000-wide output projection and its softmax) is
-there. ours_1, ours_2 and keras keep the config's vocabulary.
-
-Tokens are real source + target tokens (target with its EOS), the unit of the
-training progress line; source tokens alone are reported too (the unit of
-the PyTorch toolkit's figure). The first `--warmup` steps (graph building, tracing,
-the first allocation) are not timed. Two rates are given: tokens per second of
-wall-clock time, and tokens per CPU-second of the process (all its threads),
-which other jobs on a shared machine disturb far less and which measures the
-work each implementation does for the same batches.
-
-Usage:
+Usage (the torch variants need requirements-bench.txt):
   .venv/bin/python -m bench.train_speed [--config configs/default.yaml]
       [--steps 20] [--warmup 5] [--repeats 1] [--variants ours_4k,ours_peer,torch,torch_1t]
       [--baseline ../baseline] [--json bench/out/train_speed.json]
 
---baseline DIR also runs each "ours" variant from another checkout of this
-repository (e.g. a git worktree of an older commit), as "<variant>@base",
-interleaved with this tree's on the same batches, with DIR's own config file
-of the same name and this tree's prepared data_dir.
-
-The torch variants need PyTorch (requirements-bench.txt). Parameter counts
-are printed with each variant's first result.
+--baseline DIR also runs each "ours" variant from another checkout of this repository (e.g. a
+git worktree of an older commit), as "<variant>@base", taking turns with this tree's on the
+same batches, with DIR's own config file of the same name and this tree's prepared data_dir.
 """
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import subprocess
 import sys
 import tempfile
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
+
+from bench import harness  # noqa: E402
 
 VARIANTS = ("ours_1", "ours_2", "keras", "ours_4k", "ours_peer", "torch", "torch_1t")
 PEER_VOCAB_SIZE = 4000
@@ -125,11 +88,6 @@ def num_tokens(batch):
     return int(batch["source_length"].sum() + batch["target_length"].sum())
 
 
-def step_clock():
-    """(wall-clock seconds, CPU seconds of this process), read at the end of a step."""
-    return time.perf_counter(), time.process_time()
-
-
 def rates(batches, step_end_clocks, warmup):
     """Tokens (and source tokens) of the timed steps per wall-clock second and per CPU-second.
 
@@ -147,14 +105,14 @@ def rates(batches, step_end_clocks, warmup):
             "seconds": wall, "cpu_seconds": cpu, "steps": len(step_end_clocks) - warmup}
 
 
-def run_ours(config, batches, num_towers, warmup, vocab_size=None):
+def run_ours(config, batches, num_towers, vocab_size=None):
     """Trains training.model_fn's graph on `batches`.
 
     With `vocab_size`, the model's source and target vocabularies are that
     wide instead of the tokenizer's (see "Vocabulary 4000").
 
     Returns:
-      (each step's `step_clock()`, the number of trainable parameters).
+      (each step's end, harness.clock(); the number of trainable parameters).
     """
     from unittest import mock
 
@@ -185,7 +143,7 @@ def run_ours(config, batches, num_towers, warmup, vocab_size=None):
             times = []
             for batch in batches:
                 session.run(spec.train_op, {placeholders[key]: batch[key] for key in BATCH_KEYS})
-                times.append(step_clock())
+                times.append(harness.clock())
     return times, parameters
 
 
@@ -193,7 +151,7 @@ def run_torch(config, batches, num_threads):
     """Trains bench/torch_peer.py's model on `batches`, vocabulary PEER_VOCAB_SIZE.
 
     Returns:
-      (each step's `step_clock()`, the number of parameters).
+      (each step's end, harness.clock(); the number of parameters).
     """
     import torch
 
@@ -209,12 +167,14 @@ def run_torch(config, batches, num_threads):
     times = []
     for batch in batches:
         train_step(batch)
-        times.append(step_clock())
+        times.append(harness.clock())
     return times, torch_peer.num_parameters(model)
 
 
 def keras_model(vocab_size, model_params):
-    """The Keras peer: same sizes and architecture as seq2seq.model (see module doc)."""
+    """The Keras peer, seq2seq.model's sizes and architecture: shared embedding, bidirectional
+    GRU encoder, tanh bridge, GRU decoder, additive attention over the decoder states, tanh
+    pre-output layer, vocabulary projection, dropout on embeddings and pre-output."""
     import tensorflow as tf2
 
     layers = tf2.keras.layers
@@ -238,8 +198,8 @@ def keras_model(vocab_size, model_params):
     return tf2.keras.Model([source, target_input], logits)
 
 
-def run_keras(config, batches, warmup):
-    """Trains the Keras peer with model.fit on `batches`; returns each step's `step_clock()`."""
+def run_keras(config, batches):
+    """Trains the Keras peer with model.fit on `batches`; returns what run_ours does."""
     import tensorflow as tf2
     from data_pipeline.tokenizer import Tokenizer
 
@@ -262,7 +222,7 @@ def run_keras(config, batches, warmup):
 
     class StepTimes(tf2.keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
-            times.append(step_clock())
+            times.append(harness.clock())
 
     model.fit(dataset, epochs=1, steps_per_epoch=len(batches), verbose=0, callbacks=[StepTimes()])
     return times, model.count_params()
@@ -275,16 +235,16 @@ def worker(variant, config_path, hparams, batches_path, warmup):
     config = load_config(config_path, hparams)
     batches = load_batches(batches_path)
     if variant == "keras":
-        times, parameters = run_keras(config, batches, warmup)
+        times, parameters = run_keras(config, batches)
     elif variant in ("torch", "torch_1t"):
         times, parameters = run_torch(config, batches, 1 if variant == "torch_1t" else 2)
     elif variant == "ours_4k":
-        times, parameters = run_ours(config, batches, 1, warmup, PEER_VOCAB_SIZE)
+        times, parameters = run_ours(config, batches, 1, PEER_VOCAB_SIZE)
     elif variant == "ours_peer":
         config = dict(config, model=dict(config["model"], **PEER_MODEL))
-        times, parameters = run_ours(config, batches, 1, warmup, PEER_VOCAB_SIZE)
+        times, parameters = run_ours(config, batches, 1, PEER_VOCAB_SIZE)
     else:
-        times, parameters = run_ours(config, batches, int(variant[-1]), warmup)
+        times, parameters = run_ours(config, batches, int(variant[-1]))
     print(json.dumps(dict(rates(batches, times, warmup), variant=variant, parameters=parameters)))
 
 
@@ -328,7 +288,6 @@ def main():
 
     config = load_config(args.config, args.hparams)
     prepare(config, verbose=False)
-    results = {variant: [] for variant in variants}
     units = ("tokens_per_second", "source_tokens_per_second", "tokens_per_cpu_second",
              "source_tokens_per_cpu_second")
     with tempfile.TemporaryDirectory() as scratch:
@@ -339,40 +298,38 @@ def main():
               % (args.config, len(batches), np.mean([len(b["source_length"]) for b in batches]),
                  np.mean([num_tokens(b) for b in batches]),
                  np.mean([b["source_length"].sum() for b in batches])), flush=True)
-        for _ in range(args.repeats):
-            for variant in variants:
-                name, _, base = variant.partition("@")
-                hparams = args.hparams
-                if base:
-                    hparams = ",".join(filter(None, [hparams, "data.data_dir=" + os.path.abspath(
-                        config["data"]["data_dir"])]))
-                output = subprocess.run(
-                    [sys.executable, "-m", "bench.train_speed", "--worker", name,
-                     "--config", args.config, "--hparams", hparams,
-                     "--batches", batches_path, "--warmup", str(args.warmup)],
-                    cwd=args.baseline if base else None,
-                    check=True, capture_output=True, text=True).stdout
-                result = dict(json.loads(output.strip().splitlines()[-1]), variant=variant)
-                results[variant].append(result)
-                print("%-9s %8.0f tokens/s  %8.0f source tokens/s  %8.0f tokens/CPU-s  "
-                      "(%d steps in %.1f s, %.1f CPU-s; %d parameters)"
-                      % (variant, result["tokens_per_second"], result["source_tokens_per_second"],
-                         result["tokens_per_cpu_second"], result["steps"], result["seconds"],
-                         result["cpu_seconds"], result["parameters"]), flush=True)
-    median = {unit: {variant: float(np.median([r[unit] for r in runs]))
+
+        def run(variant):
+            """One run of `variant` in a process of its own; "@base": in --baseline's checkout."""
+            name, _, base = variant.partition("@")
+            data_dir = "data.data_dir=" + os.path.abspath(config["data"]["data_dir"])
+            output = subprocess.run(
+                [sys.executable, "-m", "bench.train_speed", "--worker", name,
+                 "--config", args.config, "--hparams",
+                 ",".join(filter(None, [args.hparams, base and data_dir])),
+                 "--batches", batches_path, "--warmup", str(args.warmup)],
+                cwd=args.baseline if base else None,
+                check=True, capture_output=True, text=True).stdout
+            result = dict(json.loads(output.strip().splitlines()[-1]), variant=variant)
+            print("%-9s %8.0f tokens/s  %8.0f source tokens/s  %8.0f tokens/CPU-s  "
+                  "(%d steps in %.1f s, %.1f CPU-s; %d parameters)"
+                  % (variant, result["tokens_per_second"], result["source_tokens_per_second"],
+                     result["tokens_per_cpu_second"], result["steps"], result["seconds"],
+                     result["cpu_seconds"], result["parameters"]), flush=True)
+            return result
+        results = {variant: samples.results for variant, samples in harness.time_rounds(
+            {variant: functools.partial(run, variant) for variant in variants}, args.repeats,
+            warmup=0).items()}
+    median = {unit: {variant: harness.median(r[unit] for r in runs)
                      for variant, runs in results.items()} for unit in units}
     for unit in units:
         m = median[unit]
         print("median %s: %s" % (unit, ", ".join("%s %.0f" % item for item in m.items())))
         if ratio_lines(m):
             print("  ratios: " + ", ".join(ratio_lines(m)))
-    if args.json:
-        os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"config": args.config, "hparams": args.hparams, "steps": args.steps,
-                       "warmup": args.warmup, "variants": variants, "runs": results,
-                       "median": median}, f, indent=2)
-
+    harness.write_json(args.json, {"config": args.config, "hparams": args.hparams,
+                                   "steps": args.steps, "warmup": args.warmup,
+                                   "variants": variants, "runs": results, "median": median})
 
 if __name__ == "__main__":
     main()
