@@ -46,6 +46,12 @@ def hypotheses(ids, scores, lengths, attention=None):
              for slot in range(ids.shape[1])] for row in range(ids.shape[0])]
 
 
+def n_best(translations):
+    """Per sentence, its n-best as (text, score), from Translations or from their JSON."""
+    return [[(h["text"], h["score"]) if isinstance(h, dict) else (h.text, h.score)
+             for h in (t["n_best"] if isinstance(t, dict) else t.n_best)] for t in translations]
+
+
 def trace_steps(trace):
     """Per sentence, per step, its slots as ((token, parent, finished), score), from a search's
     trace {"token_ids", "parent_ids", "finished", "scores": [batch, time, beam]}."""
@@ -95,6 +101,14 @@ def assert_same_hypotheses(got, want, got_steps=None, want_steps=None):
                                             "sentence %d" % sentence):
             tied.add(sentence)
     return tied
+
+
+def assert_same_trace(got, want):
+    """Two DESIGN.md search traces (JSON) of one sentence: the same keys and source pieces,
+    steps and n-best by the module's rule. Returns whether a float tie was found."""
+    assert sorted(got) == sorted(want) and got["source_pieces"] == want["source_pieces"]
+    (got_steps, got_n_best), (want_steps, want_n_best) = json_trace(got), json_trace(want)
+    return bool(assert_same_hypotheses([got_n_best], [want_n_best], [got_steps], [want_steps]))
 
 
 def _tie_in(got, want, where):

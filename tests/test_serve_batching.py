@@ -18,6 +18,7 @@ import pytest
 
 from server.app import ModelSlot, create_app
 from server.batcher import BatchFailed, Batcher, length_groups
+from tests.same_hypotheses import assert_same_hypotheses, assert_same_trace, n_best
 
 TIMEOUT_S = 60  # a safety net only: no test waits for a duration
 
@@ -428,27 +429,10 @@ SENTENCES = ["one", "a beautiful table", "nine hundred seventy-five", "We need t
 
 
 def assert_as_alone(translator, text, translation, **options):
+    """The n-best of `text` translated alone, by tests/same_hypotheses.py's rule."""
     [alone] = translator.translate([text], **options)
-    assert [hypothesis["text"] for hypothesis in translation["n_best"]] == [h.text for h in alone.n_best]
-    assert [hypothesis["score"] for hypothesis in translation["n_best"]] == pytest.approx(
-        [h.score for h in alone.n_best], abs=1e-4)
-    assert (translation["text"], translation["unfamiliar"]) == (alone.text, alone.unfamiliar)
-
-
-def assert_same_trace(batched, alone):
-    """Equal structure, pieces, parents and flags; numbers within 1e-4 (batched arithmetic)."""
-    if isinstance(alone, dict):
-        assert sorted(batched) == sorted(alone)
-        for key in alone:
-            assert_same_trace(batched[key], alone[key])
-    elif isinstance(alone, (list, tuple)):
-        assert len(batched) == len(alone)
-        for batched_item, alone_item in zip(batched, alone):
-            assert_same_trace(batched_item, alone_item)
-    elif isinstance(alone, float):
-        assert batched == pytest.approx(alone, abs=1e-4)
-    else:
-        assert batched == alone
+    assert_same_hypotheses(n_best([translation]), n_best([alone]))
+    assert translation["unfamiliar"] == alone.unfamiliar
 
 
 @pytest.mark.parametrize("decoder", ["while_loop", "unrolled"])

@@ -13,6 +13,7 @@ import pytest
 from decode.options import (HINTS, OPTIONS, PENDING, SCORING_OPTIONS, TABLE, check_beam_width,
                             problem)
 from server.app import MAX_SERVED_EXPANSIONS, ModelSlot, create_app
+from tests.same_hypotheses import SCORE_TOLERANCE, assert_same_hypotheses, n_best
 from tests.test_serve_api import assert_error, assert_serves
 from tests.test_serve_batching import CountingTranslator, app_with, post_behind_a_held_call
 
@@ -39,11 +40,9 @@ def translated(client, **body):
 
 
 def assert_as_translator(answer, expected):
-    """An answer's translation equals the Translator's `expected` (texts; scores to 1e-4)."""
-    assert [hypothesis["text"] for hypothesis in answer["n_best"]] == \
-        [hypothesis.text for hypothesis in expected.n_best]
-    assert [hypothesis["score"] for hypothesis in answer["n_best"]] == pytest.approx(
-        [hypothesis.score for hypothesis in expected.n_best], abs=1e-4)
+    """An answer's translation is the Translator's `expected` (tests/same_hypotheses.py's rule:
+    the server may batch it with others)."""
+    assert_same_hypotheses(n_best([answer]), n_best([expected]))
 
 
 # --- GET /v1/info ------------------------------------------------------------------------------
@@ -316,9 +315,9 @@ def assert_same_scores(answer, expected):
         assert [piece["piece"] for piece in score["pieces"]] == \
             [piece["piece"] for piece in alone["pieces"]]
         assert [piece["log_prob"] for piece in score["pieces"]] == pytest.approx(
-            [piece["log_prob"] for piece in alone["pieces"]], abs=1e-5)
+            [piece["log_prob"] for piece in alone["pieces"]], abs=SCORE_TOLERANCE)
         assert (score["score"], score["log_prob"]) == pytest.approx(
-            (alone["score"], alone["log_prob"]), abs=1e-5)
+            (alone["score"], alone["log_prob"]), abs=SCORE_TOLERANCE)
         assert score["length"] == alone["length"]
 
 

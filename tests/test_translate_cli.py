@@ -5,10 +5,10 @@ import os
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from decode import translate as translate_cli
+from tests.same_hypotheses import assert_same_hypotheses, n_best
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -80,17 +80,13 @@ def test_n_best_blocks_in_order_across_chunks(tiny_model_dir, translator, input_
             blocks.append([])
     assert blocks.pop() == [], "the last block is closed by a blank line"
     assert len(blocks) == len(input_lines)
-    expected = iter(translator.translate([line for line in input_lines if line.strip()],
-                                         beam_width=3, n_best=2))
-    for line, rows in zip(input_lines, blocks):
-        if not line.strip():
-            assert rows == []
-            continue
-        translation = next(expected)
-        assert [text for text, _ in rows] == [h.text for h in translation.n_best]
-        np.testing.assert_allclose([float(score) for _, score in rows],
-                                   [h.score for h in translation.n_best], atol=1e-5)
-    assert next(expected, None) is None
+    # Decoded in chunks, against decoded at once: tests/same_hypotheses.py's rule.
+    expected = translator.translate([line for line in input_lines if line.strip()],
+                                    beam_width=3, n_best=2)
+    assert all(rows == [] for line, rows in zip(input_lines, blocks) if not line.strip())
+    assert_same_hypotheses([[(text, float(score)) for text, score in rows]
+                            for line, rows in zip(input_lines, blocks) if line.strip()],
+                           n_best(expected))
 
 
 def test_lines_end_where_wc_counts_them_inner_cr_and_crlf(tiny_model_dir, translator, tmp_path):

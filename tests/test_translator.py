@@ -23,6 +23,7 @@ from decode import translate as translate_cli
 from decode.batching import length_sorted_batches
 from decode.graphs import output_length_limit, search_result, unrolled_length_bucket
 from decode.translator import Hypothesis, Translation, Translator, shown
+from tests.same_hypotheses import assert_same_hypotheses, assert_same_trace, n_best
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -49,11 +50,8 @@ def short_sentences(translator, dev_sentences):
 
 
 def assert_same_n_best(translations, expected):
-    assert len(translations) == len(expected)
-    for got, want in zip(translations, expected):
-        assert [h.text for h in got.n_best] == [h.text for h in want.n_best]
-        np.testing.assert_allclose([h.score for h in got.n_best],
-                                   [h.score for h in want.n_best], atol=1e-5)
+    """The same n-best texts and scores by tests/same_hypotheses.py's rule."""
+    assert_same_hypotheses(n_best(translations), n_best(expected))
 
 
 def test_loads_once_then_translates_without_reloading(translator, short_sentences, monkeypatch):
@@ -407,10 +405,8 @@ def test_translate_cli_writes_n_best_blocks_to_a_file(translator, tiny_model_dir
             blocks.append([])
     assert len(blocks) == 4 and blocks[1] == [] and blocks[3] == [], \
         "a block per input line, each closed by a blank line, the empty line's block empty"
-    for rows, translation in zip([blocks[0], blocks[2]], expected):
-        assert [text for text, _ in rows] == [h.text for h in translation.n_best]
-        np.testing.assert_allclose([float(score) for _, score in rows],
-                                   [h.score for h in translation.n_best], atol=1e-5)
+    assert_same_hypotheses([[(text, float(score)) for text, score in rows]
+                            for rows in (blocks[0], blocks[2])], n_best(expected))
 
 
 def test_translate_cli_rejects_bad_options(tiny_model_dir, tmp_path, capsys):
@@ -443,22 +439,6 @@ def test_impossible_hypotheses_are_left_out():
     result = search_result(ids, np.array([-1.0, -2.5, -np.inf], np.float32), np.array([3, 2, 0]))
     assert result.ids == [[5, 6], [7]]
     assert result.scores == [-1.0, -2.5]
-
-
-def assert_same_trace(got, want):
-    """Equal pieces, parents, finished flags and n-best pieces; scores and attention to 1e-5."""
-    assert got["source_pieces"] == want["source_pieces"]
-    assert len(got["steps"]) == len(want["steps"])
-    for got_step, want_step in zip(got["steps"], want["steps"]):
-        for key in ("pieces", "parents", "finished"):
-            assert got_step[key] == want_step[key]
-        assert [s is None for s in got_step["scores"]] == [s is None for s in want_step["scores"]]
-        np.testing.assert_allclose([s for s in got_step["scores"] if s is not None],
-                                   [s for s in want_step["scores"] if s is not None], atol=1e-5)
-    assert [h["pieces"] for h in got["n_best"]] == [h["pieces"] for h in want["n_best"]]
-    for got_hypothesis, want_hypothesis in zip(got["n_best"], want["n_best"]):
-        np.testing.assert_allclose(got_hypothesis["attention"], want_hypothesis["attention"],
-                                   atol=1e-5)
 
 
 @pytest.fixture(scope="module")
