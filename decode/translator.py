@@ -16,8 +16,9 @@ from tensorflow.core.protobuf import rewriter_config_pb2
 from data_pipeline.tokenizer import BOS_ID, EOS_ID, UNK_ID, Tokenizer
 from decode import DECODERS
 from decode.batching import call_batch_size, in_batches
+from decode.ensemble import build_model, load_configs
 from decode.exact import exact_search, expansion_step
-from decode.graph_cache import CheckpointValues, GraphCache
+from decode.graph_cache import GraphCache
 from decode.graphs import (FED_OPTIONS, SearchResult, fields_of, graph_options, graph_shape,
                            output_length_limit, pad_batch, score_encoded, search_encoded,
                            search_result, sentence_trace, unrolled_length_bucket)
@@ -25,8 +26,7 @@ from decode.options import OPTIONS, is_int, resolve, shown
 from decode.sampling import sentence_keys
 from decode.scoring import Scoring
 from seq2seq.config import load_config
-from seq2seq.model import Seq2SeqModel
-from seq2seq.model_dir import CONFIG_FILE, SERVING_SIGNATURE, find_checkpoint
+from seq2seq.model_dir import SERVING_SIGNATURE
 
 EXACT_ROWS_PER_CALL = 512  # prefixes per model call of the exact search (docs/BENCHMARKS.md)
 
@@ -40,10 +40,11 @@ Hypothesis = collections.namedtuple("Hypothesis", "text score")
 
 
 class Translator:
-    """Translates with a model directory's model; thread-safe (graphs are built under a lock).
+    """Translates with a model, or an ensemble of models; thread-safe (builds take a lock).
 
     Attributes:
-      config, model_name, step (of the checkpoint or SavedModel),
+      config, model_name, step (of the checkpoint or SavedModel): the first model's; members:
+      {"name", "step"} of each model (decode/ensemble.py; one unless an ensemble);
       source_vocab_size, target_vocab_size;
       decoders: all of DECODERS from a checkpoint, ("while_loop",) from a SavedModel;
       beam_widths: a range, 1..decode.max_beam_width (a SavedModel: its one width);
@@ -54,26 +55,24 @@ class Translator:
         """Loads the config, tokenizer, graph, session and weights.
 
         Args:
-          model_dir: a directory written by train.py; export_dir: a SavedModel to serve, or
-            checkpoint: a path prefix (default: `find_checkpoint(model_dir)`).
+          model_dir: a directory written by train.py, or a list of them (an ensemble); export_dir:
+            a SavedModel to serve, or checkpoint: a prefix (a list: one per model directory).
           hparams: "section.key=value,..." overrides of the config (decode's thread keys: of
             the defaults, never of config.yaml).
         Raises:
-          ValueError: not a model directory, no checkpoint, or one that does not fit.
+          ValueError: no model directory or checkpoint, one that does not fit, vocabularies differ.
         """
-        config_path = os.path.join(model_dir, CONFIG_FILE)
-        if not os.path.isfile(config_path):
-            raise ValueError("%s has no %s: is it a model directory written by train.py?"
-                             % (model_dir, CONFIG_FILE))
-        if export_dir and checkpoint:
-            raise ValueError("pass export_dir or checkpoint, not both")
-        self.config = load_config(config_path, hparams)
+        self._model_dirs = [model_dir] if isinstance(model_dir, str) else list(model_dir)
+        if export_dir and (checkpoint or self._model_dirs[1:]):
+            raise ValueError("pass export_dir (one model directory) or checkpoint, not both")
+        self._configs = load_configs(self._model_dirs, hparams)
+        self.config = self._configs[0]
         threads = load_config(None, hparams)["decode"]
         for key in ("inter_op_threads", "intra_op_threads", "concurrent_batches"):
             self.config["decode"][key] = threads[key]
         self._concurrent_batches = threads["concurrent_batches"] or os.cpu_count() or 1
         self.model_name = self.config["name"]
-        self._tokenizer = Tokenizer.load(model_dir)
+        self._tokenizer = Tokenizer.load(self._model_dirs[0])
         self.source_vocab_size = self._tokenizer.source_vocab_size
         self.target_vocab_size = self._tokenizer.target_vocab_size
         self._graph = tf.Graph()
@@ -85,7 +84,7 @@ class Translator:
         if export_dir:
             self._load_saved_model(export_dir)
         else:
-            self._load_checkpoint(checkpoint or find_checkpoint(model_dir))
+            self._load_checkpoint(checkpoint)
 
     def _load_checkpoint(self, checkpoint):
         """Builds the encoder and restores its variables; the decoders come on demand."""
@@ -93,8 +92,6 @@ class Translator:
         self.decoders, self.can_trace, self._exported = DECODERS, True, None
         self.default_beam_width = decode_params["beam_width"]
         self.beam_widths = range(1, decode_params["max_beam_width"] + 1)
-        checkpoints = [CheckpointValues(checkpoint)]  # an ensemble: one per member
-        self.step = checkpoints[0].step
         with self._graph.as_default():
             with tf.name_scope("inputs"):
                 self._source_ids = tf.placeholder(tf.int32, [None, None], name="source_ids")
@@ -104,10 +101,12 @@ class Translator:
             with tf.name_scope("options"):
                 self._fed_options = {name: tf.placeholder_with_default(
                     dtype(decode_params[name]), [], name=name) for name, dtype in FED_OPTIONS.items()}
-            self._model = Seq2SeqModel(self.config["model"], self.source_vocab_size,
-                                       self.target_vocab_size)
+            self._model, checkpoints, self.members = build_model(
+                self._configs, self._model_dirs, checkpoint, self.source_vocab_size,
+                self.target_vocab_size)
             self._encoded = self._model.encode(self._source_ids, self._source_length,
                                                training=False)
+        self.step = checkpoints[0].step
         self._cache = GraphCache(self._session, checkpoints)
 
     def _load_saved_model(self, export_dir):
@@ -130,6 +129,7 @@ class Translator:
         self.default_beam_width = self._exported[1].shape.as_list()[1]  # scores [batch, K]
         self.beam_widths = range(self.default_beam_width, self.default_beam_width + 1)
         self.step = int(self._session.run(tf.train.get_global_step(self._graph)))
+        self.members = [{"name": self.model_name, "step": self.step}]
         self._cache = GraphCache(self._session)  # builds nothing: recording_builds stays empty
 
     @property

@@ -1,6 +1,7 @@
 """decode/ensemble.py: an ensemble decodes with its members' mean log-probabilities, through
 every decoder's step, and restores each member from its own checkpoint."""
 
+import contextlib
 import os
 import shutil
 
@@ -13,9 +14,9 @@ from decode import greedy_search, while_loop_beam_search
 from decode.ensemble import Ensemble, build_model, load_configs
 from decode.exact import expansion_step
 from decode.graph_cache import CheckpointValues
-from decode.graphs import pad_batch
-from decode.graphs import score_encoded
+from decode.graphs import pad_batch, score_encoded
 from decode.scoring import Scoring
+from decode.translator import Translator
 from seq2seq.common import tile_beams
 from seq2seq.config import load_config
 from seq2seq.model import SCOPE, Seq2SeqModel
@@ -167,3 +168,24 @@ def test_members_must_share_their_vocabularies(tiny, tiny_model_dir, tmp_path):
             same, other)):
         load_configs([same, other])
 
+
+def test_translator_decodes_an_ensemble(tiny_model_dir):
+    with contextlib.closing(Translator([tiny_model_dir] * 2)) as ensemble, contextlib.closing(
+            Translator(tiny_model_dir)) as model:
+        assert ensemble.members == [{"name": model.model_name, "step": model.step}] * 2
+        for got, expected in zip(ensemble.translate(SOURCES, n_best=2, trace=True),
+                                 model.translate(SOURCES, n_best=2, trace=True)):
+            assert [hypothesis.text for hypothesis in got.n_best] == [
+                hypothesis.text for hypothesis in expected.n_best]
+            np.testing.assert_allclose([hypothesis.score for hypothesis in got.n_best],
+                                       [hypothesis.score for hypothesis in expected.n_best],
+                                       atol=1e-5)
+            np.testing.assert_allclose(got.trace["n_best"][0]["attention"],
+                                       expected.trace["n_best"][0]["attention"], atol=1e-5)
+        exact = {"max_expansions": 40}
+        for got, expected in zip(ensemble.translate(SOURCES, "exact", options=exact),
+                                 model.translate(SOURCES, "exact", options=exact)):
+            assert got.text == expected.text
+            np.testing.assert_allclose(got.score, expected.score, atol=1e-5)
+        for got, expected in zip(ensemble.score(SOURCES, TARGETS), model.score(SOURCES, TARGETS)):
+            np.testing.assert_allclose(got["score"], expected["score"], atol=1e-5)
