@@ -13,6 +13,7 @@ import tensorflow.compat.v1 as tf
 from decode.sampling import Sampling, restricted_logits, sample_search
 from decode.scoring import Scoring
 from tests.numpy_beam_search import log_softmax
+from tests.same_hypotheses import assert_same_hypotheses, hypotheses
 from tests.toy_decoder import ToyDecoder, row_state
 
 BEGIN, END = 0, 1
@@ -122,11 +123,6 @@ def test_epsilon_samples_do_not_depend_on_the_batch():
             return session.run(sample_search(toy.update_fn, state, 6, 5, BEGIN, END, Scoring(0.6),
                                              Sampling(top_p=0.95, seed=7, epsilon=0.05),
                                              tf.constant(keys[order], tf.int64), compact=True))
-    def padded(ids):  # positions after the end hold the end token, so pad with it
-        return np.pad(ids, [(0, 0), (0, 0), (0, 6 - ids.shape[2])], constant_values=END)
-    alone = [run([row]) for row in range(3)]
-    together, backward = run([0, 1, 2]), run([2, 1, 0])
-    for row in range(3):
-        np.testing.assert_array_equal(padded(together[0])[row], padded(alone[row][0])[0])
-        np.testing.assert_array_equal(padded(backward[0])[2 - row], padded(alone[row][0])[0])
-        np.testing.assert_allclose(together[1][row], alone[row][1][0], rtol=1e-5)
+    alone = [hypotheses(*run([row]))[0] for row in range(3)]
+    assert_same_hypotheses(hypotheses(*run([0, 1, 2])), alone)
+    assert_same_hypotheses(hypotheses(*run([2, 1, 0]))[::-1], alone)
