@@ -4,17 +4,16 @@
         [--passes 3] [--batch_size 32] [--beam_width K] [--against CHECKOUT] [--json F]
         [--sample]
 
-Builds the while_loop search over the model directory's checkpoint as
-decode.graphs.search_encoded builds it (the config's beam width and length penalty,
-each sentence's length limit) with `compact` on and off, and with --against also the search
-and beam_update_fn of another checkout (e.g. `git archive 9fd11a4 decode seq2seq | tar -x -C
-/tmp/base`), over the same variables. It decodes the whole input in batches of `batch_size`
-in two orders: the file's own (mixed lengths, the Translator's length sort bypassed) and
-length-sorted (what decode.translate does). Batches run as the Translator runs them (its
-session settings, one batch per core at once). The variants are timed in turns, rotating,
-`passes` times; the table gives the median sentences/s and CPU seconds of the process. The
-first pass also compares every sentence's hypotheses with the "off" search's. With --sample
-the variants are the sample decoder's (`beam_width` samples, top-p 0.9, seed 0) instead.
+Builds the while_loop search over the model's checkpoint as decode.graphs.search_encoded
+does (the config's beam width and length penalty, each sentence's length limit) with
+`compact` on and off, and with --against also another checkout's search and beam_update_fn
+(e.g. `git archive 9fd11a4 decode seq2seq | tar -x -C /tmp/base`) over the same variables.
+It decodes the input in batches of `batch_size` in the file's order (mixed lengths) and
+length-sorted (what decode.translate does), as the Translator runs them (its session
+settings, one batch per core at once), the variants timed side by side `passes` times; the
+table gives median sentences/s and CPU seconds, and how many sentences' hypotheses (first
+pass) differ from the "off" search's. --sample: the sample decoder's variants instead
+(`beam_width` samples, top-p 0.9, seed 0).
 """
 
 import argparse
@@ -37,13 +36,6 @@ from decode.graphs import output_length_limits, pad_batch  # noqa: E402
 from seq2seq.model_dir import find_checkpoint  # noqa: E402
 from seq2seq.config import load_config  # noqa: E402
 from seq2seq.model import Seq2SeqModel  # noqa: E402
-
-
-def checkout_search(checkout):
-    """(while_loop_beam_search, Seq2SeqModel.beam_update_fn) of another checkout's files."""
-    from bench.decode_speed import load_checkout_beam_update_fn, load_checkout_searches
-    return (load_checkout_searches(checkout).while_loop_beam_search,
-            load_checkout_beam_update_fn(checkout))
 
 
 def build(model_dir, beam_width, against=None, sample=False):
@@ -71,7 +63,9 @@ def build(model_dir, beam_width, against=None, sample=False):
         variants = {"on": (search, Seq2SeqModel.beam_update_fn, {"compact": True}),
                     "off": (search, Seq2SeqModel.beam_update_fn, {})}
         if against:
-            variants["against"] = checkout_search(against) + ({},)
+            from bench.decode_speed import load_checkout
+            package, beam_update_fn = load_checkout(against)
+            variants["against"] = (package.while_loop_beam_search, beam_update_fn, {})
         searches = {}
         for name, (search, beam_update_fn, options) in variants.items():
             update_fn, initial_state = beam_update_fn(model, encoded, beam_width)

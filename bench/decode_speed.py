@@ -1,33 +1,22 @@
 """Decoding speed: both beam searches, greedy, a floor, and tfa's BeamSearchDecoder.
 
-Every variant decodes the same random-weight model (seq2seq.model.Seq2SeqModel:
-bi-GRU encoder, GRU decoder with Bahdanau attention) on the same random
-source batch, with the end token's logit masked to -inf so that every variant
-runs exactly `length` steps. In one process and one session, the variants are
-timed in round-robin repetitions (so that load from other processes hits all
-of them alike); the table gives median sentences/s and ratios to tfa.
+Every variant decodes the same random-weight model (seq2seq.model.Seq2SeqModel) on the same
+random source batch, the end token's logit masked to -inf so that every variant runs exactly
+`length` steps, in one session, timed side by side (harness.time_rounds); the table gives the
+median sentences/s and ratios to tfa:
+- while_loop / unrolled / greedy: decode.while_loop_beam_search, decode.rnn_beam_search,
+  decode.greedy_search over model.beam_update_fn; "while_loop, compact" with compact=True (no
+  sentence ends here: what compaction costs when nothing leaves).
+- floor: the same per-step arithmetic (the model step, log-softmax, one top_k over beam x
+  vocab) in a bare tf.while_loop without any beam bookkeeping; "floor, chunked top-k" selects
+  as decode.beam_search.select_best does; "model only" feeds back each row's argmax.
+- tfa: tfa.seq2seq.BeamSearchDecoder (tensorflow-addons 0.23) driving the very same decoder
+  step, wrapped as a Keras cell.
+Other sections: the search as decode.translate runs it against tfa ("translate"), graph build
+time and op count against the decode length ("build"), the scoring step alone ("scoring") and
+the whole while_loop search with each selection ("selection"); docs/BENCHMARKS.md.
 
-- while_loop / unrolled / greedy: decode.while_loop_beam_search,
-  decode.rnn_beam_search, decode.greedy_search over model.beam_update_fn;
-  "while_loop, compact" with compact=True (no sentence ends here, so it shows what
-  compaction costs when nothing leaves; bench/compaction_speed.py what it saves).
-- floor: the same per-step arithmetic (GRU, attention, projection,
-  log-softmax, one top_k over beam x vocab) in a bare tf.while_loop without
-  any beam bookkeeping (no scores, no state reordering, no history);
-  "floor, chunked top-k" selects as decode.beam_search.select_best does (per-row logsumexp,
-  chunked top-k per row, then beam x beam); "model only" feeds back each
-  row's argmax: the model's share of the time.
-- tfa: tfa.seq2seq.BeamSearchDecoder (tensorflow-addons 0.23) driving the very
-  same decoder step, wrapped as a Keras cell.
-
-Also: graph build time and op count of both searches against the decode
-length, the scoring step alone (decode.beam_search.select_best against the
-straightforward one-stage scoring it replaces), and the whole while_loop search
-with each selection ("selection" section: the figures that decide whether the
-two-stage, chunked top-k stays; docs/BENCHMARKS.md).
-
-Usage (about 6 minutes on 2 cores):
-  .venv/bin/pip install -r requirements-bench.txt
+Usage (about 6 minutes on 2 cores; tfa from requirements-bench.txt):
   .venv/bin/python -m bench.decode_speed [--repeats 7] [--sections selection,throughput,...]
       [--json bench/out/decode_speed.json]
 """
@@ -36,6 +25,7 @@ import argparse
 import concurrent.futures
 import functools
 import os
+from unittest import mock
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -58,6 +48,7 @@ MODEL_PARAMS = dict(DEFAULTS["model"], embedding_size=128, num_units=256, attent
                     attention_size=256, dropout=0.0)
 # (batch, beam, decode steps)
 SIZES = [(32, 5, 40), (1, 5, 40), (32, 10, 60), (64, 10, 60)]
+SELECTION_SIZES = [(1, 5, 40), (32, 5, 40)]
 BUILD_LENGTHS = [20, 50, 100]
 
 
@@ -155,50 +146,29 @@ def textbook_select_best(logits, beam, step, end_token_id, alpha, max_lengths=No
     return new_beam, token_ids, parent_ids
 
 
-SELECTIONS = {
-    "two stages, chunked top-k (shipped)": {},
+SELECTIONS = {  # decode.beam_search's functions swapped for these
+    "two stages, chunked top-k (shipped)": {"top_k": beam_search.top_k},
     "two stages, tf.nn.top_k per row": {"top_k": tf.nn.top_k},
     "one stage: log-softmax, top_k over beam x vocab": {"select_best": textbook_select_best},
 }
 
 
-def build_with(replacements, build):
-    """Calls `build()` with decode.beam_search's functions swapped for `replacements`."""
-    saved = {name: getattr(beam_search, name) for name in replacements}
-    try:
-        for name, function in replacements.items():
-            setattr(beam_search, name, function)
-        return build()
-    finally:
-        for name, function in saved.items():
-            setattr(beam_search, name, function)
-
-
-def selection_speed(repeats, sizes=((1, 5, 40), (32, 5, 40))):
-    """Sentences/s of the whole while_loop search with each selection of SELECTIONS."""
-    table = []
-    for batch_size, beam_width, length in sizes:
-        with tf.Graph().as_default():
-            tf.set_random_seed(1)
-            model = Seq2SeqModel(MODEL_PARAMS, VOCAB_SIZE, VOCAB_SIZE)
-            encoded = encoded_batch(model, batch_size)
-            fetches = {name: build_with(replacements, lambda: build_our_search(
-                while_loop_beam_search, model, encoded, beam_width, length))
-                for name, replacements in SELECTIONS.items()}
-            with tf.Session() as session:
-                session.run(tf.global_variables_initializer())
-                speeds = time_fetches(session, fetches, repeats, batch_size)
-        table.append({"batch": batch_size, "beam": beam_width, "length": length,
-                      "variants": speeds})
-    return table
+def selection_speeds(batch_size, beam_width, length, repeats):
+    """Sentences/s and CPU ms per sentence of the whole while_loop search with each of
+    SELECTIONS."""
+    def build(model, encoded):
+        fetches = {}
+        for name, replacements in SELECTIONS.items():
+            with mock.patch.multiple(beam_search, **replacements):
+                fetches[name] = build_our_search(while_loop_beam_search, model, encoded,
+                                                 beam_width, length)
+        return fetches
+    return time_builds(batch_size, repeats, build)
 
 
 def build_floor(model, encoded, batch_size, beam_width, length, select):
-    """The per-step arithmetic of a beam search and nothing else.
-
-    No scores are accumulated, no state is reordered, no history is kept:
-    each step runs the model and `select`, and feeds the chosen tokens back.
-    """
+    """The per-step arithmetic of a beam search and nothing else (no scores, no reordering, no
+    history): each step runs the model and `select`, and feeds the chosen tokens back."""
     update_fn, initial_state = model.beam_update_fn(encoded, beam_width)
     update_fn = never_ending(update_fn)
     zero_scores = tf.zeros([batch_size, beam_width])
@@ -247,35 +217,29 @@ def build_tfa(model, encoded, batch_size, beam_width, length):
     return outputs.predicted_ids
 
 
-def load_checkout_searches(checkout):
-    """The decode package of another checkout (say a git worktree of an older commit), as
-    `against_decode`, importable beside ours: its files copied with "decode" renamed."""
+def load_checkout(checkout):
+    """(the decode package, Seq2SeqModel.beam_update_fn) of another checkout (say a git worktree
+    of an older commit): the package as `against_decode`, its files copied with "decode"
+    renamed; the function to call on our model (the same templates, so the same variables)."""
+    import importlib.util
     import re
     import sys
     import tempfile
     root = tempfile.mkdtemp()
     os.makedirs(os.path.join(root, "against_decode"))
-    source = os.path.join(checkout, "decode")
-    for name in os.listdir(source):
+    for name in os.listdir(os.path.join(checkout, "decode")):
         if name.endswith(".py"):
-            with open(os.path.join(source, name), encoding="utf-8") as f:
+            with open(os.path.join(checkout, "decode", name), encoding="utf-8") as f:
                 text = re.sub(r"\bdecode\b", "against_decode", f.read())
             with open(os.path.join(root, "against_decode", name), "w", encoding="utf-8") as f:
                 f.write(text)
     sys.path.insert(0, root)
     import against_decode
-    return against_decode
-
-
-def load_checkout_beam_update_fn(checkout):
-    """Seq2SeqModel.beam_update_fn of another checkout's seq2seq/model.py, to call on our
-    model (the same templates, so the same variables)."""
-    import importlib.util
     spec = importlib.util.spec_from_file_location(
         "against_model", os.path.join(checkout, "seq2seq", "model.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.Seq2SeqModel.beam_update_fn
+    return against_decode, module.Seq2SeqModel.beam_update_fn
 
 
 AGAINST = None  # --against: the other checkout's decode package and beam_update_fn
@@ -291,18 +255,22 @@ def sentence_speeds(runs, repeats, batch_size):
             for name, runs in samples.items()}
 
 
-def time_fetches(session, fetches, repeats, batch_size):
-    """sentence_speeds of running each of `fetches` ({name: fetch}) in `session`."""
-    return sentence_speeds({name: functools.partial(session.run, fetch)
-                            for name, fetch in fetches.items()}, repeats, batch_size)
+def time_builds(batch_size, repeats, build, session_config=None):
+    """sentence_speeds of the fetches ({name: fetch}) that `build(model, encoded)` returns over
+    a random model and its encoding of a batch of `batch_size`, run in one session."""
+    with tf.Graph().as_default():
+        tf.set_random_seed(1)
+        model = Seq2SeqModel(MODEL_PARAMS, VOCAB_SIZE, VOCAB_SIZE)
+        fetches = build(model, encoded_batch(model, batch_size))
+        with tf.Session(config=session_config) as session:
+            session.run(tf.global_variables_initializer())
+            return sentence_speeds({name: functools.partial(session.run, fetch)
+                                    for name, fetch in fetches.items()}, repeats, batch_size)
 
 
 def throughput(batch_size, beam_width, length, repeats):
     """Sentences/s and CPU milliseconds per sentence of every variant at one size."""
-    with tf.Graph().as_default():
-        tf.set_random_seed(1)
-        model = Seq2SeqModel(MODEL_PARAMS, VOCAB_SIZE, VOCAB_SIZE)
-        encoded = encoded_batch(model, batch_size)
+    def build(model, encoded):
         fetches = {
             "while_loop": build_our_search(while_loop_beam_search, model, encoded, beam_width,
                                            length),
@@ -329,9 +297,8 @@ def throughput(batch_size, beam_width, length, repeats):
                 searches.rnn_beam_search, model, encoded, beam_width, length, beam_update_fn)
             fetches["greedy (--against)"] = build_greedy(model, encoded, length,
                                                          searches.greedy_search, beam_update_fn)
-        with tf.Session(config=SESSION_CONFIG) as session:
-            session.run(tf.global_variables_initializer())
-            return time_fetches(session, fetches, repeats, batch_size)
+        return fetches
+    return time_builds(batch_size, repeats, build, SESSION_CONFIG)
 
 
 def as_translate_runs_it(batch_size, beam_width, length, repeats):
@@ -468,8 +435,7 @@ def main():
         SESSION_CONFIG = tf.ConfigProto(inter_op_parallelism_threads=inter,
                                         intra_op_parallelism_threads=intra)
     if args.against:
-        AGAINST = (load_checkout_searches(args.against),
-                   load_checkout_beam_update_fn(args.against))
+        AGAINST = load_checkout(args.against)
     sizes = SIZES
     if args.sizes:
         sizes = [tuple(int(n) for n in size.split(":")) for size in args.sizes.split(",")]
@@ -480,24 +446,17 @@ def main():
 
     results = {"load_average_before": os.getloadavg(), "cpus": os.cpu_count(),
                "selection": [], "throughput": [], "build": {}, "scoring": {}}
-    if "selection" in sections:
-        results["selection"] = selection_speed(args.repeats)
-        for row in results["selection"]:
-            print_speeds("while_loop search by selection: batch %d, beam %d, %d steps" % (
-                row["batch"], row["beam"], row["length"]), row["variants"],
-                "two stages, chunked top-k (shipped)")
-    for batch_size, beam_width, length in sizes if "throughput" in sections else ():
-        speeds = throughput(batch_size, beam_width, length, args.repeats)
-        results["throughput"].append({"batch": batch_size, "beam": beam_width,
-                                      "length": length, "variants": speeds})
-        print_speeds("batch %d, beam %d, %d steps" % (batch_size, beam_width, length), speeds,
-                     "tfa")
-    for batch_size, beam_width, length in sizes if "translate" in sections else ():
-        speeds = as_translate_runs_it(batch_size, beam_width, length, args.repeats)
-        results.setdefault("translate", []).append(
-            {"batch": batch_size, "beam": beam_width, "length": length, "variants": speeds})
-        print_speeds("as decode.translate runs it: batch %d, beam %d, %d steps" % (
-            batch_size, beam_width, length), speeds, "tfa")
+    for section, section_sizes, speeds_of, title, reference in (
+            ("selection", SELECTION_SIZES, selection_speeds, "while_loop search by selection: ",
+             "two stages, chunked top-k (shipped)"),
+            ("throughput", sizes, throughput, "", "tfa"),
+            ("translate", sizes, as_translate_runs_it, "as decode.translate runs it: ", "tfa")):
+        for batch_size, beam_width, length in section_sizes if section in sections else ():
+            speeds = speeds_of(batch_size, beam_width, length, args.repeats)
+            results.setdefault(section, []).append(
+                {"batch": batch_size, "beam": beam_width, "length": length, "variants": speeds})
+            print_speeds(title + "batch %d, beam %d, %d steps" % (batch_size, beam_width, length),
+                         speeds, reference)
     if "build" in sections:
         results["build"] = {length: build_cost(length) for length in BUILD_LENGTHS}
         print("\ngraph build, batch 32, beam 5")

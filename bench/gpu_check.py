@@ -153,7 +153,8 @@ def decode_part(spec):
     from decode.translator import Translator
     from data_pipeline.prepare import prepare
     translator = Translator(spec["model_dir"])
-    sentences = harness.read_sentences(prepare(translator.config, verbose=False).raw_text["test"][0])
+    sentences = harness.read_sentences(
+        prepare(translator.config, verbose=False).raw_text["test"][0])
     samples = harness.time_rounds({decoder: functools.partial(
         translator.translate, sentences, decoder=decoder) for decoder in DECODERS}, 1)
     return {"sentences": len(sentences), "sentences_per_second": {

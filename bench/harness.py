@@ -22,7 +22,7 @@ STOP_TIMEOUT_S = 60
 POLL_S = 0.2
 
 Samples = collections.namedtuple("Samples", "wall cpu results")
-Samples.__doc__ = "One variant's timed runs: the wall and CPU seconds of each, and what each returned."
+Samples.__doc__ = "One variant's timed runs: the wall and CPU seconds of each, what each returned."
 
 
 def clock(cpu_clock=time.process_time):
@@ -38,7 +38,7 @@ def measure(run, cpu_clock=time.process_time):
 
 
 def time_rounds(variants, rounds, warmup=1, after_round=None):
-    """Times `variants` side by side in one run: each runs `warmup` times untimed, then once a round.
+    """Times `variants` side by side: each runs `warmup` times untimed, then once a round.
 
     The order rotates by one each round, so that no variant always runs right after the same
     other one and load from other processes falls on all alike. CPU time (all threads of this

@@ -153,7 +153,8 @@ def main(argv=None):
     report = {
         "clients": args.clients, "reloads": len(reloads), "requests": len(answers),
         "failed": sum(status != 200 for _, _, status, _ in answers),
-        "baseline_ms": {"requests": len(baseline), "p50": p(baseline, 0.5), "p99": p(baseline, 0.99)},
+        "baseline_ms": {"requests": len(baseline), "p50": p(baseline, 0.5),
+                        "p99": p(baseline, 0.99)},
         "during_reloads_ms": {"requests": len(during), "p50": p(during, 0.5),
                               "p99": p(during, 0.99)},
         "answers_from_a_step_not_served_in_their_time": wrong_step,

@@ -1,63 +1,35 @@
 """Load test of serve.py: throughput and latency with batching on and off.
 
-For each mode, starts `serve.py --model_dir D` on a free port of 127.0.0.1 (with
-`--no_batching` for "off"; bench.harness.Server), waits until /healthz says ready, asks every test
-sentence once alone (the reference answers), then sends `--requests`
-requests from 1, 8 and 32 concurrent clients (one keep-alive connection
-each). Every fifth request is invalid (an empty text, an unknown
-decoder, an out-of-range beam, broken JSON, a wrong content type, too many
-texts) and must get its 4xx JSON error; every valid one translates one test
-sentence with the default settings (while_loop, the config's beam width) and
-must equal that sentence's reference answer. The server is then stopped with
-SIGTERM and must exit 0.
+For each mode, starts serve.py (bench.harness.Server; `--no_batching` for "off"), asks every
+test sentence once alone (the reference answers), then sends `--requests` requests from 1, 8
+and 32 concurrent clients, one keep-alive connection each. Every fifth request is invalid and
+must get its 4xx JSON error; every valid one translates one test sentence with the default
+settings and must equal its reference answer. The modes take turns, each round in the other
+order. Each server is then stopped with SIGTERM and must exit 0.
 
-The clients are coroutines on one asyncio event loop, in one thread. Each
-writes raw HTTP/1.1 requests, encoded once before the clock starts, and reads
-the answers by hand. Why: the load generator shares the machine's cores (two
-where the targets were set) with the server, while real clients run
-elsewhere. A client that costs as much CPU per request as the server's own
-HTTP handling takes cores the server would use and hides its throughput. A
-thread per client with http.client cost 2-3x as much as this client at 8 and
-32 clients against a bare WSGI app that answers at once (0.14 against
-0.05-0.07 ms per request), mostly in 32 threads handing the GIL to each
-other, and about 1.5x as much against serve.py (0.22-0.26 against 0.15-0.18
-ms). So the report shows the client's CPU per request next to the server's. At one
-client that figure is mostly the cost of waking up for each answer, which any
-client pays.
+The clients are coroutines on one asyncio event loop in one thread, writing raw HTTP/1.1
+requests encoded before the clock starts: the load generator shares the cores with the
+server, so it must cost little, and its CPU per request is reported next to the server's.
 
-Reported per mode and client count: requests/s over all requests, requests
-per server CPU-second, client CPU ms per request, p50/p95/p99 latency of the
-valid requests as the client sees them, and the p50 of the time they spent in
-the app (the answer's `elapsed_ms`: the rest was spent in the HTTP server, the
-network and the client); from the server's /v1/info counts, read before and
-after each round, the sentences per model call (the mean batch) and the model
-calls running (model-call seconds per second: the decoder's busy share with
-batching on, the mean number of concurrent calls with it off); then 4xx
-answers, 5xx answers, connection failures and answers that differ from the
-reference. A connection failure is a request that could not
-be sent, or whose answer could not be read: no connection, a closed or reset
-connection, no answer within 120 s, or an answer without a readable
-Content-Length; an answer whose body is not the JSON its check reads is a
-wrong answer. What went wrong is printed to stderr. Targets (issue 20): zero 5xx,
-zero connection failures, zero differences; at the most clients, batching on gives at
-least 1.5x the throughput of batching off, and its p99 latency is at most 3x its mean
-latency there; at fewer clients, batching on is never below 1.0x off. The modes take
-turns, each round in the other order (the server that runs first in a round ran up to
-7% slower at one client, whichever mode it was).
+Reported per mode and client count (docs/BENCHMARKS.md, "Serving under load"): requests/s,
+requests per server CPU-second, client CPU ms per request, p50/p95/p99 latency of the valid
+requests, the p50 of their time in the app (`elapsed_ms`); from /v1/info's counts before and
+after each round, the sentences per model call and the model calls running (model-call
+seconds per second); then 4xx and 5xx answers, connection failures (no connection, a closed
+or reset one, no answer within 120 s, no readable Content-Length: printed to stderr) and wrong
+answers (a body that is not the JSON its check reads is one). Targets (issue 20): no 5xx, no
+connection failure, no wrong answer; at the most clients batching on gives at least 1.5x the
+throughput of batching off, with a p99 latency at most 3x its mean; at fewer clients it is
+never below 1.0x.
 
-With --instant the servers are bench.instant_server, which decodes nothing:
-the throughput that serving alone (HTTP, JSON, validation, batching's thread
-hand-offs) leaves on this machine, the ceiling of both modes.
+--instant serves bench.instant_server, which decodes nothing: the ceiling that serving alone
+(HTTP, JSON, validation, batching's thread hand-offs) leaves. With --hparams or --batch_log
+each server serves a copy of the model directory (links to its files, in
+bench/out/serve_load_models/) whose config.yaml has those settings; --batch_log DIR leaves one
+batch log per mode and phase in DIR (MODE-reference.jsonl, MODE-Nclients-roundR.jsonl) for
+`python -m bench.replay_batches`.
 
-With --hparams or --batch_log each server serves a copy of the model directory
-(links to its files, in bench/out/serve_load_models/) whose config.yaml has
-those settings: --hparams "serve.batch_hold_ms=0" compares a serving rule, and
---batch_log DIR turns on each server's batch log (serve.batch_log) and leaves
-one file per mode and phase in DIR, MODE-reference.jsonl and
-MODE-Nclients-roundR.jsonl, for `python -m bench.replay_batches`.
-
-Usage (a trained model directory; the test sentences default to the
-`test.src` of the model's prepared data):
+Usage (the test sentences default to the `test.src` of the model's prepared data):
   .venv/bin/python -m bench.serve_load --model_dir runs/serve_small [--requests 2000]
       [--clients 1,8,32] [--modes on,off] [--rounds 4] [--input F]
       [--json bench/out/serve_load.json] [--instant] [--hparams serve.k=v,...]
@@ -134,18 +106,15 @@ def plan_requests(sentences, count):
 def encode_request(request, port):
     """`request` as the bytes of an HTTP/1.1 request (keep-alive, the 1.1 default)."""
     head = ("%s %s HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n"
-            % (request.method, request.path, harness.HOST, port, request.content_type, len(request.body)))
+            % (request.method, request.path, harness.HOST, port, request.content_type,
+               len(request.body)))
     return head.encode("latin-1") + request.body
 
 
 def parse_head(head):
-    """(status, Content-Length, whether the server closes the connection) of an answer's head.
-
-    `head` is the status line and the headers, up to and including the blank
-    line. Without Content-Length (chunked, or a body that ends when the
-    connection does) the end of the body is unknown: raises ResponseError
-    rather than wait for it.
-    """
+    """(status, Content-Length, whether the server closes the connection) of an answer's head
+    (the status line and headers, with the blank line); ResponseError without Content-Length
+    (chunked, or a body that ends with the connection): the end of the body is unknown."""
     status_line, *header_lines = head.decode("latin-1").split("\r\n")
     version, _, status_and_reason = status_line.partition(" ")
     if not version.startswith("HTTP/1.") or not status_and_reason[:3].isdigit():
@@ -169,22 +138,16 @@ def parse_head(head):
 
 
 class Connection:
-    """A keep-alive HTTP/1.1 connection to the server, on asyncio streams.
-
-    Opened by the first exchange, and again by the next one after close():
-    after a failure, or when the server says it closes the connection.
-    """
+    """A keep-alive HTTP/1.1 connection to the server, on asyncio streams, opened by the first
+    exchange and again by the next one after close() (a failure, or the server closing it)."""
 
     def __init__(self, port):
         self._port = port
         self._streams = None
 
     async def exchange(self, encoded_request):
-        """Sends one encoded request; returns the answer's (status, body bytes).
-
-        Raises one of CONNECTION_FAILURES (TimeoutError after
-        REQUEST_TIMEOUT_S); the caller then closes the connection.
-        """
+        """Sends one encoded request; returns the answer's (status, body bytes). Raises one of
+        CONNECTION_FAILURES (TimeoutError after REQUEST_TIMEOUT_S); the caller then closes."""
         async with asyncio.timeout(REQUEST_TIMEOUT_S):
             if self._streams is None:
                 self._streams = await asyncio.open_connection(harness.HOST, self._port)
@@ -203,19 +166,20 @@ class Connection:
             self._streams = None
 
 
-async def fetch_reference_answers(port, sentences):
-    """reference_answers' requests, over one connection."""
-    connection = Connection(port)
-    answers = {}
-    for sentence in sentences:
-        status, body = await connection.exchange(
-            encode_request(translation_request(sentence), port))
-        if status != 200:
-            raise RuntimeError("reference request failed: %d %s"
-                               % (status, body.decode("utf-8", "replace")))
-        answers[sentence] = json.loads(body)["translations"][0]
-    connection.close()
-    return answers
+def reference_answers(port, sentences):
+    """Each sentence translated by a request of its own, one at a time, over one connection."""
+    async def fetch():
+        connection, answers = Connection(port), {}
+        for sentence in sentences:
+            status, body = await connection.exchange(
+                encode_request(translation_request(sentence), port))
+            if status != 200:
+                raise RuntimeError("reference request failed: %d %s"
+                                   % (status, body.decode("utf-8", "replace")))
+            answers[sentence] = json.loads(body)["translations"][0]
+        connection.close()
+        return answers
+    return asyncio.run(fetch())
 
 
 def model_call_totals(port):
@@ -225,11 +189,6 @@ def model_call_totals(port):
         raise RuntimeError("GET /v1/info failed: %d %s" % (status, info))
     return tuple(info["batching"][key] for key in ("model_calls", "sentences",
                                                    "model_call_seconds"))
-
-
-def reference_answers(port, sentences):
-    """Each sentence translated by a request of its own, one at a time."""
-    return asyncio.run(fetch_reference_answers(port, sentences))
 
 
 def same_answer(answer, reference):
@@ -249,11 +208,8 @@ class Tally:
         self.failures = collections.Counter()
 
     def answer(self, status, body, reference, elapsed_ms):
-        """Counts one answer; `reference` is None for an invalid request.
-
-        The body is parsed only where a check reads it; a body that is not
-        the JSON the check expects is a wrong answer.
-        """
+        """Counts one answer; `reference` is None for an invalid request. A body that is not
+        the JSON its check reads is a wrong answer."""
         if status >= 500:
             self.counts["server_errors"] += 1
         elif reference is None:
@@ -292,10 +248,8 @@ def first_translation(answer):
 
 
 def encode_plan(plan, port, references):
-    """`plan` as (encoded request, reference answer or None if invalid) pairs.
-
-    Each distinct request is encoded once: the plan repeats a hundred-odd sentences.
-    """
+    """`plan` as (encoded request, reference answer or None if invalid) pairs, each distinct
+    request encoded once."""
     encoded = {request: encode_request(request, port) for request in set(plan)}
     return [(encoded[request], None if request.sentence is None else references[request.sentence])
             for request in plan]
@@ -325,23 +279,17 @@ def run_phase(mode, server, plan, clients, references):
     encoded_plan = encode_plan(plan, server.port, references)
     shares = [encoded_plan[index::clients] for index in range(clients)]
     tally = Tally()
-    calls_before = model_call_totals(server.port)
-    started, started_cpu = time.perf_counter(), server.cpu_seconds()
-    started_client_cpu = time.process_time()
-    asyncio.run(send_shares(server.port, shares, tally))
-    client_cpu_seconds = time.process_time() - started_client_cpu
-    seconds, cpu_seconds = time.perf_counter() - started, server.cpu_seconds() - started_cpu
-    calls, sentences, call_seconds = (after - before for after, before
-                                      in zip(model_call_totals(server.port), calls_before))
+    calls_before, cpu_before = model_call_totals(server.port), server.cpu_seconds()
+    seconds, client_cpu_seconds, _ = harness.measure(
+        lambda: asyncio.run(send_shares(server.port, shares, tally)))
+    cpu_seconds = server.cpu_seconds() - cpu_before
+    calls = [after - before for after, before in zip(model_call_totals(server.port), calls_before)]
     for failure, count in tally.failures.items():
         print("batching %s, %d clients: %d connection failures: %s"
               % (mode, clients, count, failure), file=sys.stderr, flush=True)
-    counts = tally.counts
     return PhaseResult(mode, clients, len(plan), seconds, cpu_seconds, client_cpu_seconds,
-                       sorted(tally.latencies_ms), sorted(tally.in_app_ms), calls, sentences,
-                       call_seconds, counts["client_errors"],
-                       counts["server_errors"], counts["connection_failures"],
-                       counts["mismatches"])
+                       sorted(tally.latencies_ms), sorted(tally.in_app_ms), *calls,
+                       *(tally.counts[name] for name in PhaseResult._fields[-4:]))
 
 
 def merge(results):
@@ -413,10 +361,8 @@ def verdicts(results):
 
 
 def cpu_cost_ratio(results):
-    """(clients, on / off requests per server CPU-second) at the most clients, or None.
-
-    The ratio is None if a server used no CPU tick (or answered nothing) there.
-    """
+    """(clients, on / off requests per server CPU-second) at the most clients, or None; the
+    ratio is None if a server used no CPU tick (or answered nothing) there."""
     by_key, most = by_mode_and_clients(results)
     if ("on", most) not in by_key or ("off", most) not in by_key:
         return None

@@ -1,25 +1,12 @@
-"""A PyTorch peer for bench/train_speed.py: a JoeyNMT-style recurrent model.
+"""A PyTorch peer for bench/train_speed.py: a JoeyNMT-style recurrent model in plain torch.nn.
 
-It stands for an established PyTorch GRU + attention toolkit (JoeyNMT's
-RecurrentEncoder / RecurrentDecoder, "rnn" configuration), written here in
-plain torch.nn:
-
-  - one embedding table for source and target (joint vocabulary), dropout;
-  - encoder: one bidirectional GRU layer over pack_padded_sequence, its
-    final [forward; backward] state bridged to the decoder by tanh(Linear);
-  - Bahdanau attention: v^T tanh(W_k keys + W_q query), keys projected once
-    per batch, padding masked;
-  - decoder: a GRU with input feeding (its input at step t is
-    [embed(y_{t-1}); attentional vector_{t-1}]), stepped in a Python loop
-    over target time as JoeyNMT does for teacher forcing; the attentional
-    vector is tanh(Linear([h_t; context_t])) (the pre-output layer), then a
-    bias-free output projection to the vocabulary;
-  - cross-entropy with label smoothing 0.1, padding ignored, averaged over
-    target tokens; Adam; global-norm gradient clipping.
-
-Sizes (embedding 256, 256 per encoder direction, decoder 256, attention 256,
-vocabulary 4000) give 3.95M parameters; without input feeding it would be
-3.76M.
+It stands for an established PyTorch GRU + attention toolkit (JoeyNMT's RecurrentEncoder /
+RecurrentDecoder, "rnn" configuration): a joint embedding table; one bidirectional GRU layer
+over pack_padded_sequence, bridged to the decoder by tanh(Linear); Bahdanau attention; a GRU
+decoder with input feeding, stepped in a Python loop over target time as JoeyNMT does for
+teacher forcing, a tanh attentional layer, then a bias-free output projection; cross-entropy
+with label smoothing, padding ignored; Adam; global-norm clipping. At embedding 256, 256 per
+encoder direction, decoder 256, attention 256 and vocabulary 4000: 3.95M parameters.
 """
 
 import torch
