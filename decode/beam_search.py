@@ -66,7 +66,8 @@ def top_k(values, k):
     return top_values, chunk_ids * size + positions % size
 
 
-def select_best(logits, beam, step, end_token_id, scoring, max_lengths=None, attention=None):
+def select_best(logits, beam, step, end_token_id, scoring, max_lengths=None, attention=None,
+                target_prefix=None):
     """Scores every one-token continuation and keeps the best `beam_width` (WALKTHROUGH 7).
 
     Args:
@@ -77,6 +78,8 @@ def select_best(logits, beam, step, end_token_id, scoring, max_lengths=None, att
       scoring: a decode.scoring.Scoring, or GNMT's alpha alone.
       max_lengths: None or [b] int32: at its limit a sentence's hypotheses must end.
       attention: [b, k, src] float32, this step's attention, when the Beam has coverage.
+      target_prefix: None or [b, p] int32, pieces then -1: inside its prefix a sentence's
+        hypotheses take its next piece, at the piece's own log-probability.
     Returns:
       (beam, token_ids [b, k] int32, parent_ids [b, k] int32), the new Beam best first
       (within each diverse group: decode/diverse.py).
@@ -90,7 +93,8 @@ def select_best(logits, beam, step, end_token_id, scoring, max_lengths=None, att
         # A slot's log-probability plus each token's log-softmax: the k * v candidates, of which
         # only each slot's r best can reach the best k.
         log_normaliser = tf.reduce_logsumexp(logits, axis=-1, keepdims=True)  # [b, k, 1]
-        allowed = scoring_lib.allowed_logits(logits, step, end_token_id, scoring, beam.tokens)
+        allowed = scoring_lib.allowed_logits(logits, step, end_token_id, scoring, beam.tokens,
+                                             target_prefix)
         row_logits, row_tokens = _end_at_limit(*top_k(allowed, row_width), logits, step,
                                                end_token_id, max_lengths)      # [b, k, r]
         alive_log_probs = beam.log_probs[..., None] + (row_logits - log_normaliser)  # [b, k, r]
@@ -170,10 +174,10 @@ def extend(beam, parent_ids, token_ids, log_probs, step, end_token_id, attention
 
 
 def _start(initial_state, beam_width, begin_token_id, max_lengths, scoring, source_mask,
-           all_alive=False):
-    """The tiled state [b, k, ...], first ids [b, k], Beam and checked limits; the first slot
-    of each diverse group starts alive (no duplicate first tokens), every slot if `all_alive`
-    (sampling)."""
+           target_prefix, sequence_length, all_alive=False):
+    """The tiled state [b, k, ...], first ids [b, k], Beam, checked limits (room for each
+    prefix and the end token) and prefix; the first slot of each diverse group starts alive
+    (no duplicate first tokens), every slot if `all_alive` (sampling)."""
     _check(isinstance(beam_width, numbers.Integral) and beam_width >= 1,
            "beam_width must be an int >= 1, got %r", beam_width)
     _check(source_mask is not None or not scoring_lib.tracks_coverage(scoring),
@@ -203,7 +207,12 @@ def _start(initial_state, beam_width, begin_token_id, max_lengths, scoring, sour
                                                  message="max_lengths: one per sentence")
             with tf.control_dependencies([one_each]):
                 max_lengths = tf.cast(tf.identity(max_lengths), tf.int32)      # [b]
-    return state, ids, beam, max_lengths
+    if target_prefix is not None:
+        target_prefix, prefix_lengths = scoring_lib.checked_prefix(target_prefix, batch_size,
+                                                                   sequence_length)  # [b, p], [b]
+        if max_lengths is not None:
+            max_lengths = tf.maximum(max_lengths, prefix_lengths + 1)
+    return state, ids, beam, max_lengths, target_prefix
 
 
 def _checked_length(sequence_length):
@@ -245,7 +254,7 @@ def _advance(update_fn, state, ids, beam, step, end_token_id, scoring, max_lengt
 
 def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width, begin_token_id,
                     end_token_id, length_penalty=0.0, name="rnn", max_lengths=None, trace=False,
-                    source_mask=None):
+                    source_mask=None, target_prefix=None):
     """Beam search unrolled in Python: one graph step per token (DESIGN.md's contract).
 
     Args:
@@ -262,6 +271,10 @@ def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width, begin
       max_lengths: None or [batch] ints, each sentence's most tokens, end included.
       trace: also return what every step kept (DESIGN.md "Search trace").
       source_mask: [batch, src] float32, 1 on source pieces: needed by a coverage penalty.
+      target_prefix: None or [batch, p] ints, each sentence's forced first pieces, padded with
+        -1 (none: no prefix): each hypothesis takes them, each at its log-probability (scores
+        and trace count them), then searches freely. A sentence's limit is raised to its
+        prefix and the end token; sequence_length must exceed every prefix (checked when run).
     Returns:
       ids [batch, beam, time] int32 (end token repeated after it), scores [batch,
       beam] float32 best first, lengths [batch, beam] int32 (end token counted);
@@ -272,14 +285,15 @@ def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width, begin
     scoring = scoring_lib.as_scoring(length_penalty)
     with tf.name_scope(name):
         sequence_length = _checked_length(sequence_length)
-        state, ids, beam, max_lengths = _start(initial_state, beam_width, begin_token_id,
-                                               max_lengths, scoring, source_mask)
+        state, ids, beam, max_lengths, target_prefix = _start(
+            initial_state, beam_width, begin_token_id, max_lengths, scoring, source_mask,
+            target_prefix, sequence_length)
+        select = functools.partial(select_best, target_prefix=target_prefix)
         tiled_state, records = state, []
         for step in range(sequence_length):
             with tf.name_scope("step_%d" % step):
                 state, beam, record = _advance(update_fn, state, ids, beam, step, end_token_id,
-                                               scoring, max_lengths, trace, select_best,
-                                               tiled_state)
+                                               scoring, max_lengths, trace, select, tiled_state)
             ids = record["token_ids"]                                          # [b, k]
             records.append(record)
         history = {key: tf.stack([record[key] for record in records]) for key in records[0]}
@@ -289,7 +303,8 @@ def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width, begin
 
 def while_loop_beam_search(update_fn, initial_state, sequence_length, beam_width,
                            begin_token_id, end_token_id, length_penalty=0.0, name="while_loop",
-                           max_lengths=None, trace=False, source_mask=None, compact=False):
+                           max_lengths=None, trace=False, source_mask=None, compact=False,
+                           target_prefix=None):
     """Beam search in a tf.while_loop that stops once every hypothesis has finished.
 
     Args and Returns as `rnn_beam_search`, but `sequence_length` may also be a
@@ -301,12 +316,12 @@ def while_loop_beam_search(update_fn, initial_state, sequence_length, beam_width
     with tf.name_scope(name):
         return search_loop(update_fn, initial_state, sequence_length, beam_width, begin_token_id,
                            end_token_id, scoring_lib.as_scoring(length_penalty), max_lengths,
-                           trace, source_mask, compact=compact)
+                           trace, source_mask, compact=compact, target_prefix=target_prefix)
 
 
 def search_loop(update_fn, initial_state, sequence_length, width, begin_token_id, end_token_id,
                 scoring, max_lengths, trace, source_mask, select=None, sampling=False,
-                compact=False, select_args=None):
+                compact=False, select_args=None, target_prefix=None):
     """The tf.while_loop of `while_loop_beam_search` (Args and Returns as it), choosing each
     step's tokens with `select` (select_best's signature; None: select_best); `sampling`:
     every slot starts alive, keeps its own parent, and the results are sorted best first
@@ -314,8 +329,11 @@ def search_loop(update_fn, initial_state, sequence_length, width, begin_token_id
     nor `select` may read per-sentence values from its closure: `select_args`, {keyword:
     [batch, ...]}, passes them to `select`, the live rows' only."""
     sequence_length = _checked_length(sequence_length)
-    state, ids, beam, max_lengths = _start(initial_state, width, begin_token_id, max_lengths,
-                                           scoring, source_mask, all_alive=sampling)
+    state, ids, beam, max_lengths, target_prefix = _start(
+        initial_state, width, begin_token_id, max_lengths, scoring, source_mask, target_prefix,
+        sequence_length, all_alive=sampling)
+    if target_prefix is not None:  # select's per-sentence values, the live rows' if compact
+        select_args = dict(select_args or {}, target_prefix=target_prefix)
     keys = {"token_ids": tf.int32, "parent_ids": tf.int32}
     keys = keys if (width > 1 and not sampling) or trace else {"token_ids": tf.int32}  # no tree
     if trace:
@@ -368,10 +386,10 @@ def search_loop(update_fn, initial_state, sequence_length, width, begin_token_id
 
 def greedy_search(update_fn, initial_state, sequence_length, begin_token_id, end_token_id,
                   length_penalty=0.0, name="greedy", max_lengths=None, trace=False,
-                  source_mask=None, compact=False):
+                  source_mask=None, compact=False, target_prefix=None):
     """Greedy decoding: `while_loop_beam_search` with a beam of one (Args and Returns
     as it, without `beam_width`; every output's beam dimension is 1; one diverse group)."""
     scoring = scoring_lib.as_scoring(length_penalty)._replace(diverse_beam_groups=1)
     return while_loop_beam_search(update_fn, initial_state, sequence_length, 1, begin_token_id,
                                   end_token_id, scoring, name, max_lengths, trace,
-                                  source_mask, compact)
+                                  source_mask, compact, target_prefix)

@@ -64,16 +64,17 @@ def _gumbel_noise(row_seeds, step, shape):
 
 
 def sample_next(logits, beam, step, end_token_id, scoring, max_lengths, attention, sampling,
-                row_seeds):
+                row_seeds, target_prefix=None):
     """One step of sampling with `select_best`'s contract: every alive slot draws its next piece.
 
     Args (beyond select_best's): sampling: a Sampling; row_seeds: [batch, 2] int64, each
-      sentence's seed.
+      sentence's seed; target_prefix as select_best's (inside it, the prefix's piece is drawn).
     Returns:
       (beam, token_ids [batch, beam] int32, None: every slot is its own parent).
     """
     with tf.name_scope("sample_next"):
-        allowed = scoring_lib.allowed_logits(logits, step, end_token_id, scoring, beam.tokens)
+        allowed = scoring_lib.allowed_logits(logits, step, end_token_id, scoring, beam.tokens,
+                                             target_prefix)
         restricted = restricted_logits(allowed, sampling)                      # [b, k, v]
         noisy = restricted + _gumbel_noise(row_seeds, step, get_shape(logits))
         token_ids = tf.argmax(noisy, axis=-1, output_type=tf.int32)           # [b, k]
@@ -96,11 +97,12 @@ def sample_next(logits, beam, step, end_token_id, scoring, max_lengths, attentio
 
 def sample_search(update_fn, initial_state, sequence_length, num_samples, begin_token_id,
                   end_token_id, scoring, sampling, sentence_keys, name="sample", max_lengths=None,
-                  source_mask=None, compact=False):
+                  source_mask=None, compact=False, target_prefix=None):
     """Draws `num_samples` translations per sentence, best score first (the search contract,
     with `num_samples` for beam_width; scoring: a Scoring, sampling: a Sampling,
     sentence_keys: [batch] int64, `sentence_keys` of the batch's sources; compact: a sentence
-    whose samples have all ended leaves the running batch, decode/compaction.py)."""
+    whose samples have all ended leaves the running batch, decode/compaction.py;
+    target_prefix: as decode.beam_search.rnn_beam_search's)."""
     with tf.name_scope(name):
         row_seeds = tf.stack([sentence_keys, tf.fill(tf.shape(sentence_keys),
                                                      tf.cast(sampling.seed, tf.int64))], axis=1)
@@ -108,4 +110,4 @@ def sample_search(update_fn, initial_state, sequence_length, num_samples, begin_
             update_fn, initial_state, sequence_length, num_samples, begin_token_id, end_token_id,
             scoring, max_lengths, False, source_mask, sampling=True, compact=compact,
             select=functools.partial(sample_next, sampling=sampling),
-            select_args={"row_seeds": row_seeds})
+            select_args={"row_seeds": row_seeds}, target_prefix=target_prefix)

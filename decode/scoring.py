@@ -21,7 +21,8 @@ MIN_COVERAGE = 1e-10  # the attention a piece never attended to counts as (log 0
 
 Scoring = collections.namedtuple(
     "Scoring", "length_penalty length_penalty_kind coverage_penalty no_repeat_ngram_size "
-    "min_length diverse_beam_groups diverse_beam_strength", defaults=(0.0, "gnmt", 0.0, 0, 0, 1, 0.5))
+    "min_length diverse_beam_groups diverse_beam_strength",
+    defaults=(0.0, "gnmt", 0.0, 0, 0, 1, 0.5))
 Scoring.__doc__ = """The scoring options of a search: alpha (float or scalar tensor), the
 normalisation kind (Python str), beta (float or scalar tensor; coverage is tracked only when
 the Scoring says `tracks_coverage`), n of repetition blocking (Python int, 0: off), the
@@ -90,11 +91,38 @@ def repeated_ngram_mask(tokens, n, vocab_size):
         return tf.reshape(counts > 0, [batch_size, beam_width, vocab_size])
 
 
-def allowed_logits(logits, step, end_token_id, scoring, tokens=()):
+def checked_prefix(target_prefix, batch_size, sequence_length):
+    """A forced target prefix as [batch, p] int32 and its lengths [batch] int32, checked (the
+    dtype and rank when built, the rest when run): a row per sentence, piece ids >= 0 then -1
+    padding, every prefix shorter than sequence_length (int or scalar tensor)."""
+    prefix = tf.convert_to_tensor(target_prefix)
+    if not (prefix.dtype.is_integer and prefix.shape.ndims in (None, 2)):
+        raise ValueError("target_prefix must be [batch, pieces] integers padded with -1, got %s %s"
+                         % (prefix.dtype.name, prefix.shape))
+    with tf.name_scope("target_prefix"):
+        prefix = tf.cast(prefix, tf.int32)
+        lengths = tf.reduce_sum(tf.cast(prefix >= 0, tf.int32), axis=1)        # [batch]
+        inside = tf.sequence_mask(lengths, tf.shape(prefix)[1])                # [batch, p]
+        well_formed = tf.reduce_all(tf.where_v2(inside, prefix >= 0, tf.equal(prefix, -1)))
+        checks = [tf.debugging.assert_equal(tf.shape(prefix)[0], batch_size,
+                                            message="target_prefix: one row per sentence"),
+                  tf.debugging.assert_equal(well_formed, True,
+                                            message="target_prefix: piece ids >= 0, then -1"),
+                  tf.debugging.assert_less(lengths, sequence_length, message="target_prefix: "
+                                           "sequence_length must exceed every prefix (room for "
+                                           "the end token)")]
+        with tf.control_dependencies(checks):
+            return tf.identity(prefix), tf.identity(lengths)
+
+
+def allowed_logits(logits, step, end_token_id, scoring, tokens=(), target_prefix=None):
     """[batch, beam, vocab] logits with -inf where the options forbid a piece (the end token
-    before min_length, a piece that repeats an n-gram; otherwise the same tensor). step: pieces
-    so far (int or scalar tensor); tokens: [batch, beam, step] int32, for blocking."""
+    before min_length, a piece that repeats an n-gram) and, inside a sentence's forced prefix,
+    on every piece but the prefix's next (that one at its own logit, whatever the options say);
+    otherwise the same tensor. step: pieces so far (int or scalar tensor); tokens: [batch,
+    beam, step] int32, for blocking; target_prefix: None or [batch, p] int32, -1 padded."""
     with tf.name_scope("allowed"):
+        model_logits = logits
         if scoring.no_repeat_ngram_size:
             blocked = repeated_ngram_mask(tokens, scoring.no_repeat_ngram_size, get_shape(logits)[2])
             logits = tf.where_v2(blocked, -np.inf, logits)
@@ -102,4 +130,14 @@ def allowed_logits(logits, step, end_token_id, scoring, tokens=()):
             is_end = tf.equal(tf.range(get_shape(logits)[2]), end_token_id)    # [vocab]
             too_short = tf.logical_and(is_end, step < scoring.min_length)
             logits = tf.where_v2(too_short, -np.inf, logits)
+        if target_prefix is not None:
+            vocab_size = get_shape(logits)[2]
+            in_vocab = tf.debugging.assert_less(target_prefix, vocab_size, message="target_prefix: "
+                                                "piece ids must be < the vocabulary size")
+            with tf.control_dependencies([in_vocab]):  # past the prefix: -1, no piece forced
+                padded = tf.pad(target_prefix, [[0, 0], [0, 1]], constant_values=-1)
+            forced = padded[:, tf.minimum(step, tf.shape(target_prefix)[1])][:, None, None]
+            is_forced = tf.equal(tf.range(vocab_size), forced)                 # [b, 1, vocab]
+            logits = tf.where_v2(forced >= 0, tf.where_v2(is_forced, model_logits, -np.inf),
+                                 logits)                                       # [b, k, vocab]
         return logits

@@ -9,7 +9,10 @@ scores every possible output for brute-force checks.
 All three take an optional `max_length`, a sentence's own length limit (end
 token included), modelled on fairseq: at the last allowed step every token
 but the end token is dropped *after* the log-softmax, so a forced end token
-costs its true log-probability like any other.
+costs its true log-probability like any other. The searches also take a
+`prefix` (CTranslate2's target_prefix): inside it every other token is
+dropped the same way, and the limit is raised to leave room for the prefix
+and the end token.
 """
 
 import collections
@@ -45,8 +48,21 @@ def _at_limit(step, max_length):
     return max_length is not None and step + 1 >= max_length
 
 
+def _allowed(token, position, end_token_id, max_length, prefix):
+    """Whether `token` may be chosen at `position` (0-based): inside the prefix only its
+    token, at the limit only the end token, else any."""
+    if position < len(prefix):
+        return token == prefix[position]
+    return token == end_token_id or not _at_limit(position, max_length)
+
+
+def _room_for(prefix, max_length):
+    """The limit, raised to hold the prefix and the end token."""
+    return max_length if max_length is None else max(max_length, len(prefix) + 1)
+
+
 def beam_search(step, initial_state, sequence_length, beam_width, begin_token_id,
-                end_token_id, alpha, max_length=None, groups=1, strength=0.0):
+                end_token_id, alpha, max_length=None, groups=1, strength=0.0, prefix=()):
     """Beam search over one sentence, with finished hypotheses kept in the beam.
 
     Each step, a finished hypothesis is one candidate (itself, score unchanged);
@@ -66,6 +82,7 @@ def beam_search(step, initial_state, sequence_length, beam_width, begin_token_id
       arrays; rows beyond the possible hypotheses have score -inf, ids all
       end_token_id and length 0.
     """
+    max_length = _room_for(prefix, max_length)
     beams = [[Hypothesis((), 0.0, False, initial_state)] for _ in range(groups)]
     for position in range(sequence_length):
         taken = collections.Counter()  # tokens taken at this step by the groups so far
@@ -78,7 +95,7 @@ def beam_search(step, initial_state, sequence_length, beam_width, begin_token_id
                 last = hypothesis.tokens[-1] if hypothesis.tokens else begin_token_id
                 state, logits = step(hypothesis.state, last)
                 for token, log_prob in enumerate(log_softmax(logits)):
-                    if _at_limit(position, max_length) and token != end_token_id:
+                    if not _allowed(token, position, end_token_id, max_length, prefix):
                         continue
                     new = Hypothesis(hypothesis.tokens + (token,), hypothesis.log_prob + log_prob,
                                      token == end_token_id, state)
@@ -99,16 +116,15 @@ def beam_search(step, initial_state, sequence_length, beam_width, begin_token_id
 
 
 def greedy(step, initial_state, sequence_length, begin_token_id, end_token_id, alpha,
-           max_length=None):
+           max_length=None, prefix=()):
     """Greedy decoding of one sentence: (ids [sequence_length], score, length)."""
     state, tokens, log_prob = initial_state, [], 0.0
+    max_length = _room_for(prefix, max_length)
     while len(tokens) < sequence_length and end_token_id not in tokens:
         state, logits = step(state, tokens[-1] if tokens else begin_token_id)
         log_probs = log_softmax(logits)
-        if _at_limit(len(tokens), max_length):
-            tokens.append(end_token_id)
-        else:
-            tokens.append(int(np.argmax(log_probs)))
+        tokens.append(max((token for token in range(len(log_probs)) if _allowed(
+            token, len(tokens), end_token_id, max_length, prefix)), key=lambda t: log_probs[t]))
         log_prob += log_probs[tokens[-1]]
     return (np.array(_padded(tokens, sequence_length, end_token_id)),
             log_prob / length_penalty(len(tokens), alpha), len(tokens))
