@@ -13,7 +13,6 @@ the original's. Every comparison ignores case and final punctuation.
 import argparse
 import collections
 import datetime
-import json
 import os
 import random
 import re
@@ -22,6 +21,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from num2words import num2words  # noqa: E402
+
+from bench import harness  # noqa: E402
 
 WEEKDAYS = {"Monday": "segunda-feira", "Tuesday": "terça-feira", "Wednesday": "quarta-feira",
             "Thursday": "quinta-feira", "Friday": "sexta-feira", "Saturday": "sábado",
@@ -134,19 +135,11 @@ def time_cases(rng, count):
     cases = []
     for index in range(count):
         hour, minute = rng.randrange(24), rng.choice([0, rng.randrange(60)])
-        half = "AM" if hour < 12 else "PM"
-        clock = hour % 12 or 12
-        expected = "%02d:%02d" % (hour, minute)
-        form = index % 4
-        if form == 0:
-            english = "%d:%02d %s" % (clock, minute, half)
-        elif form == 1:
-            english = "%d:%02d%s" % (clock, minute, half.lower())
-        elif form == 2:
-            english = "%d %s" % (clock, half.lower()) if minute == 0 else "%d:%02d %s" % (clock, minute, half.lower())
-        else:
-            english = "%d:%02d" % (hour, minute)
-        cases.append((english, expected))
+        clock, half = hour % 12 or 12, "AM" if hour < 12 else "PM"
+        english = ["%d:%02d %s" % (clock, minute, half), "%d:%02d%s" % (clock, minute, half.lower()),
+                   "%d %s" % (clock, half.lower()) if minute == 0 else "%d:%02d %s" % (clock, minute, half.lower()),
+                   "%d:%02d" % (hour, minute)][index % 4]
+        cases.append((english, "%02d:%02d" % (hour, minute)))
     return cases
 
 
@@ -156,19 +149,18 @@ def amount_cases(rng, count):
         units, cents = rng.randint(2, 9999), rng.randint(1, 99)
         (english_one, english_many), (pt_one, pt_many) = rng.choice(list(CURRENCIES.items()))
         symbol = rng.choice(list(SYMBOLS))
+        english_units, pt_units = "{:,}".format(units), SYMBOLS[symbol] + digits_pt(units)
         form = index % 5
         if form == 0:
-            cases.append(("%s%s" % (symbol, "{:,}".format(units)), SYMBOLS[symbol] + digits_pt(units)))
+            cases.append((symbol + english_units, pt_units))
         elif form == 1:
-            cases.append(("%s%s.%02d" % (symbol, "{:,}".format(units), cents),
-                          "%s%s,%02d" % (SYMBOLS[symbol], digits_pt(units), cents)))
+            cases.append(("%s%s.%02d" % (symbol, english_units, cents), "%s,%02d" % (pt_units, cents)))
         elif form == 2:
             cases.append(("%d %s" % (units, english_many), "%d %s" % (units, pt_many)))
         elif form == 3:
             cases.append(("%s %s" % (english_words(units, rng), english_many), "%s %s" % (pt_number(units), pt_many)))
         else:
-            cases.append(("It costs %s%s." % (symbol, "{:,}".format(units)),
-                          "Custa %s%s." % (SYMBOLS[symbol], digits_pt(units))))
+            cases.append(("It costs %s%s." % (symbol, english_units), "Custa %s." % pt_units))
     return cases
 
 
@@ -202,10 +194,8 @@ def main(argv=None):
     tf.disable_v2_behavior()
     from decode.translator import Translator
     rng = random.Random(args.seed)
-    with open(os.path.join(args.data_dir, "test.src"), encoding="utf-8") as f:
-        test_sources = f.read().splitlines()
-    with open(os.path.join(args.data_dir, "test.tgt"), encoding="utf-8") as f:
-        test_targets = f.read().splitlines()
+    test_sources, test_targets = (harness.read_sentences(os.path.join(args.data_dir, name))
+                                  for name in ("test.src", "test.tgt"))
     kinds = collections.OrderedDict([
         ("names", names_cases()), ("numbers", number_cases(rng, 200)), ("dates", date_cases(rng, 180)),
         ("times", time_cases(rng, 80)), ("amounts", amount_cases(rng, 100)),
@@ -252,11 +242,8 @@ def main(argv=None):
     for name, (count, total) in list(flagged.items())[-2:]:
         print("flagged unfamiliar: %-14s %4d / %4d  %5.1f%%" % (name, count, total, 100.0 * count / total))
     print("    not flagged: %s" % "; ".join(misses["out_of_domain_not_flagged"]))
-    if args.json:
-        os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"right": report, "test_exact": [exact, len(test_targets)], "flagged": flagged,
-                       "misses": misses}, f, ensure_ascii=False, indent=1)
+    harness.write_json(args.json, {"right": report, "test_exact": [exact, len(test_targets)],
+                                   "flagged": flagged, "misses": misses}, ensure_ascii=False)
     translator.close()
 
 

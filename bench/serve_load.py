@@ -477,5 +477,6 @@ def main(argv=None):
     harness.write_json(args.json, {"table": table(results), "checks": checks})
     return 0 if all(passed for _, _, passed in checks) else 1
 
+
 if __name__ == "__main__":
     sys.exit(main())

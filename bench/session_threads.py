@@ -115,5 +115,6 @@ def main(argv=None):
                       for name in MEASURES] for setting, samples in runs.items())))
     return 0
 
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -89,11 +89,8 @@ def num_tokens(batch):
 
 
 def rates(batches, step_end_clocks, warmup):
-    """Tokens (and source tokens) of the timed steps per wall-clock second and per CPU-second.
-
-    The timed steps are those after `warmup`, timed from the end of the last
-    warm-up step to the end of the last step.
-    """
+    """Tokens (and source tokens) per wall-clock second and per CPU-second of the steps after
+    `warmup`, from the end of the last warm-up step to the end of the last step."""
     timed = batches[warmup:len(step_end_clocks)]
     tokens = sum(num_tokens(b) for b in timed)
     source_tokens = sum(int(b["source_length"].sum()) for b in timed)
@@ -106,14 +103,9 @@ def rates(batches, step_end_clocks, warmup):
 
 
 def run_ours(config, batches, num_towers, vocab_size=None):
-    """Trains training.model_fn's graph on `batches`.
-
-    With `vocab_size`, the model's source and target vocabularies are that
-    wide instead of the tokenizer's (see "Vocabulary 4000").
-
-    Returns:
-      (each step's end, harness.clock(); the number of trainable parameters).
-    """
+    """Trains training.model_fn's graph on `batches`, the vocabularies `vocab_size` wide if
+    given (else the tokenizer's); returns (each step's end, harness.clock(); the number of
+    trainable parameters)."""
     from unittest import mock
 
     import tensorflow.compat.v1 as tf
@@ -148,11 +140,8 @@ def run_ours(config, batches, num_towers, vocab_size=None):
 
 
 def run_torch(config, batches, num_threads):
-    """Trains bench/torch_peer.py's model on `batches`, vocabulary PEER_VOCAB_SIZE.
-
-    Returns:
-      (each step's end, harness.clock(); the number of parameters).
-    """
+    """Trains bench/torch_peer.py's model on `batches`, vocabulary PEER_VOCAB_SIZE; returns
+    what run_ours does."""
     import torch
 
     from bench import torch_peer
