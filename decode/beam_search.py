@@ -112,8 +112,8 @@ def select_best(logits, beam, step, end_token_id, scoring, max_lengths=None, att
             _, best = tf.nn.top_k(tf.reshape(scores, flat), k=beam_width)      # [b, k]
         else:
             fresh = tf.logical_and(tf.logical_not(beam.finished)[..., None], scores > -np.inf)
-            best = diverse.group_best(scores, tokens, fresh, scoring.diverse_beam_groups,
-                                      scoring.diverse_beam_strength)           # [b, k]
+            best = diverse.group_best(scores, tf.where_v2(fresh, tokens, -1),
+                                      scoring.diverse_beam_groups, scoring.diverse_beam_strength)
         parent_ids = best // row_width                                          # [b, k]
         token_ids = batch_gather(tf.reshape(tokens, flat), best)                # [b, k]
         log_probs = batch_gather(tf.reshape(log_probs, flat), best)             # [b, k]

@@ -28,12 +28,13 @@ def checked_groups(scoring, beam_width):
     return groups
 
 
-def group_best(scores, tokens, fresh, groups, strength):
+def group_best(scores, tokens, groups, strength):
     """Each group's best k / G candidates, group after group.
 
     Args:
-      scores: [b, k, r] float32, the candidates' scores; tokens: [b, k, r] int32, their tokens.
-      fresh: [b, k, r] bool, the possible continuations of alive slots (the penalised ones).
+      scores: [b, k, r] float32, the candidates' scores.
+      tokens: [b, k, r] int32, the token each candidate takes; -1 for those neither penalised
+        nor counted (a carried finished hypothesis, an impossible one).
       groups: G, a Python int dividing k; strength: lambda, a float or scalar tensor.
     Returns:
       [b, k] int32 indices into the flat [k * r] candidates: group g's best in its slots
@@ -47,18 +48,15 @@ def group_best(scores, tokens, fresh, groups, strength):
                 strength, message="diverse_beam_strength must be >= 0")
             with tf.control_dependencies([non_negative]):
                 strength = tf.identity(tf.cast(strength, tf.float32))
-        best, taken, taken_fresh = [], [], []   # each group's [b, k / G]
+        best, taken = [], []  # each group's [b, k / G]: its kept candidates, their tokens
         for group in range(groups):
             slots = slice(group * width, (group + 1) * width)
-            group_scores = scores[:, slots]                                    # [b, k / G, r]
-            if group:  # how often each candidate's token was taken by the groups before
-                same = tf.logical_and(
-                    tf.equal(tokens[:, slots, :, None], tf.concat(taken, 1)[:, None, None]),
-                    tf.concat(taken_fresh, 1)[:, None, None])                  # [b, k/G, r, g k/G]
+            group_scores, group_tokens = scores[:, slots], tokens[:, slots]    # [b, k / G, r]
+            if taken:  # how often each candidate's token was taken by the groups before
+                same = tf.equal(group_tokens[..., None], tf.concat(taken, 1)[:, None, None])
                 times = tf.reduce_sum(tf.cast(same, tf.float32), axis=-1)      # [b, k / G, r]
-                group_scores -= tf.where_v2(fresh[:, slots], strength * times, 0.0)
+                group_scores -= tf.where_v2(group_tokens >= 0, strength * times, 0.0)
             _, top = tf.nn.top_k(tf.reshape(group_scores, [batch_size, -1]), k=width)  # [b, k/G]
-            for kept, values in ((taken, tokens), (taken_fresh, fresh)):
-                kept.append(batch_gather(tf.reshape(values[:, slots], [batch_size, -1]), top))
+            taken.append(batch_gather(tf.reshape(group_tokens, [batch_size, -1]), top))
             best.append(top + group * width * row_width)
         return tf.concat(best, axis=1)                                          # [b, k]
