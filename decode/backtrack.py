@@ -1,9 +1,6 @@
-"""A search's results from what its steps recorded: follow the parent slots back.
-
-Each step of a search records, for every slot, the token it took and the slot of the step
-before that it extends; the final hypotheses are read by walking those parents back from the
-last step. Shapes: t steps, b sentences, k slots, src source pieces.
-"""
+"""A search's results from what its steps recorded (for every slot, its token and the slot of
+the step before it extends): follow the parents back from the last step. Shapes: t steps, b
+sentences, k slots, src source pieces."""
 
 import numpy as np
 import tensorflow.compat.v1 as tf
@@ -54,7 +51,8 @@ def results(history, scores, lengths, end_token_id, trace, sort=False):
             paths = backtrack(history["parent_ids"], *histories)
         if sort:
             scores, order = tf.nn.top_k(scores, k=get_shape(scores)[1])       # [b, k]
-            paths, lengths = [batch_gather(path, order) for path in paths], batch_gather(lengths, order)
+            paths = [batch_gather(path, order) for path in paths]
+            lengths = batch_gather(lengths, order)
         possible = tf.greater(scores, -np.inf)  # -inf: beam filler, ids all end, length 0
         ids = tf.where_v2(possible[..., None], paths[0], end_token_id)        # [b, k, t]
         lengths = tf.where_v2(possible, lengths, 0)                            # [b, k]
@@ -63,8 +61,8 @@ def results(history, scores, lengths, end_token_id, trace, sort=False):
         steps = {key: tf.transpose(history[key], [1, 0, 2])                    # [b, t, k]
                  for key in ("token_ids", "parent_ids", "scores", "finished")}
         if sort:
-            steps = {key: tf.concat([values[:, :-1], batch_gather(values[:, -1], order)[:, None]], 1)
-                     for key, values in steps.items()}
+            steps = {key: tf.concat([values[:, :-1], batch_gather(values[:, -1], order)[:, None]],
+                                    axis=1) for key, values in steps.items()}
         if len(paths) > 1:
             steps["attention"] = paths[1]                                       # [b, k, t, src]
         return ids, scores, lengths, steps

@@ -1,13 +1,9 @@
-"""Diverse beam search: a beam of k slots kept as G groups of k / G that steer apart.
-
-Vijayakumar et al. 2018 with Hamming diversity, fairseq's `--diverse-beam-groups G
---diverse-beam-strength lambda`: each group starts from the empty hypothesis; at each step
-group g ranks its candidates by score minus lambda times the number of hypotheses of groups
-0..g-1 that took the same token at this step, and keeps its own best k / G (a finished
-hypothesis is carried, never penalised). The penalty only ranks: every hypothesis keeps the
-contract's score, and the results are sorted by it across groups, as fairseq sorts its
-finished hypotheses. G = 1 is the plain search. Shapes as in decode/beam_search.py.
-"""
+"""Diverse beam search (Vijayakumar et al. 2018; fairseq's Hamming diversity): k slots as G
+groups of k / G, each started from the empty hypothesis; group g ranks its candidates by score
+minus lambda times the hypotheses of groups 0..g-1 that took the same token at this step (a
+carried finished one pays nothing) and keeps its own best. The penalty only ranks: scores stay
+the contract's, and the results are sorted by them across groups, as fairseq sorts its
+finished hypotheses. Shapes as in decode/beam_search.py."""
 
 import numbers
 
