@@ -12,15 +12,10 @@ word bigram, and the median sentences/s with its ratio to the plain beam search.
 
 import argparse
 import functools
-import os
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import sacrebleu
 
-import sacrebleu  # noqa: E402
-import tensorflow.compat.v1 as tf  # noqa: E402
-
-from bench import harness  # noqa: E402
-from decode.translator import Translator  # noqa: E402
+from bench import harness
 
 VARIANTS = [  # (name, decoder, options); beam 5 is the config's width
     ("beam 5, gnmt 0.6 (plain)", "while_loop", {}),
@@ -50,10 +45,9 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json")
     args = parser.parse_args(argv)
-    tf.disable_v2_behavior()
     sources = harness.read_sentences(args.input, args.max_sentences)
     references = harness.read_sentences(args.reference, len(sources))
-    translator = Translator(args.model_dir)
+    translator = harness.translator(args.model_dir)
     token_ids = [translator.tokenize(text) for text in sources]
     rows = []
     for name, decoder, options in VARIANTS:  # also the graphs' first runs, before timing

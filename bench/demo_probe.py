@@ -190,9 +190,6 @@ def main(argv=None):
     parser.add_argument("--json", default="", help="write the figures and every miss here")
     parser.add_argument("--show", type=int, default=5, help="misses printed per kind")
     args = parser.parse_args(argv)
-    import tensorflow.compat.v1 as tf
-    tf.disable_v2_behavior()
-    from decode.translator import Translator
     rng = random.Random(args.seed)
     test_sources, test_targets = (harness.read_sentences(os.path.join(args.data_dir, name))
                                   for name in ("test.src", "test.tgt"))
@@ -203,7 +200,7 @@ def main(argv=None):
     originals = rng.sample(range(len(test_sources)), 300)
     pairs = [(test_sources[i], variants(test_sources[i], rng)) for i in originals]
     pairs = [(original, variant) for original, variant in pairs if variant]
-    translator = Translator(args.model_dir)
+    translator = harness.translator(args.model_dir)
 
     def translate(texts):
         return translator.translate(texts, args.decoder, args.beam_width, 1)

@@ -12,16 +12,11 @@ the exact best beats the beam search it started from (by more than 1e-4) or is e
 """
 
 import argparse
-import os
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import numpy as np
 
-import numpy as np  # noqa: E402
-import tensorflow.compat.v1 as tf  # noqa: E402
-
-from bench import harness  # noqa: E402
-from decode import translator as translator_module  # noqa: E402
-from decode.translator import Translator  # noqa: E402
+from bench import harness
+from decode import translator as translator_module
 
 
 def main(argv=None):
@@ -35,9 +30,8 @@ def main(argv=None):
     parser.add_argument("--rows_per_call", type=int, default=translator_module.EXACT_ROWS_PER_CALL)
     args = parser.parse_args(argv)
     sources = harness.read_sentences(args.input, args.sentences)
-    tf.disable_v2_behavior()
     translator_module.EXACT_ROWS_PER_CALL = args.rows_per_call
-    translator = Translator(args.model_dir)
+    translator = harness.translator(args.model_dir)
     translator.warm_up(["while_loop", "exact"])
     print("%d sentences, max_expansions %d, %d prefixes per model call"
           % (len(sources), args.max_expansions, args.rows_per_call))

@@ -30,10 +30,8 @@ import shutil
 import subprocess
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-from bench import harness  # noqa: E402
-from bench.harness import REPO, cell, ratio  # noqa: E402
+from bench import harness
+from bench.harness import REPO, cell, ratio
 
 TRACED_STEP = 5  # within the first progress interval, which the rates leave out
 PROGRESS_INTERVALS = 6  # train.log_step_count_steps = steps / this
@@ -149,10 +147,8 @@ def decode_part(spec):
     """Decodes the test set with each of DECODERS: sentences/s of a second pass (the first
     builds the graphs)."""
     import tensorflow.compat.v1 as tf
-    tf.disable_v2_behavior()
-    from decode.translator import Translator
     from data_pipeline.prepare import prepare
-    translator = Translator(spec["model_dir"])
+    translator = harness.translator(spec["model_dir"])
     sentences = harness.read_sentences(
         prepare(translator.config, verbose=False).raw_text["test"][0])
     samples = harness.time_rounds({decoder: functools.partial(

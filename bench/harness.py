@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # for the TensorFlow imported after this
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HOST = "127.0.0.1"
 # Loading and warming up a model takes seconds to a minute; a server that is not ready
@@ -116,6 +117,14 @@ def write_json(path, value, **options):
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         with open(path, "w", encoding="utf-8") as json_file:
             json.dump(value, json_file, indent=1, **options)
+
+
+def translator(model_dir, **options):
+    """A decode.translator.Translator of `model_dir` (`options`: its keywords), in graph mode."""
+    import tensorflow.compat.v1 as tf
+    from decode.translator import Translator
+    tf.disable_v2_behavior()
+    return Translator(model_dir, **options)
 
 
 def get_json(port, path, timeout_s=60):

@@ -1,15 +1,11 @@
 """Input pipeline speed: pairs/s and tokens/s of input_fn in TRAIN mode.
 
-Prepares the config's data if needed (a no-op when up to date), then pulls
-batches from data_pipeline.input.input_fn(TRAIN, config) in one session, with
-no model attached, so the figure is the most the pipeline can feed a trainer.
-The first `--warmup` batches, which read and parse the shards before the
-cache holds them, are timed separately from the steady state that training
-runs in for all later epochs.
-
-Tokens are real (unpadded) source + target tokens, target counted with its
-EOS, the same count the training progress line reports; padded tokens are
-given too, and their ratio is the padding that bucketing leaves.
+Prepares the config's data if needed, then pulls batches from
+data_pipeline.input.input_fn(TRAIN, config) in one session with no model attached: the most
+the pipeline can feed a trainer. The first `--warmup` batches (the shards read and parsed
+before the cache holds them) are timed apart from the steady state of all later epochs. Tokens
+are real source + target tokens (target with its EOS), as the training progress line counts
+them; the padded count gives the padding that bucketing leaves.
 
 Usage:
   .venv/bin/python -m bench.input_pipeline [--config configs/default.yaml]

@@ -1,11 +1,9 @@
 """serve.py around a translator that answers at once: what serving costs without decoding.
 
-The same app, validation, batcher and waitress server as serve.py, and
-the model directory's real tokenizer and options, but `translate_tokens`
-(what the server calls) decodes nothing: every text comes back, tokenized and
-detokenized, as its own translation, with score 0. Run under load by
-`python -m bench.serve_load --instant`, it measures the ceiling that HTTP,
-JSON, validation and thread hand-offs alone leave a server on this machine.
+The same app, validation, batcher and waitress server as serve.py, with the model directory's
+tokenizer and options, but `translate_tokens` decodes nothing: each text comes back, tokenized
+and detokenized, as its own translation, score 0. Under `python -m bench.serve_load --instant`
+it measures the ceiling that HTTP, JSON, validation and thread hand-offs alone leave.
 
 Usage: the arguments of serve.py.
   .venv/bin/python -m bench.instant_server --model_dir runs/serve_small --port 0

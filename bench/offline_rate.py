@@ -8,14 +8,8 @@ width, decode.batch_size batches, the decoding defaults or --hparams) a few time
 """
 
 import argparse
-import os
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-import tensorflow.compat.v1 as tf  # noqa: E402
-
-from bench import harness  # noqa: E402
-from decode.translator import Translator  # noqa: E402
+from bench import harness
 
 
 def main():
@@ -27,9 +21,8 @@ def main():
                         'decode.inter_op_threads=0,decode.intra_op_threads=0" (one call at a time'
                         " on TensorFlow's pools, the default before issue 10's last change)")
     args = parser.parse_args()
-    tf.disable_v2_behavior()
     lines = harness.read_sentences(args.input)
-    translator = Translator(args.model_dir, hparams=args.hparams)
+    translator = harness.translator(args.model_dir, hparams=args.hparams)
     translator.translate(lines[:64])
 
     def report(index, samples):

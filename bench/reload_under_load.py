@@ -3,21 +3,14 @@
     .venv/bin/python bench/reload_under_load.py --model_dir D [--clients 8] [--reloads 50]
         [--baseline_s 20] [--warm_up_source_tokens 16] [--json F]
 
-Copies D's config and tokenizer into a scratch model directory, serves it with serve.py
-(watching, the default), installs D's newest checkpoint as MODEL_DIR/best/, and lets
-`--clients` threads send one sentence after another (one keep-alive connection each)
-throughout. After `--baseline_s` seconds without a reload, it installs D's other
-checkpoints as best/ in turn, `--reloads` times (as training's best-checkpoint rule does: a
-staging directory renamed into place), each once the previous one is served.
-
-Reported: failed requests (any answer but 200); p50/p99 latency of the requests of the
-baseline and of those that overlapped a reload (from the install to the server's
-`loaded_at`); answers whose step was not served at any moment of their request (the server
-switches at `loaded_at`; until then the step before is the best it has built); the server's
-resident memory
-(VmRSS) before the first reload, after the 5th and after the last, and the reload times
-(install to loaded_at; serve.py warms every new model up as it warms the first, the unrolled
-decoder's graphs for sources of up to --warm_up_source_tokens included).
+Serves a scratch copy of D's config and tokenizer (watching, the default) with D's newest
+checkpoint installed as MODEL_DIR/best/, while `--clients` threads send one sentence after
+another, one keep-alive connection each. After `--baseline_s` seconds it installs D's other
+checkpoints as best/ in turn (staged, then renamed in, as training does), `--reloads` times,
+each once the previous one is served. Reported: failed requests (any answer but 200); p50/p99
+latency of the baseline's requests and of those that overlapped a reload (install to the
+server's `loaded_at`); answers from a step not served at any moment of their request; the
+server's VmRSS before the first reload, after the 5th and after the last; the reload times.
 """
 
 import argparse

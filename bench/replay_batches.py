@@ -2,16 +2,14 @@
 
     python -m bench.replay_batches --model_dir D --log F [F ...] [--summary]
 
-The batch log (serve.batch_log in the served model directory's config.yaml; server/batch_log.py)
-holds one JSON line per model call: its settings, the source token ids of its sentences, and
-the wall and CPU seconds the call took in the server. This loads the model as serve.py does
-(one batch at a time in the calling thread, serve.intra_op_threads threads in an op), builds
-and runs each graph the log needs once, then runs every logged batch again, back to back,
-through `Translator.translate_tokens` with the logged settings, and prints each call's served
-and replayed wall and CPU milliseconds, then the totals. If the replay is about as slow as
-serving, the batches themselves are the cost (their sizes and lengths); if it is much faster,
-the time went around the model calls (the other slots' calls on the same cores, the GIL, the
-HTTP threads). Calls that failed, or that built a graph when served, are left out of the totals.
+The batch log (serve.batch_log; server/batch_log.py) holds one JSON line per model call: its
+settings, its sentences' source ids, and the call's wall and CPU seconds in the server. This
+loads the model as serve.py does (one batch at a time in the calling thread,
+serve.intra_op_threads threads in an op), runs each graph the log needs once, then every
+logged batch again, back to back, with the logged settings, and prints each call's served and
+replayed milliseconds, then the totals. As slow as serving: the batches are the cost; much
+faster: the time went around the calls (other calls on the same cores, the GIL, HTTP). Calls
+that failed, or built a graph when served, are left out.
 """
 
 import argparse
@@ -20,9 +18,7 @@ import os
 import sys
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-from bench import harness  # noqa: E402
+from bench import harness
 
 FIELDS = ("decoder", "beam_width", "n_best", "trace", "source_ids", "wall_seconds",
           "cpu_seconds")
@@ -149,12 +145,9 @@ def main(argv=None):
     if not records:
         print("replay_batches: %s holds no model call" % " ".join(args.log), file=sys.stderr)
         return 2
-    import tensorflow.compat.v1 as tf
-    from decode.translator import Translator
     from seq2seq.config import load_config
-    tf.disable_v2_behavior()
     served = load_config(os.path.join(args.model_dir, "config.yaml"))["serve"]
-    translator = Translator(args.model_dir, hparams=(
+    translator = harness.translator(args.model_dir, hparams=(
         "decode.concurrent_batches=1,decode.inter_op_threads=-1,decode.intra_op_threads=%d"
         % served["intra_op_threads"]))
     rows = replay(translator, records)

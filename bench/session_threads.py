@@ -1,18 +1,12 @@
 """Decoding session threads: thread settings of the Translator's session, compared.
 
-`decode.inter_op_threads` and `decode.intra_op_threads` set the decoding
-session's threads (docs/DECODING-NOTES.md). TensorFlow fixes the
-intra-op pool of a process when its first session is created, so every
-setting is measured in a child process of its own; the settings take turns,
-`--rounds` times, and the table gives the median of each measure.
-
-Each child loads the Translator with the setting as hparams, warms up, then
-measures on the model's test sentences (while_loop, the config's beam width):
-- batch 32: `translate` of 32 sentences at a time;
-- batch 1: `translate` of one sentence at a time;
-- 32 threads x 1: 32 threads at once, each translating one sentence at a
-  time (the unbatched server's load);
-reporting ms of wall time and of process CPU time per sentence.
+`decode.inter_op_threads` and `decode.intra_op_threads` set the decoding session's threads
+(docs/DECODING-NOTES.md). TensorFlow fixes a process's intra-op pool with its first session, so
+each setting is measured in a child process of its own; the settings take turns, `--rounds`
+times, and the table gives the median of each measure: ms of wall and of process CPU time per
+sentence of the model's test sentences (while_loop, the config's beam width) translated 32 at
+a time ("batch 32"), one at a time ("batch 1"), and one at a time by 32 threads at once
+("32 threads x 1", the unbatched server's load).
 
 Usage:
   .venv/bin/python -m bench.session_threads --model_dir runs/serve_small
@@ -27,9 +21,7 @@ import subprocess
 import sys
 import threading
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-from bench import harness  # noqa: E402
+from bench import harness
 
 MEASURES = ("batch 32", "batch 1", "32 threads x 1")
 THREADS = 32
@@ -37,12 +29,8 @@ THREADS = 32
 
 def measure(model_dir, setting, sentences):
     """The child: {measure: (wall ms, CPU ms) per sentence} for one thread setting."""
-    import tensorflow.compat.v1 as tf
-    from decode.translator import Translator
-
-    tf.disable_v2_behavior()
     inter, intra = setting.split("/")
-    translator = Translator(model_dir, hparams="decode.inter_op_threads=%s,"
+    translator = harness.translator(model_dir, hparams="decode.inter_op_threads=%s,"
                                                "decode.intra_op_threads=%s" % (inter, intra))
     translator.translate(sentences[:32])
 

@@ -44,11 +44,9 @@ import subprocess
 import sys
 import tempfile
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from bench import harness  # noqa: E402
+from bench import harness
 
 VARIANTS = ("ours_1", "ours_2", "keras", "ours_4k", "ours_peer", "torch", "torch_1t")
 PEER_VOCAB_SIZE = 4000
