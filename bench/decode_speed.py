@@ -119,11 +119,8 @@ def two_stage_top_k(logits, beam_log_probs, beam_width, row_top_k):
 
 def textbook_select_best(logits, beam, step, end_token_id, alpha, max_lengths=None,
                          attention=None):
-    """beam_search.select_best in one stage: log-softmax, add, one top_k over beam x vocab.
-
-    What select_best would be without its two-stage, chunked top-k: the same
-    Beam in and out, finished hypotheses carried over at their end-token slot.
-    """
+    """beam_search.select_best in one stage (log-softmax, add, one top_k over beam x vocab):
+    the same Beam in and out, finished hypotheses carried over at their end-token slot."""
     batch_size, beam_width = get_shape(beam.log_probs)
     vocab_size = get_shape(logits)[2]
     is_end = tf.equal(tf.range(vocab_size), end_token_id)                      # [v]
@@ -290,11 +287,10 @@ def throughput(batch_size, beam_width, length, repeats):
         }
         if AGAINST:
             searches, beam_update_fn = AGAINST
-            fetches["while_loop (--against)"] = build_our_search(
-                searches.while_loop_beam_search, model, encoded, beam_width, length,
-                beam_update_fn)
-            fetches["unrolled (--against)"] = build_our_search(
-                searches.rnn_beam_search, model, encoded, beam_width, length, beam_update_fn)
+            for name, search in (("while_loop", searches.while_loop_beam_search),
+                                 ("unrolled", searches.rnn_beam_search)):
+                fetches[name + " (--against)"] = build_our_search(
+                    search, model, encoded, beam_width, length, beam_update_fn)
             fetches["greedy (--against)"] = build_greedy(model, encoded, length,
                                                          searches.greedy_search, beam_update_fn)
         return fetches
@@ -302,14 +298,10 @@ def throughput(batch_size, beam_width, length, repeats):
 
 
 def as_translate_runs_it(batch_size, beam_width, length, repeats):
-    """The while_loop search as `decode.translate` runs one call, against tfa by default.
-
-    `decode.translate` splits a call of `batch_size` sentences into batches of
-    `decode.batch_size` (smaller ones when the call cannot give every core a full one:
-    `call_batch_size`) and runs one batch per core at once, each in the Translator's
-    session (every op in the calling thread, one intra-op thread, Grappler off), compaction
-    on; tfa decodes the whole batch in TensorFlow's default session, what its users get.
-    """
+    """The while_loop search as `decode.translate` runs a call of `batch_size` sentences
+    (batches of `call_batch_size`, one per core at once, in the Translator's session: every op
+    in the calling thread, one intra-op thread, Grappler off; compaction on), against tfa on the
+    whole batch in TensorFlow's default session, what its users get."""
     threads = os.cpu_count()
     chunk = call_batch_size(batch_size, DEFAULTS["decode"]["batch_size"], threads)
     chunks = -(-batch_size // chunk)
@@ -354,14 +346,10 @@ def build_cost(length):
 
 
 def scoring_cost(repeats, batch_size=32, beam_width=5, steps=200):
-    """CPU milliseconds per step of the scoring alone, on random logits.
-
-    Each step's logits depend on the previous step's choice (by a shift far
-    below float resolution), so that the loop can neither skip nor overlap
-    the selections; "logits only" times that dependency alone, and is
-    subtracted from the others. CPU time: these runs are short enough for a
-    burst of load from other processes to swamp their wall-clock time.
-    """
+    """CPU milliseconds per step of the scoring alone, on random logits. Each step's logits
+    depend on the previous step's choice (a shift far below float resolution), so the loop can
+    neither skip nor overlap selections; "logits only" times that alone and is subtracted.
+    CPU time: a burst of load would swamp the wall-clock time of runs this short."""
     with tf.Graph().as_default():
         logits = tf.constant(np.random.RandomState(0).randn(batch_size, beam_width, VOCAB_SIZE),
                              tf.float32)

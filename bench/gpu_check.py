@@ -3,20 +3,14 @@
     python -m bench.gpu_check [--steps 300] [--config configs/default.yaml] [--memory_mb 8192]
         [--work_dir bench/out/gpu_check] [--rehearse]
 
-On a machine with an NVIDIA GPU and tensorflow[and-cuda]==2.15.1 (README), each part runs in
-a process of its own, all in one run:
-1. training `--steps` steps of the config's model (its data prepared first if needed):
-   `--num_gpus 2` on two logical GPUs carved from GPU 0 (tf.config's virtual device
-   configuration, `--memory_mb` each), `--num_gpus 1` on the GPU, and `--num_gpus 1` on the CPU
-   (CUDA_VISIBLE_DEVICES=""). One step of the two-tower run is traced (RunMetadata step stats):
-   tower_i must have run most of its ops on GPU:i, and nearly all of those it ran on a GPU.
-2. decoding the test set with both beam searches (while_loop, unrolled) with the one-GPU
-   model, on the GPU and on the CPU, in decode.translate's way (Translator defaults).
-It prints training tokens/s (the ProgressHook's tokens_per_sec summaries, its first interval
-left out: graph building and autotuning) and decoding sentences/s, GPU against CPU, and exits
-1 if the towers did not run on two devices. Without a GPU that TensorFlow can use it prints
-one line saying so and exits 0. `--rehearse` runs every part on the CPU instead, the towers on
-two virtual CPU devices: the check's own machinery, on any machine.
+With an NVIDIA GPU and tensorflow[and-cuda]==2.15.1 (README), each part in a process of its
+own: trains `--steps` steps `--num_gpus 2` on two logical GPUs carved from GPU 0 (`--memory_mb`
+each), `--num_gpus 1` on the GPU and on the CPU, tracing one step of the two-tower run (tower_i
+must have run most of its ops on GPU:i, and nearly all of those it ran on a GPU); decodes the
+test set with both beam searches on the GPU and on the CPU; prints tokens/s and sentences/s
+against the CPU, and exits 1 if the towers did not run on two devices (docs/BENCHMARKS.md,
+"The GPU check"). Without a usable GPU it prints one line saying so and exits 0. `--rehearse`:
+every part on the CPU, the towers on two virtual CPU devices (the check's own machinery).
 """
 
 import argparse

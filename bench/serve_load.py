@@ -191,21 +191,21 @@ def model_call_totals(port):
                                                    "model_call_seconds"))
 
 
-def same_answer(answer, reference):
-    """Whether a translation (None when unreadable) is the reference one."""
-    return (answer is not None and answer.get("text") == reference["text"]
-            and isinstance(answer.get("score"), (int, float))
-            and abs(answer["score"] - reference["score"]) <= SCORE_TOLERANCE)
+def right_answer(answer, reference):
+    """Whether a /translate answer's JSON object holds the reference translation first."""
+    translations = answer.get("translations")
+    first = translations[0] if isinstance(translations, list) and translations else None
+    return (isinstance(first, dict) and first.get("text") == reference["text"]
+            and isinstance(first.get("score"), (int, float))
+            and abs(first["score"] - reference["score"]) <= SCORE_TOLERANCE)
 
 
 class Tally:
     """The counts of one phase, the latencies of its valid requests, and why connections failed."""
 
     def __init__(self):
-        self.counts = collections.Counter()
-        self.latencies_ms = []
-        self.in_app_ms = []
-        self.failures = collections.Counter()
+        self.counts, self.failures = collections.Counter(), collections.Counter()
+        self.latencies_ms, self.in_app_ms = [], []
 
     def answer(self, status, body, reference, elapsed_ms):
         """Counts one answer; `reference` is None for an invalid request. A body that is not
@@ -219,7 +219,7 @@ class Tally:
             self.counts["mismatches"] += not refused
         else:
             answer = json_object(body)
-            right = status == 200 and same_answer(first_translation(answer), reference)
+            right = status == 200 and right_answer(answer, reference)
             self.latencies_ms.append(elapsed_ms)
             if right and isinstance(answer.get("elapsed_ms"), (int, float)):
                 self.in_app_ms.append(answer["elapsed_ms"])
@@ -237,14 +237,6 @@ def json_object(body):
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
-
-
-def first_translation(answer):
-    """translations[0] of a /translate answer's JSON object, or None if it has no such thing."""
-    translations = answer.get("translations")
-    if not isinstance(translations, list) or not translations:
-        return None
-    return translations[0] if isinstance(translations[0], dict) else None
 
 
 def encode_plan(plan, port, references):

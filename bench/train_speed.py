@@ -1,38 +1,29 @@
 """Training speed: this model (1 and 2 towers) against Keras and PyTorch peers, same batches.
 
-The batches are drawn once from data_pipeline.input (TRAIN mode, rows divisible by 2 so that
-both tower counts see identical data) and saved; each variant then trains on them in a process
-of its own, the variants taking turns, `--repeats` rounds:
-
-  ours_1     training.model_fn's TRAIN graph on one device, in a tf.Session (what train.py
-             runs, without the Estimator's hooks); ours_2: each batch split over 2 towers on
-             2 virtual CPU devices.
-  keras      a tf.keras GRU encoder-decoder of the same sizes and architecture (keras_model),
-             trained with model.fit in TF2 mode; favoured: no label smoothing, a constant
-             learning rate.
-  ours_4k    ours_1 with a 4000-wide vocabulary, as the peer's: the embedded corpus's ids stay
-             below 1000 (data.vocab_size), but the 4000-wide output layer costs what it costs.
-  ours_peer  ours_4k at the PyTorch peer's sizes (PEER_MODEL; the architectures still differ a
-             little: the peer has input feeding and a bias-free output projection).
-  torch      bench/torch_peer.py, a JoeyNMT-style GRU + attention model in plain torch.nn,
-             vocabulary 4000, torch.set_num_threads(2), PyTorch's default here; torch_1t: one
-             thread, the peer's better case on a machine that other jobs keep busy.
-
-Tokens are real source + target tokens (target with its EOS), the unit of the training
-progress line; source tokens alone too (the unit of the PyTorch toolkit's figure). The first
-`--warmup` steps (graph building, tracing, the first allocation) are not timed. Rates per
-second of wall-clock time and per CPU-second of the process (all its threads), which other jobs
-disturb far less. Parameter counts are printed with each result. docs/BENCHMARKS.md has the
-figures and how they compare.
+TRAIN batches (rows divisible by 2: both tower counts see identical data) are drawn once and
+saved; each variant trains on them in a process of its own, the variants taking turns,
+`--repeats` rounds (docs/BENCHMARKS.md, "Training speed"):
+  ours_1     training.model_fn's TRAIN graph on one device in a tf.Session (train.py's update
+             without the Estimator's hooks); ours_2: each batch over 2 towers on 2 virtual CPUs.
+  keras      a tf.keras peer of the same sizes and architecture (keras_model), model.fit in TF2
+             mode; favoured: no label smoothing, a constant learning rate.
+  ours_4k    ours_1 with a 4000-wide vocabulary, as the PyTorch peer's (the ids stay below the
+             config's 1000; the wide output layer costs what it costs); ours_peer: ours_4k at
+             the peer's sizes (PEER_MODEL).
+  torch      bench/torch_peer.py, vocabulary 4000, torch.set_num_threads(2), PyTorch's default
+             here; torch_1t: one thread, the peer's better case on a busy machine.
+Tokens are real source + target tokens (target with its EOS), as the training progress line
+counts them, and source tokens alone (the PyTorch toolkit's unit); the first `--warmup` steps
+are not timed; rates per wall-clock second and per CPU-second of the process (all threads).
 
 Usage (the torch variants need requirements-bench.txt):
   .venv/bin/python -m bench.train_speed [--config configs/default.yaml]
       [--steps 20] [--warmup 5] [--repeats 1] [--variants ours_4k,ours_peer,torch,torch_1t]
       [--baseline ../baseline] [--json bench/out/train_speed.json]
 
---baseline DIR also runs each "ours" variant from another checkout of this repository (e.g. a
-git worktree of an older commit), as "<variant>@base", taking turns with this tree's on the
-same batches, with DIR's own config file of the same name and this tree's prepared data_dir.
+--baseline DIR also runs each "ours" variant from another checkout (e.g. a git worktree of an
+older commit) as "<variant>@base", on the same batches, with DIR's config file of the same
+name and this tree's prepared data_dir.
 """
 
 import argparse
