@@ -1,9 +1,12 @@
-"""Compares the decoder variants on the same inputs; with --sweep and --exact, the decoding lab.
+"""Compares the decoder variants on the same inputs; with --sweep, --exact, --families,
+--compare_models and --ensemble_best, the decoding lab.
 
     python -m decode.compare --model_dir runs/default --beam_widths 1,4,8 \
         --json bench/out/compare.json --plot bench/out/compare.png
     python -m decode.compare --model_dir runs/default --beam_widths none --sweep --exact \
         --max_expansions 2000 --plot bench/out/lab.png --markdown bench/out/lab.md
+    python -m decode.compare --model_dir runs/lab --beam_widths none --families mbr,diverse \
+        --compare_models runs/lab/averaged --ensemble_best 2 --markdown bench/out/families.md
     python -m decode.compare --model_dir runs/default --graphs runs/graphs \
         && tensorboard --logdir runs/graphs
 
@@ -36,7 +39,7 @@ import numpy as np  # noqa: E402
 import sacrebleu  # noqa: E402
 
 from data_pipeline.corpus import read_text_lines  # noqa: E402
-from decode import lab  # noqa: E402
+from decode import families, lab, lab_report  # noqa: E402
 from decode.graph_writer import GRAPH_LENGTHS, write_graphs  # noqa: E402
 from decode.options import SCORING_OPTIONS, add_flags, from_flags  # noqa: E402
 
@@ -58,7 +61,7 @@ AGREEMENT_COLUMNS = (
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="python -m decode.compare", description=__doc__.split("\n\n")[0],
-        epilog=__doc__.split("\n\n", 2)[2] + "\n" + lab.__doc__,
+        epilog="\n".join([__doc__.split("\n\n", 2)[2], lab.__doc__, families.__doc__]),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model_dir", required=True, help="a model directory written by train.py")
     parser.add_argument("--input", help="source sentences, one per line (default: the model's "
@@ -83,6 +86,7 @@ def parse_args(argv):
                         % GRAPH_LENGTHS)
     add_flags(parser, SCORING_OPTIONS + ("max_expansions",))
     lab.add_flags(parser)
+    families.add_flags(parser)
     args = parser.parse_args(argv)
     for name in ("beam_widths", "sweep_beam_widths"):
         text = getattr(args, name)
@@ -91,12 +95,15 @@ def parse_args(argv):
         except ValueError:
             parser.error("--%s must be comma-separated integers, got %r" % (name, text))
     lab.check_flags(parser, args)
+    families.check_flags(parser, args)
     if args.reference and not args.input:
         parser.error("--reference needs --input (the default input brings its own references)")
     if min(args.max_sentences, args.latency_sentences) < 0 or args.runs < 1:
         parser.error("--max_sentences and --latency_sentences must be >= 0, --runs >= 1")
     if args.plot and not (args.beam_widths or args.sweep):
         parser.error("--plot needs the comparison (--beam_widths) or --sweep")
+    if args.markdown and not args.lab:
+        parser.error("--markdown needs the lab (--sweep or the families)")
     for name in ("json", "plot", "sweep_plot", "markdown"):  # now: written after minutes of work
         path = getattr(args, name)
         if path and not os.path.isdir(os.path.dirname(path) or "."):
@@ -192,7 +199,7 @@ def agreement(detokenizer, results, reference_results):
 
 def plot(report, path):
     """Writes latency against beam width, and against output length, to a PNG."""
-    plt = lab.pyplot()
+    plt = lab_report.pyplot()
     figure, (by_beam, by_length) = plt.subplots(1, 2, figsize=(12, 4.5))
     for decoder, marker in (("while_loop", "o-"), ("unrolled", "s-"), ("greedy", "^")):
         rows = [(r["beam_width"], r["steady_ms"]) for r in report["results"]
@@ -261,8 +268,8 @@ def compare(args, translator, report, token_ids, references, options):
              report["inputs"]["source"], report["decode"]["batch_size"],
              report["decode"]["length_penalty"]))
     if variants:
-        print(lab.format_table(report["results"], STEADY_COLUMNS) + "\n")
-        print(lab.format_table(report["agreement"], AGREEMENT_COLUMNS))
+        print(lab_report.format_table(report["results"], STEADY_COLUMNS) + "\n")
+        print(lab_report.format_table(report["agreement"], AGREEMENT_COLUMNS))
 
 
 def main(argv=None):
@@ -285,7 +292,8 @@ def main(argv=None):
                                        else default_input_files(translator.config))
         sources, token_ids, references = load_inputs(translator, source_path, reference_path,
                                                      args.max_sentences)
-        lab_translator = lab.open_translator(args, translator, references) if args.sweep else None
+        lab_translator = lab.open_translator(args, translator, references) if args.lab else None
+        models = families.open_models(args, lab_translator) if args.lab else []
     except (ValueError, OSError) as error:
         print("error: %s" % error, file=sys.stderr)
         return 2
@@ -299,11 +307,17 @@ def main(argv=None):
                     "cpus": os.cpu_count(), "tensorflow": tf.__version__},
     }
     compare(args, translator, report, token_ids, references, options)
-    if args.sweep:
+    if args.lab:
         try:
-            lab.run(args, lab_translator, report, sources, references)
+            if args.sweep:
+                lab.run(args, lab_translator, report, sources, references)
+            if models or args.families:
+                families.run(args, lab_translator, models, report, sources, references, options)
         finally:
-            lab_translator.close()
+            for each in [lab_translator] + [model for _, model in models]:
+                each.close()
+        for title, rows, columns in lab_report.tables(report):
+            print("\n%s\n%s" % (title, lab_report.format_table(rows, columns)))
     write_outputs(args, report)
     return 0
 
@@ -314,13 +328,13 @@ def write_outputs(args, report):
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(report, f, indent=2)
     if args.plot:
-        (plot if report["results"] else lab.plot_sweep)(report, args.plot)
+        (plot if report["results"] else lab_report.plot_sweep)(report, args.plot)
     if args.sweep_plot:
-        lab.plot_sweep(report, args.sweep_plot)
+        lab_report.plot_sweep(report, args.sweep_plot)
     if args.markdown:
         chart = args.sweep_plot or (None if report["results"] else args.plot)
         with open(args.markdown, "w", encoding="utf-8") as f:
-            f.write(lab.markdown(report, chart and os.path.relpath(
+            f.write(lab_report.markdown(report, chart and os.path.relpath(
                 chart, os.path.dirname(os.path.abspath(args.markdown)))))
 
 

@@ -5,9 +5,11 @@
 (BLEU, chrF, length ratio, empty outputs, mean score, sentences/s); --exact (implies --sweep)
 runs the exact search once per normalisation and counts each variant's search errors, the
 exact best's empty translations and the references that outscore the output; significance is
-sacrebleu's paired bootstrap of every variant against the best-BLEU one; --differ A B lists
-the sentences two variants (named as beam4/gnmt:0.6 or exact/none) translate differently;
---markdown writes the report as markdown.
+sacrebleu's paired bootstrap of every variant against the best-BLEU one; the "examples" are
+the sentences on which these choices matter (KINDS: a search error, a wider beam that changes
+or worsens the translation, an empty exact best, a reference the model prefers), up to 5 a kind,
+shortest first; --differ A B lists the sentences two variants (named as beam4/gnmt:0.6 or
+exact/none) translate differently; --markdown writes the report (decode/lab_report.py).
 """
 
 import sys
@@ -15,27 +17,16 @@ import time
 
 import numpy as np
 import sacrebleu
+from sacrebleu.metrics import CHRF
 
 from decode.options import LENGTH_PENALTY_KINDS
 
-SWEEP_COLUMNS = (
-    ("decoder", "decoder", "%s"), ("beam", "beam_width", "%d"),
-    ("normalisation", "length_penalty_kind", "%s"), ("alpha", "length_penalty", "%g"),
-    ("BLEU", "bleu", "%.2f"), ("chrF", "chrf", "%.2f"), ("len ratio", "length_ratio", "%.3f"),
-    ("empty %", "empty_percent", "%.1f"), ("mean score", "mean_score", "%.3f"),
-    ("sent/s", "sentences_per_second", "%.1f"),
-)
-EXACT_COLUMNS = SWEEP_COLUMNS[2:4] + (
-    ("proven %", "proven_percent", "%.1f"), ("expansions median", "expansions_median", "%.0f"),
-    ("p95", "expansions_p95", "%.0f"), ("s/proven", "seconds_per_proven_sentence", "%.3f"),
-) + SWEEP_COLUMNS[4:7] + (("empty best %", "empty_best_percent", "%.1f"),)
-SEARCH_ERROR_COLUMNS = SWEEP_COLUMNS[:4] + (
-    ("search error %", "search_error_percent", "%.1f"),
-    ("reference better %", "reference_better_percent", "%.1f"),
-    ("empty %", "empty_output_percent", "%.1f"))
-SIGNIFICANCE_COLUMNS = (("a", "a", "%s"), ("b", "b", "%s"), ("BLEU a", "bleu_a", "%.2f"),
-                        ("BLEU b", "bleu_b", "%.2f"), ("p", "p_value", "%.4f"))
+VARIANT_KEYS = ("decoder", "beam_width", "length_penalty_kind", "length_penalty")  # name a row
 SCORE_TOLERANCE = 1e-4  # a score higher by more than this is higher (DESIGN.md)
+KINDS = ("search_error", "wider_beam_changes", "wider_beam_worse", "empty_exact_best",
+         "reference_better")  # of the "examples": the sentences on which decoding matters
+EXAMPLES_PER_KIND = 5
+WARM_UP = 8  # sentences decoded before a timed call: it builds, and warms a batch per thread
 
 
 def add_flags(parser):
@@ -63,8 +54,8 @@ def check_flags(parser, args):
                                args.normalisations.split(",")]
     except ValueError as error:
         parser.error("--normalisations: %s" % error)
-    if (args.differ or args.sweep_plot or args.markdown) and not args.sweep:
-        parser.error("--differ, --sweep_plot and --markdown need --sweep")
+    if (args.differ or args.sweep_plot) and not args.sweep:
+        parser.error("--differ and --sweep_plot need --sweep")
     if args.max_expansions is not None and not args.exact:
         parser.error("--max_expansions needs --exact")
     for name in args.differ or []:
@@ -108,15 +99,17 @@ def variant_names(args):
 
 
 def open_translator(args, translator, references):
-    """A Translator for the lab (its max_beam_width the widest sweep width, at least the
-    model's), its widths and --max_expansions checked; ValueError without references."""
+    """A Translator for the lab (its max_beam_width the widest sweep or family width, at least
+    the model's), its widths and --max_expansions checked; ValueError without references."""
     from decode.translator import Translator
 
     if references is None:
-        raise ValueError("--sweep and --exact need references (--reference FILE)")
+        raise ValueError("the lab (--sweep, --exact, --families, --compare_models, "
+                         "--ensemble_best) needs references (--reference FILE)")
     lab_translator = Translator(args.model_dir, hparams="decode.max_beam_width=%d" % max(
-        args.sweep_beam_widths + [translator.config["decode"]["max_beam_width"]]))
-    for width in args.sweep_beam_widths:
+        args.sweep_beam_widths + args.family_widths + [
+            translator.config["decode"]["max_beam_width"]]))
+    for width in args.sweep_beam_widths if args.sweep else []:
         lab_translator.check_options("while_loop", width)
     if args.exact:
         lab_translator.check_options("exact", options={"max_expansions": args.max_expansions})
@@ -151,7 +144,7 @@ def sweep(translator, sources, references, args):
                        min_length=args.min_length)
         for decoder, width in variants(args):
             options = flagged if width else dict(flagged, max_expansions=args.max_expansions)
-            translator.translate(sources[:1], decoder, width, options=options)  # builds
+            translator.translate(sources[:WARM_UP], decoder, width, options=options)  # builds
             started = time.perf_counter()
             translations = translator.translate(sources, decoder, width, options=options)
             seconds = time.perf_counter() - started
@@ -179,27 +172,83 @@ def sweep(translator, sources, references, args):
     return rows, exact_runs, outputs
 
 
-def search_errors(translator, sources, references, sweep_rows, outputs, exact_runs):
+def search_errors(sweep_rows, outputs, exact_runs, reference_scores):
     """DESIGN.md's "search_errors" rows: for every sweep variant, the % of proven sentences
     whose exact best outscores its output, of sentences whose reference outscores it (by
-    more than SCORE_TOLERANCE, under the variant's normalisation), of empty outputs."""
+    more than SCORE_TOLERANCE, under the variant's normalisation; `reference_scores`:
+    {(kind, alpha): the references' scores}), of empty outputs."""
     rows = []
     for run in exact_runs:
-        variant = {key: run[key] for key in ("length_penalty_kind", "length_penalty")}
-        reference_scores = [score["score"] for score in translator.score(
-            sources, references, variant)]
+        variant = (run["length_penalty_kind"], run["length_penalty"])
+        scores = reference_scores[variant]
         for row in sweep_rows:
-            if (row["length_penalty_kind"], row["length_penalty"]) == tuple(variant.values()):
-                output = outputs[variant_name(row["decoder"], row["beam_width"], *variant.values())]
-                rows.append(dict({key: row[key] for _, key, _ in SWEEP_COLUMNS[:4]}, **{
+            if (row["length_penalty_kind"], row["length_penalty"]) == variant:
+                output = outputs[variant_name(row["decoder"], row["beam_width"], *variant)]
+                rows.append(dict({key: row[key] for key in VARIANT_KEYS}, **{
                     "search_error_percent": percent(
                         best["score"] > t.score + SCORE_TOLERANCE
                         for best, t in zip(run["sentences"], output) if best["proven"]),
                     "reference_better_percent": percent(
-                        score > t.score + SCORE_TOLERANCE
-                        for score, t in zip(reference_scores, output)),
+                        score > t.score + SCORE_TOLERANCE for score, t in zip(scores, output)),
                     "empty_output_percent": row["empty_percent"]}))
     return rows
+
+
+def sentence_kinds(references, narrow, wide, beam, exact=None, reference_scores=None):
+    """What each sentence shows under one normalisation: a {kind: note} (KINDS) per sentence.
+
+    Args:
+      references: [n] texts; narrow, wide, beam: (width, [n] translations with text and score)
+        of the sweep's narrowest and widest widths and of the width errors are counted at;
+      exact: [n] the exact run's "sentences" (text, score, proven), or None;
+      reference_scores: [n] the references' scores under this normalisation, or None.
+    """
+    chrf, found = CHRF(), []
+    for index, reference in enumerate(references):
+        (n_width, n), (w_width, w), (b_width, b) = (
+            (width, outputs[index]) for width, outputs in (narrow, wide, beam))
+        kinds, errors = {}, {}  # errors: the kinds one note about the beam's output tells
+        if n.text != w.text:
+            n_chrf, w_chrf = (chrf.sentence_score(t.text, [reference]).score for t in (n, w))
+            kinds["wider_beam_changes"] = "width %d (chrF %.1f): %s / width %d (chrF %.1f): %s" % (
+                n_width, n_chrf, n.text, w_width, w_chrf, w.text)
+            if w_chrf < n_chrf:
+                kinds["wider_beam_worse"] = kinds["wider_beam_changes"]
+        notes = ["beam %d (score %.3f): %s" % (b_width, b.score, b.text)]
+        if exact:
+            best = exact[index]
+            errors["search_error"] = best["proven"] and best["score"] > b.score + SCORE_TOLERANCE
+            errors["empty_exact_best"] = not best["text"].strip()
+            notes.append("exact (score %.3f, %sproven): %s" % (
+                best["score"], "" if best["proven"] else "not ", best["text"] or "(empty)"))
+        if reference_scores:
+            errors["reference_better"] = reference_scores[index] > b.score + SCORE_TOLERANCE
+            notes.append("reference (score %.3f)" % reference_scores[index])
+        kinds.update((kind, " / ".join(notes)) for kind, shows in errors.items() if shows)
+        found.append(kinds)
+    return found
+
+
+def examples(sources, references, kinds, per_kind=EXAMPLES_PER_KIND):
+    """The lab's "examples": up to `per_kind` sentences of each kind, shortest sources first.
+
+    Args:
+      kinds: a {kind: note} per sentence (`sentence_kinds`, merged over normalisations).
+    Returns:
+      [{"index", "source", "reference", "kinds": every kind it shows, in KINDS order, "note":
+      their distinct notes joined by "; "}], shortest sources first.
+    """
+    def shortest(indices):
+        return sorted(indices, key=lambda index: (len(sources[index]), index))
+    chosen = set()
+    for kind in KINDS:
+        chosen.update(shortest(index for index, found in enumerate(kinds) if kind in found)[
+            :per_kind])
+    return [{"index": index, "source": sources[index], "reference": references[index],
+             "kinds": [kind for kind in KINDS if kind in kinds[index]],
+             "note": "; ".join(dict.fromkeys(kinds[index][kind] for kind in KINDS
+                                             if kind in kinds[index]))}
+            for index in shortest(chosen)]
 
 
 def significance(systems, references):
@@ -226,19 +275,33 @@ def differences(sources, references, outputs, name_a, name_b):
 
 
 def run(args, translator, report, sources, references):
-    """Adds the lab's keys (DESIGN.md "The decoding lab") to `report` and prints its tables."""
+    """Adds the sweep's keys (DESIGN.md "The decoding lab") and "examples" to `report`."""
     report["sweep"], exact_runs, outputs = sweep(translator, sources, references, args)
+    widths, reference_scores, kinds = args.sweep_beam_widths, {}, [{} for _ in sources]
+    beam_width = translator.default_beam_width if translator.default_beam_width in widths else (
+        widths[-1])  # the width examples count errors at
+    for kind, alpha in args.normalisations:
+        exact = next((run["sentences"] for run in exact_runs if (
+            run["length_penalty_kind"], run["length_penalty"]) == (kind, alpha)), None)
+        if exact:  # the references' scores: model errors
+            reference_scores[kind, alpha] = [score["score"] for score in translator.score(
+                sources, references, {"length_penalty_kind": kind, "length_penalty": alpha})]
+        for found, shown in zip(kinds, sentence_kinds(references, *(
+                (width, outputs[variant_name("while_loop", width, kind, alpha)])
+                for width in (widths[0], widths[-1], beam_width)), exact,
+                reference_scores.get((kind, alpha)))):
+            for name, note in shown.items():
+                found.setdefault(name, "%s: %s" % (normalisation_name(kind, alpha), note))
+    report["examples"] = examples(sources, references, kinds)
     if args.exact:
         report["exact"] = exact_runs
-        report["search_errors"] = search_errors(translator, sources, references,
-                                                report["sweep"], outputs, report["exact"])
+        report["search_errors"] = search_errors(report["sweep"], outputs, exact_runs,
+                                                reference_scores)
     best = max(report["sweep"], key=lambda row: row["bleu"])
-    best_name = variant_name(*(best[key] for _, key, _ in SWEEP_COLUMNS[:4]))
+    best_name = variant_name(*(best[key] for key in VARIANT_KEYS))
     report["significance"] = significance(
         [(name, [t.text for t in outputs[name]]) for name in
          [best_name] + [name for name in outputs if name != best_name]], references)
-    for title, rows, columns in tables(report):
-        print("\n%s\n%s" % (title, format_table(rows, columns)))
     if args.differ:
         report["differ"] = differences(sources, references, outputs, *args.differ)
         print("\n%s and %s differ on %d of %d sentences" % (
@@ -247,84 +310,3 @@ def run(args, translator, report, sources, references):
             print("#%d %s\n  reference: %s" % (row["index"], row["source"], row["reference"]))
             for side in (row["a"], row["b"]):
                 print("  %s (%.3f): %s" % (side["variant"], side["score"], side["text"]))
-
-
-def tables(report):
-    """The lab's tables in `report`: (title, rows, columns) each, printed and in the markdown."""
-    found = [("Sweep: the while_loop search (mean score under each row's normalisation)",
-              report["sweep"], SWEEP_COLUMNS)]
-    if "exact" in report:
-        found += [("Exact search (at most %d expansions a sentence)"
-                   % report["exact"][0]["max_expansions"], report["exact"], EXACT_COLUMNS),
-                  ("Search errors (over proven sentences) and model errors (reference better)",
-                   report["search_errors"], SEARCH_ERROR_COLUMNS)]
-    return found + [("Paired bootstrap (sacrebleu, 1000 resamples) against the best BLEU",
-                     report["significance"], SIGNIFICANCE_COLUMNS)]
-
-
-def markdown(report, plot=None):
-    """The lab's report as markdown: the run, its tables and `plot` (a path relative to the
-    markdown file, or None)."""
-    model, inputs = report["model"], report["inputs"]
-    lines = ["# The decoding lab: %s, step %d" % (model["name"], model["step"]), "",
-             "%d sentences (%d source tokens) of `%s`, references `%s`; model directory `%s`."
-             % (inputs["sentences"], inputs["source_tokens"], inputs["source"],
-                inputs["reference"], model["model_dir"])]
-    if plot:
-        lines += ["", "![BLEU and length ratio against beam width](%s)" % plot]
-    for title, rows, columns in tables(report):
-        lines += ["", "## " + title, "", format_table(rows, columns, markdown=True)]
-    return "\n".join(lines) + "\n"
-
-
-def format_table(rows, columns, markdown=False):
-    """A plain-text (or markdown) table of `rows` (dicts); None values print as "-"."""
-    cells = [[header for header, _, _ in columns]] + [
-        [("-" if row[key] is None else fmt % row[key]) for _, key, fmt in columns]
-        for row in rows]
-    if markdown:
-        cells.insert(1, ["---" if fmt == "%s" else "---:" for _, _, fmt in columns])
-        return "\n".join("| %s |" % " | ".join(line) for line in cells)
-    widths = [max(len(line[column]) for line in cells) for column in range(len(columns))]
-    return "\n".join("  ".join(cell.rjust(width) if column else cell.ljust(width)
-                               for column, (cell, width) in enumerate(zip(line, widths)))
-                     for line in cells)
-
-
-def pyplot():
-    """matplotlib.pyplot, drawing to files (only the plots need it)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
-
-
-def plot_sweep(report, path):
-    """Writes the sweep's BLEU and length ratio against beam width to a PNG: a line per
-    normalisation, its exact search's figure (if run) dashed in the same colour."""
-    plt = pyplot()
-    figure, axes = plt.subplots(1, 2, figsize=(12, 4.5))
-    for normalisation in dict.fromkeys((row["length_penalty_kind"], row["length_penalty"])
-                                       for row in report["sweep"]):
-        rows = [row for row in report["sweep"]
-                if (row["length_penalty_kind"], row["length_penalty"]) == normalisation]
-        for chart, key in zip(axes, ("bleu", "length_ratio")):
-            (line,) = chart.plot([row["beam_width"] for row in rows], [row[key] for row in rows],
-                                 "o-", label=normalisation_name(*normalisation))
-            for exact in report.get("exact", []):
-                if (exact["length_penalty_kind"], exact["length_penalty"]) == normalisation:
-                    chart.axhline(exact[key], color=line.get_color(), linestyle="--",
-                                  label="exact search, " + normalisation_name(*normalisation))
-    for chart, label in zip(axes, ("BLEU", "length ratio (output / reference)")):
-        chart.set_xscale("log", base=2)
-        chart.set_xticks(sorted({row["beam_width"] for row in report["sweep"]}))
-        chart.xaxis.set_major_formatter(plt.ScalarFormatter())
-        chart.set(xlabel="beam width", ylabel=label)
-        chart.grid(alpha=0.3)
-    axes[0].legend(fontsize="small")
-    figure.suptitle("%s, step %d, %d sentences: BLEU and length against beam width"
-                    % (report["model"]["name"], report["model"]["step"],
-                       report["inputs"]["sentences"]))
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)

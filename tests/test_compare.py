@@ -9,7 +9,7 @@ import pytest
 import sacrebleu
 import tensorflow.compat.v1 as tf
 
-from decode import compare, graph_writer, lab
+from decode import compare, graph_writer, lab, lab_report
 from decode.graphs import SearchResult, unrolled_length_bucket
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -170,9 +170,9 @@ def test_agreement_counts_identical_texts_ids_and_the_largest_score_gap():
 def test_format_table_aligns_columns_and_prints_missing_values_as_dashes():
     columns = (("name", "name", "%s"), ("ms", "ms", "%.1f"))
     rows = [{"name": "greedy", "ms": 1.24}, {"name": "x", "ms": None}]
-    assert lab.format_table(rows, columns).split("\n") == ["name     ms", "greedy  1.2",
+    assert lab_report.format_table(rows, columns).split("\n") == ["name     ms", "greedy  1.2",
                                                           "x         -"]
-    assert lab.format_table(rows, columns, markdown=True).split("\n") == [
+    assert lab_report.format_table(rows, columns, markdown=True).split("\n") == [
         "| name | ms |", "| --- | ---: |", "| greedy | 1.2 |", "| x | - |"]
 
 
@@ -328,14 +328,14 @@ SWEEP_ROW = ["decoder", "beam_width", "length_penalty_kind", "length_penalty", "
 
 def markdown_tables(text):
     """The tables of a markdown report, in order: each a list of rows of cells (the header and
-    its rule left out)."""
+    its rule left out; a section without a table, as the examples, left out)."""
     tables = []
     for line in text.splitlines():
         if line.startswith("## "):
             tables.append([])
         elif line.startswith("|"):
             tables[-1].append([cell.strip() for cell in line.strip("|").split("|")])
-    return [table[2:] for table in tables]
+    return [table[2:] for table in tables if table]
 
 
 def assert_table_holds(rows, table, keys):
@@ -416,7 +416,7 @@ def test_sweep_reports_sacrebleu_on_each_variants_outputs_significance_and_diffe
                                                                      translator.step))
     assert "8 sentences" in markdown and "(sweep.png)" in markdown, "the plot beside it"
     assert [line.split(" ")[1] for line in markdown.splitlines() if line.startswith("## ")] == [
-        "Sweep:", "Paired"]
+        "Sweep:", "Paired"] + ["Sentences"] * bool(report["examples"])
     tables = markdown_tables(markdown)
     assert_table_holds(report["sweep"], tables[0], SWEEP_ROW)
     assert_table_holds(report["significance"], tables[1], ["a", "b", "bleu_a", "bleu_b", "p_value"])
@@ -433,9 +433,8 @@ def test_sweep_reports_sacrebleu_on_each_variants_outputs_significance_and_diffe
     (["--sweep", "--sweep_beam_widths", "1,a"], "--sweep_beam_widths must be comma-separated"),
     (["--sweep", "--differ", "beam1/none", "beam8/none"],
      "--differ beam8/none: not a variant of this run (beam1/none beam2/none"),
-    (["--differ", "beam1/none", "beam2/none"], "--differ, --sweep_plot and --markdown need --sweep"),
-    (["--sweep_plot", "x.png"], "--differ, --sweep_plot and --markdown need --sweep"),
-    (["--markdown", "lab.md"], "--differ, --sweep_plot and --markdown need --sweep"),
+    (["--differ", "beam1/none", "beam2/none"], "--differ and --sweep_plot need --sweep"),
+    (["--sweep_plot", "x.png"], "--differ and --sweep_plot need --sweep"),
     (["--beam_widths", "none", "--plot", "x.png"], "--plot needs the comparison (--beam_widths)"),
     (["--sweep", "--max_expansions", "10"], "--max_expansions needs --exact"),
 ])
@@ -449,7 +448,8 @@ def test_the_sweep_needs_references_and_widths_the_lab_can_build(tiny_model_dir,
                                                                  tmp_path, capsys):
     source = write_lines(tmp_path / "in.txt", dev_pairs[0])
     assert compare.main(["--model_dir", tiny_model_dir, "--input", source, "--sweep"]) == 2
-    assert "--sweep and --exact need references" in capsys.readouterr().err
+    assert "the lab (--sweep, --exact, --families, --compare_models, --ensemble_best) needs " \
+        "references" in capsys.readouterr().err
     assert compare.main(lab_flags(tiny_model_dir, tmp_path, *dev_pairs) + [
         "--sweep", "--sweep_beam_widths", "0,1"]) == 2
     assert "beam_width must be an integer in 1..8, got 0" in capsys.readouterr().err

@@ -1,0 +1,176 @@
+"""The decoding lab's other families (issue 25; what the figures mean: docs/LAB.md), run by
+`python -m decode.compare --families mbr,diverse --compare_models DIR ... --ensemble_best N`.
+
+Each row decodes the same sentences and is set against the beam search at width 5 with the
+same scoring options: BLEU, chrF, length ratio, sentences/s (and the ratio to beam 5's), and
+sacrebleu's paired bootstrap p. Beam 5 and diverse beam search (5 groups of one, strength 0.5)
+keep their n-best 5, for its diversity (the mean sentence BLEU of each hypothesis against each
+other one: lower is more diverse) and its oracle; MBR (minimum Bayes risk over sampled
+candidates) adds its mean expected utility and the oracle of its candidates. An oracle is the
+corpus BLEU of each sentence's candidate of best sentence chrF against the reference: what a
+perfect reranker of those candidates would reach. --compare_models and --ensemble_best decode
+other models (an average of checkpoints, an ensemble) at beam 5 against --model_dir's model.
+"""
+
+import os
+import sys
+import time
+
+import numpy as np
+import sacrebleu
+
+from decode import lab
+from decode.mbr import UTILITIES, oracle_choice, utility_matrix
+from decode.options import SCORING_OPTIONS
+from seq2seq.model_dir import checkpoint_step, find_checkpoint, read_status_file
+
+FAMILIES = ("mbr", "diverse")
+BEAM_WIDTH = 5  # the baseline's width and n-best, and diverse beam search's
+DIVERSE = {"diverse_beam_groups": 5, "diverse_beam_strength": 0.5}
+
+
+def add_flags(parser):
+    """The families' flags (checked by `check_flags`)."""
+    group = parser.add_argument_group("the decoding families, against beam %d (need references)"
+                                      % BEAM_WIDTH)
+    group.add_argument("--families", default="", help="comma-separated: mbr (minimum Bayes "
+                       "risk), diverse (diverse beam search, %(diverse_beam_groups)d groups, "
+                       "strength %(diverse_beam_strength)g)" % DIVERSE)
+    group.add_argument("--mbr_samples", type=int, default=32, help="MBR's candidates and "
+                       "pseudo-references: samples per sentence (default: %(default)s)")
+    group.add_argument("--mbr_epsilon", type=float, default=0.02,
+                       help="MBR's epsilon sampling (default: %(default)s)")
+    group.add_argument("--mbr_utility", default="chrf", choices=sorted(UTILITIES),
+                       help="MBR's utility (default: %(default)s)")
+    group.add_argument("--compare_models", nargs="+", default=[], metavar="MODEL",
+                       help="other models decoded at beam %d against --model_dir's: each a "
+                            "model directory (e.g. training.average's) or an ensemble, its "
+                            "model directories joined by +" % BEAM_WIDTH)
+    group.add_argument("--ensemble_best", type=int, metavar="N", help="also the ensemble of "
+                       "--model_dir's N best checkpoints (by the dev BLEU in its "
+                       "training_status.json)")
+
+
+def check_flags(parser, args):
+    """Checks the families' flags; sets args.lab (any of the lab's parts asked for) and
+    args.family_widths (the widths the lab's Translator must allow for them)."""
+    args.families = [name.strip() for name in args.families.split(",") if name.strip()]
+    for name in args.families:
+        if name not in FAMILIES:
+            parser.error("--families: %r is not one of %s" % (name, ", ".join(FAMILIES)))
+    if args.ensemble_best is not None and args.ensemble_best < 2:
+        parser.error("--ensemble_best must be at least 2, got %d" % args.ensemble_best)
+    wanted = bool(args.families or args.compare_models or args.ensemble_best)
+    args.lab = args.sweep or wanted
+    args.family_widths = [BEAM_WIDTH] * wanted + [args.mbr_samples] * ("mbr" in args.families)
+
+
+def mbr_options(args):
+    """The MBR row's decoding options, from the flags."""
+    return {"num_samples": args.mbr_samples, "epsilon": args.mbr_epsilon,
+            "mbr_utility": args.mbr_utility}
+
+
+def best_checkpoints(model_dir, count):
+    """The checkpoint prefixes of `model_dir`'s `count` evaluations of best dev BLEU (its
+    training_status.json; ties: the later) whose files remain, best first; ValueError if fewer."""
+    evaluations = (read_status_file(model_dir) or {}).get("evaluations") or []
+    ranked = sorted((evaluation for evaluation in evaluations
+                     if evaluation.get("dev_bleu") is not None),
+                    key=lambda evaluation: (-evaluation["dev_bleu"], -evaluation["step"]))
+    found = [path for path in (os.path.join(model_dir, "model.ckpt-%d" % evaluation["step"])
+                               for evaluation in ranked) if os.path.isfile(path + ".index")]
+    if len(found) < count:
+        raise ValueError("--ensemble_best %d: %s holds %d evaluated checkpoint(s) (dev BLEU in "
+                         "training_status.json, files still there)"
+                         % (count, model_dir, len(found)))
+    return found[:count]
+
+
+def open_models(args, translator):
+    """Checks the families' options on the lab's `translator`; opens the other models.
+
+    Returns:
+      [(variant name, Translator)] of --compare_models, then --ensemble_best's ensemble.
+    Raises:
+      ValueError: a bad option, model directory or ensemble (the message names it).
+    """
+    from decode.translator import Translator
+
+    if "mbr" in args.families:
+        translator.check_options("mbr", options=mbr_options(args))
+    specs = [(spec, spec.split("+"), None) for spec in args.compare_models]
+    if args.ensemble_best:
+        specs.append(("ensemble of the %d best checkpoints" % args.ensemble_best,
+                      [args.model_dir] * args.ensemble_best,
+                      best_checkpoints(args.model_dir, args.ensemble_best)))
+    models = []
+    for name, model_dirs, checkpoints in specs:
+        model = Translator(model_dirs if len(model_dirs) > 1 else model_dirs[0],
+                           checkpoint=checkpoints)
+        models.append(("%s (step %s)" % (name, "+".join(str(checkpoint_step(path)) for path in (
+            checkpoints or map(find_checkpoint, model_dirs)))), model))
+        model.check_options("while_loop", BEAM_WIDTH)
+    return models
+
+
+def n_best_diversity(n_bests):
+    """The mean over sentences with two or more hypotheses of the mean sentence BLEU
+    (effective order) of each hypothesis against each other one, as the reference (i != j);
+    lower: more diverse. None if no sentence has two.
+
+    Args:
+      n_bests: a list of texts per sentence.
+    """
+    means = [(matrix.sum() - np.trace(matrix)) / (len(texts) * (len(texts) - 1))
+             for texts in n_bests if len(texts) > 1
+             for matrix in [utility_matrix(texts, texts, "bleu")]]
+    return float(np.mean(means)) if means else None
+
+
+def oracle_bleu(pools, references):
+    """Corpus BLEU of each sentence's candidate (pools: a list of texts per sentence) of best
+    sentence chrF against its reference (`decode.mbr.oracle_choice`)."""
+    picks = [pool[oracle_choice(pool, reference)[0]] for pool, reference in zip(pools, references)]
+    return sacrebleu.corpus_bleu(picks, [references]).score
+
+
+def run(args, translator, models, report, sources, references, options):
+    """Adds the "families" rows to `report`: beam 5, --families, then each of `models`
+    (`open_models`), all with the scoring `options` as resolved by the lab's `translator`."""
+    scoring = {name: value for name, value in translator.resolve_options(
+        "while_loop", options).items() if name in SCORING_OPTIONS}
+    runs = [("beam %d" % BEAM_WIDTH, translator, "while_loop", BEAM_WIDTH, scoring)]
+    if "diverse" in args.families:
+        runs.append(("diverse beam %d (%d groups, strength %g)" % (
+            BEAM_WIDTH, DIVERSE["diverse_beam_groups"], DIVERSE["diverse_beam_strength"]),
+            translator, "while_loop", BEAM_WIDTH, dict(scoring, **DIVERSE)))
+    if "mbr" in args.families:
+        runs.append(("MBR (%s, %d samples, epsilon %g)" % (
+            args.mbr_utility, args.mbr_samples, args.mbr_epsilon), translator, "mbr", None,
+            dict(scoring, **mbr_options(args))))
+    runs += [(name, model, "while_loop", BEAM_WIDTH, scoring) for name, model in models]
+    rows, outputs = [], []
+    for variant, model, decoder, width, decoding in runs:
+        n_best = BEAM_WIDTH if model is translator and decoder == "while_loop" else 1
+        model.translate(sources[:lab.WARM_UP], decoder, width, n_best, options=decoding)
+        started = time.perf_counter()
+        translations = model.translate(sources, decoder, width, n_best, options=decoding)
+        seconds = time.perf_counter() - started
+        texts = [t.text for t in translations]
+        pools = ([[hypothesis.text for hypothesis in t.n_best] for t in translations]
+                 if n_best > 1 else [[candidate.text for candidate in t.candidates]
+                                     for t in translations] if decoder == "mbr" else None)
+        rows.append(dict(
+            variant=variant, **lab.quality(texts, references),
+            sentences_per_second=len(sources) / seconds,
+            n_best_diversity=n_best_diversity(pools) if n_best > 1 else None,
+            oracle_bleu=pools and oracle_bleu(pools, references),
+            expected_utility_mean=float(np.mean([t.expected_utility for t in translations]))
+            if decoder == "mbr" else None))
+        outputs.append((variant, texts))
+        print("%s: BLEU %.2f in %.1f s" % (variant, rows[-1]["bleu"], seconds), file=sys.stderr)
+    for row, test in zip(rows, [None] + lab.significance(outputs, references)):
+        row.update(speed_vs_beam5=row["sentences_per_second"] / rows[0]["sentences_per_second"],
+                   p_value_vs_beam5=test and test["p_value"])
+    report["families"] = rows
