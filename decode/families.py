@@ -12,6 +12,7 @@ perfect reranker of those candidates would reach. --compare_models and --ensembl
 other models (an average of checkpoints, an ensemble) at beam 5 against --model_dir's model.
 """
 
+import json
 import os
 import sys
 import time
@@ -96,6 +97,7 @@ def open_models(args, translator):
       ValueError: a bad option, model directory or ensemble (the message names it).
     """
     from decode.translator import Translator
+    from training.average import RECORD_FILE
 
     if "mbr" in args.families:
         translator.check_options("mbr", options=mbr_options(args))
@@ -108,8 +110,15 @@ def open_models(args, translator):
     for name, model_dirs, checkpoints in specs:
         model = Translator(model_dirs if len(model_dirs) > 1 else model_dirs[0],
                            checkpoint=checkpoints)
-        models.append(("%s (step %s)" % (name, "+".join(str(checkpoint_step(path)) for path in (
-            checkpoints or map(find_checkpoint, model_dirs)))), model))
+        steps, what = [checkpoint_step(path) for path in checkpoints or map(
+            find_checkpoint, model_dirs)], "step"
+        record = os.path.join(model_dirs[0], RECORD_FILE)  # training.average's: what it averaged
+        if len(model_dirs) == 1 and os.path.isfile(record):
+            with open(record, encoding="utf-8") as averaged:
+                steps = [checkpoint_step(path) for path in json.load(averaged)["checkpoints"]]
+            what = "the average of step"
+        models.append(("%s (%s%s %s)" % (name, what, "s" * (len(steps) > 1), "+".join(
+            map(str, steps))), model))
         model.check_options("while_loop", BEAM_WIDTH)
     return models
 

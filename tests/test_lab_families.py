@@ -4,6 +4,7 @@ functions against hand computations and constructed data, the run on the tiny mo
 import collections
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from sacrebleu.metrics import BLEU
 
 from decode import compare, families, lab, lab_report
 from tests.test_compare import assert_table_holds, lab_flags, markdown_tables
+from training.average import RECORD_FILE
 
 Output = collections.namedtuple("Output", "text score")  # what the lab reads of a Translation
 
@@ -152,6 +154,57 @@ def test_pairs(tiny_config, tiny_data):
         sources = f.read().splitlines()[:4]
     with open(os.path.join(data_dir, "test.tgt"), encoding="utf-8") as f:
         return sources, f.read().splitlines()[:4]
+
+
+def test_the_families_on_the_tiny_model(tiny_model_dir, translator, test_pairs, tmp_path):
+    sources, references = test_pairs
+    report_path, averaged = tmp_path / "report.json", str(tmp_path / "averaged")
+    shutil.copytree(tiny_model_dir, averaged)  # named by training.average's record, if any
+    with open(os.path.join(averaged, RECORD_FILE), "w", encoding="utf-8") as record:
+        json.dump({"checkpoints": ["model.ckpt-390", "model.ckpt-400"]}, record)
+    ensemble = "%s+%s" % (tiny_model_dir, tiny_model_dir)
+    assert compare.main(lab_flags(tiny_model_dir, tmp_path, sources, references) + [
+        "--families", "diverse,mbr", "--mbr_samples", "6", "--compare_models", averaged,
+        ensemble, "--json", str(report_path), "--markdown", str(tmp_path / "lab.md")]) == 0
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    assert "sweep" not in report and "examples" not in report
+    beam, diverse, mbr, single, pair = report["families"]
+    assert [row["variant"] for row in report["families"]] == [
+        "beam 5", "diverse beam 5 (5 groups, strength 0.5)", "MBR (chrf, 6 samples, epsilon 0.02)",
+        "%s (the average of steps 390+400)" % averaged, "%s (steps 400+400)" % ensemble]
+    decodings = [("while_loop", 5, None), ("while_loop", 5, families.DIVERSE),
+                 ("mbr", None, {"num_samples": 6, "epsilon": 0.02, "mbr_utility": "chrf"})]
+    for row, (decoder, width, options) in zip(report["families"], decodings):
+        translations = translator.translate(sources, decoder, width, 5 if width else 1,
+                                            options=options)
+        texts = [t.text for t in translations]
+        assert row["bleu"] == pytest.approx(sacrebleu.corpus_bleu(texts, [references]).score)
+        assert row["chrf"] == pytest.approx(sacrebleu.corpus_chrf(texts, [references]).score)
+        pools = ([[h.text for h in t.n_best] for t in translations] if width else
+                 [[c.text for c in t.candidates] for t in translations])
+        picks = [max(pool, key=lambda text: (sacrebleu.sentence_chrf(text, [ref]).score,
+                                             -pool.index(text)))
+                 for pool, ref in zip(pools, references)]
+        assert row["oracle_bleu"] == pytest.approx(
+            sacrebleu.corpus_bleu(picks, [references]).score)
+        if width:
+            assert row["n_best_diversity"] == pytest.approx(families.n_best_diversity(pools))
+            assert all(len(pool) == 5 for pool in pools)
+    assert mbr["expected_utility_mean"] == pytest.approx(np.mean([
+        t.expected_utility for t in translator.translate(sources, "mbr", options=decodings[2][2])]))
+    assert beam["n_best_diversity"] > diverse["n_best_diversity"], "diverse beam is more diverse"
+    # The model itself, alone or as an ensemble of two copies, decodes as beam 5 does; sacrebleu
+    # counts no difference as no chance: p = 1 / (1000 resamples + 1).
+    for row in (single, pair):
+        assert row["bleu"] == pytest.approx(beam["bleu"])
+        assert row["p_value_vs_beam5"] == pytest.approx(1 / 1001)
+    assert beam["p_value_vs_beam5"] is None and beam["speed_vs_beam5"] == 1.0
+    for row in report["families"]:
+        assert row["sentences_per_second"] > 0
+        assert row["speed_vs_beam5"] == pytest.approx(
+            row["sentences_per_second"] / beam["sentences_per_second"])
+    (table,) = markdown_tables((tmp_path / "lab.md").read_text(encoding="utf-8"))
+    assert_table_holds(report["families"], table, [key for _, key, _ in lab_report.FAMILY_COLUMNS])
 
 
 def test_the_sweep_gives_examples_of_its_own_sentences(tiny_model_dir, translator, test_pairs,
