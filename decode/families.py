@@ -1,15 +1,8 @@
-"""The decoding lab's other families (issue 25; what the figures mean: docs/LAB.md), run by
-`python -m decode.compare --families mbr,diverse --compare_models DIR ... --ensemble_best N`.
-
-Each row decodes the same sentences and is set against the beam search at width 5 with the
-same scoring options: BLEU, chrF, length ratio, sentences/s (and the ratio to beam 5's), and
-sacrebleu's paired bootstrap p. Beam 5 and diverse beam search (5 groups of one, strength 0.5)
-keep their n-best 5, for its diversity (the mean sentence BLEU of each hypothesis against each
-other one: lower is more diverse) and its oracle; MBR (minimum Bayes risk over sampled
-candidates) adds its mean expected utility and the oracle of its candidates. An oracle is the
-corpus BLEU of each sentence's candidate of best sentence chrF against the reference: what a
-perfect reranker of those candidates would reach. --compare_models and --ensemble_best decode
-other models (an average of checkpoints, an ensemble) at beam 5 against --model_dir's model.
+"""The decoding lab's other families (issue 25), run by `python -m decode.compare --families
+mbr,diverse --compare_models DIR ... --ensemble_best N`: MBR, diverse beam search and other models
+(an average of checkpoints, an ensemble), each a row set against beam 5 under the same scoring
+options (BLEU, chrF, length ratio, sentences/s, paired bootstrap p), with the n-bests' diversity
+and the oracles of their candidates. What the figures mean: docs/LAB.md.
 """
 
 import json

