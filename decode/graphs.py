@@ -21,26 +21,30 @@ UNROLLED_LENGTH_STEP = 8  # the unrolled search is built for lengths rounded up 
 # The decoding options fed to a graph (placeholders with the config's value as default).
 FED_OPTIONS = {"length_penalty": np.float32, "coverage_penalty": np.float32,
                "min_length": np.int32, "temperature": np.float32, "top_k": np.int32,
-               "top_p": np.float32, "seed": np.int64}
-# The decoding options that shape a graph: length_penalty_kind, no_repeat_ngram_size, and
-# whether the coverage penalty and minimum length are on.
-GraphShape = collections.namedtuple("GraphShape", "kind ngram coverage min_length")
+               "top_p": np.float32, "epsilon": np.float32, "seed": np.int64,
+               "diverse_beam_strength": np.float32}
+# What shapes a graph: length_penalty_kind, no_repeat_ngram_size, whether the coverage penalty
+# and minimum length are on, diverse_beam_groups, and whether a target prefix is fed.
+GraphShape = collections.namedtuple("GraphShape", "kind ngram coverage min_length groups prefix")
 # One sentence's beam, best first, without the impossible (-inf) hypotheses: target id
-# lists (end token left out) and scores; the exact decoder's proven and expansions.
-SearchResult = collections.namedtuple("SearchResult", "ids scores proven expansions",
-                                      defaults=(None, None))
+# lists (end token left out) and scores; the exact decoder's proven and expansions; mbr's
+# MbrResult (its ids and scores: the candidates, best first).
+SearchResult = collections.namedtuple("SearchResult", "ids scores proven expansions mbr",
+                                      defaults=(None, None, None))
 
 
-def graph_shape(options):
-    """The `GraphShape` of resolved decoding options."""
+def graph_shape(options, prefix=False):
+    """The `GraphShape` of resolved decoding options (`prefix`: a target prefix is fed)."""
     return GraphShape(options["length_penalty_kind"], options["no_repeat_ngram_size"],
-                      options["coverage_penalty"] > 0, options["min_length"] > 0)
+                      options["coverage_penalty"] > 0, options["min_length"] > 0,
+                      options["diverse_beam_groups"], prefix)
 
 
 def graph_options(fed_options, shape):
     """The options a graph of `shape` is built with: `fed_options` (name -> scalar tensor, as
     FED_OPTIONS) and the shape's Python values; an option the shape turns off is 0."""
-    options = dict(fed_options, length_penalty_kind=shape.kind, no_repeat_ngram_size=shape.ngram)
+    options = dict(fed_options, length_penalty_kind=shape.kind, no_repeat_ngram_size=shape.ngram,
+                   diverse_beam_groups=shape.groups)
     if not shape.coverage:
         options["coverage_penalty"] = 0.0
     if not shape.min_length:
@@ -68,14 +72,15 @@ def output_length_limits(source_length, decode_params):
         return tf.cast(scaled, tf.int32) + decode_params["max_length_extra"]
 
 
-def unrolled_length_bucket(max_source_length, decode_params):
-    """The unrolled search's steps for a batch whose longest source has this many tokens."""
-    length = output_length_limit(max_source_length, decode_params)
+def unrolled_length_bucket(max_source_length, decode_params, min_length=0):
+    """The unrolled search's steps for a batch whose longest source has this many tokens (at
+    least `min_length`: a target prefix's pieces and the end token)."""
+    length = max(output_length_limit(max_source_length, decode_params), min_length)
     return -(-length // UNROLLED_LENGTH_STEP) * UNROLLED_LENGTH_STEP
 
 
 def search_encoded(model, encoder_output, source_length, decode_params, decoder, beam_width,
-                   unrolled_length=None, trace=False, options=None):
+                   unrolled_length=None, trace=False, options=None, target_prefix=None):
     """The n-best translations of an encoded batch, each within its sentence's length limit.
 
     Args:
@@ -85,6 +90,8 @@ def search_encoded(model, encoder_output, source_length, decode_params, decoder,
       unrolled_length: the unrolled search's steps, else None; trace: also return the trace.
       options: decoding options over decode_params' (values or scalar tensors; the kind and n
         Python values); sample also needs "sentence_keys" ([batch] int64, decode/sampling.py).
+      target_prefix: None or [batch, P] int32, each sentence's forced first pieces, -1 after
+        them (decode/beam_search.py); its length limit is raised to fit them and the end token.
     Returns:
       ids [batch, K, time] int32, scores [batch, K] float32 best first, lengths
       [batch, K] int32 counting the end token, and with `trace` the trace dict.
@@ -96,9 +103,12 @@ def search_encoded(model, encoder_output, source_length, decode_params, decoder,
         "_len%d" % unrolled_length if unrolled_length else "") + ("_trace" if trace else "")
     with tf.name_scope(scope):  # e.g. unrolled_beam4_len24
         limits = output_length_limits(source_length, decode_params)          # [batch]
+        if target_prefix is not None:  # room for the prefix and the end token
+            limits = tf.maximum(limits, tf.reduce_sum(tf.cast(target_prefix >= 0, tf.int32), 1) + 1)
         update_fn, initial_state = model.beam_update_fn(encoder_output, beam_width,
                                                         with_attention=trace or coverage)
-        common = dict(max_lengths=limits, source_mask=encoder_output.mask if coverage else None)
+        common = dict(max_lengths=limits, source_mask=encoder_output.mask if coverage else None,
+                      target_prefix=target_prefix)
         if decoder == "unrolled":
             return rnn_beam_search(update_fn, initial_state, unrolled_length, beam_width,
                                    BOS_ID, EOS_ID, scoring, trace=trace, **common)
@@ -142,10 +152,10 @@ def score_encoded(model, encoder_output, target_ids, target_length, scoring):
                                                               scoring)
 
 
-def pad_batch(sequences):
-    """Lists of ids -> (ids [batch, max_len] int32 padded with PAD_ID, lengths [batch] int32)."""
+def pad_batch(sequences, pad_id=PAD_ID):
+    """Lists of ids -> (ids [batch, max_len] int32 padded with pad_id, lengths [batch] int32)."""
     lengths = np.array([len(sequence) for sequence in sequences], np.int32)
-    ids = np.full([len(sequences), lengths.max()], PAD_ID, np.int32)
+    ids = np.full([len(sequences), lengths.max()], pad_id, np.int32)
     for row, sequence in enumerate(sequences):
         ids[row, :len(sequence)] = sequence
     return ids, lengths

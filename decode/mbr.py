@@ -72,3 +72,22 @@ def oracle_choice(candidates, reference, utility="chrf"):
     utilities = utility_matrix(candidates, [reference], utility)[:, 0]
     best = int(np.argmax(utilities))
     return best, float(utilities[best])
+
+
+def rerank(candidates, pseudo_references, detokenize, utility="chrf"):
+    """MBR over a sentence's search results: `candidates` (a decode.graphs.SearchResult) reordered
+    best first by `mbr_choose` against `pseudo_references`' (another), both `detokenize`d (ids
+    -> text), the MbrResult as its `mbr`."""
+    result = mbr_choose([detokenize(ids) for ids in candidates.ids], candidates.scores,
+                        [detokenize(ids) for ids in pseudo_references.ids], utility)
+    order = [candidate.index for candidate in result.candidates]
+    return candidates._replace(ids=[candidates.ids[index] for index in order],
+                               scores=[candidates.scores[index] for index in order], mbr=result)
+
+
+def mbr_fields(result):
+    """A Translation's mbr fields of an MbrResult (None: none): expected_utility, candidates
+    (MbrCandidates, best first) and utilities (lists, the candidates in their `index` order)."""
+    return {} if result is None else dict(expected_utility=result.expected_utility,
+                                          candidates=result.candidates,
+                                          utilities=result.utilities.tolist())

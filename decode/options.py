@@ -13,11 +13,7 @@ from decode import DECODERS
 from seq2seq.decoding_options import (LENGTH_PENALTY_KINDS, SAMPLERS, TABLE,  # noqa: F401
                                       beam_groups_problem, bounds, is_int, limits, problem)
 
-# Declared for DESIGN.md "More decoding methods", not yet wired into the Translator: no flag,
-# request field or /v1/info entry offers them (the config holds them). Wiring one: drop it here.
-PENDING = ("diverse_beam_groups", "diverse_beam_strength", "epsilon", "mbr_candidates",
-           "mbr_utility")
-OPTIONS = tuple(name for name in TABLE if name not in PENDING)
+OPTIONS = tuple(TABLE)
 HINTS = {name: TABLE[name].hint for name in OPTIONS}
 SCORE_OPTIONS = tuple(name for name in OPTIONS if TABLE[name].changes_score)  # change a score
 SAMPLING_OPTIONS = tuple(name for name in OPTIONS if TABLE[name].decoders == SAMPLERS)
@@ -91,7 +87,38 @@ def resolve(decoder, given, decode_params, max_target_length):
             raise ValueError("coverage_penalty is not an option of the exact decoder, which "
                              "scores without it; use 0")
         resolved["coverage_penalty"] = 0.0
+    if not takes_option(decoder, "diverse_beam_groups"):  # it decodes as one group
+        resolved["diverse_beam_groups"] = 1
     return resolved
+
+
+def decode_width(decoder, beam_width, n_best, resolved, beam_widths, default_beam_width):
+    """The width `decoder` decodes at: 1 for greedy and exact, num_samples for sample and mbr
+    of samples, else `beam_width` (None: `default_beam_width`; else one of `beam_widths`;
+    sample, exact and mbr of samples take none). n_best: 1..width; resolved: `resolve`'s.
+    ValueError names the first bad one, its allowed values and the value."""
+    samples = decoder == "sample" or decoder == "mbr" and resolved["mbr_candidates"] == "sample"
+    if beam_width is not None and (samples or decoder == "exact"):
+        raise ValueError("beam_width is not an option of the %s decoder%s (%s)" % (
+            decoder, " with mbr_candidates sample" * (decoder == "mbr"),
+            "num_samples sets how many translations it draws" if samples else "it finds the one "
+            "best translation, starting from the while_loop search at decode.beam_width %d"
+            % default_beam_width))
+    if beam_width is None:
+        beam_width = default_beam_width
+    elif not is_int(beam_width) or beam_width not in beam_widths:
+        raise ValueError("beam_width must be an integer in %d..%d, got %s"
+                         % (beam_widths[0], beam_widths[-1], shown(beam_width)))
+    width = 1 if decoder in ("greedy", "exact") else resolved["num_samples"] if samples else (
+        beam_width)
+    if not is_int(n_best) or not 1 <= n_best <= width:
+        raise ValueError("n_best must be an integer in 1..%d (the %s), got %s" % (
+            width, {"greedy": "beam width; greedy decoding keeps one hypothesis",
+                    "sample": "number of samples", "mbr": "number of candidates",
+                    "exact": "exact search finds the one best translation"}.get(
+                        decoder, "beam width"), shown(n_best)))
+    check_beam_width(decoder, resolved, width)
+    return int(width)
 
 
 def check_beam_width(decoder, resolved, beam_width):

@@ -76,7 +76,7 @@ def format_translation(translation, n_best, show_unfamiliar=False):
     if n_best == 1:
         return (translation.text if translation else "") + flag + "\n"
     hypotheses = translation.n_best if translation else []
-    return "".join("%s\t%.6f%s\n" % (text, score, flag) for text, score in hypotheses) + "\n"
+    return "".join("%s\t%.6f%s\n" % (h.text, h.score, flag) for h in hypotheses) + "\n"
 
 
 def translate_lines(translator, lines, args):

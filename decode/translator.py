@@ -22,7 +22,9 @@ from decode.graph_cache import GraphCache
 from decode.graphs import (FED_OPTIONS, SearchResult, fields_of, graph_options, graph_shape,
                            output_length_limit, pad_batch, score_encoded, search_encoded,
                            search_result, sentence_trace, unrolled_length_bucket)
-from decode.options import OPTIONS, is_int, resolve, shown
+from decode.mbr import mbr_fields, rerank
+from decode.options import OPTIONS, decode_width, is_int, resolve, shown
+from decode.pieces import END_PIECE, Pieces
 from decode.sampling import sentence_keys
 from decode.scoring import Scoring
 from seq2seq.config import load_config
@@ -31,12 +33,15 @@ from seq2seq.model_dir import SERVING_SIGNATURE
 EXACT_ROWS_PER_CALL = 512  # prefixes per model call of the exact search (docs/BENCHMARKS.md)
 
 Translation = collections.namedtuple(
-    "Translation", "text score n_best unfamiliar trace proven expansions",
-    defaults=(False, None, None, None))
+    "Translation", "text score n_best unfamiliar trace proven expansions pieces expected_utility "
+    "candidates utilities", defaults=(False,) + (None,) * 7)
 Translation.__doc__ = """The best hypothesis's text and score, the n-best `Hypothesis`es, whether
-the source is unlike the training data, the DESIGN.md search trace (or None), and for the exact
-decoder whether the best is proven and how many prefixes it expanded (else None)."""
-Hypothesis = collections.namedtuple("Hypothesis", "text score")
+the source is unlike the training data, the DESIGN.md search trace (or None); for the exact
+decoder whether the best is proven and how many prefixes it expanded; the best's pieces; for
+mbr its expected utility, the candidates and utilities (decode/mbr.py's `mbr_fields`)."""
+Hypothesis = collections.namedtuple("Hypothesis", "text score pieces", defaults=(None,))
+Hypothesis.__doc__ = """A translation's text, score and target pieces as searched (the end token
+"</s>" last): what `Translator.score(..., target_pieces=)` scores to the same score."""
 
 
 class Translator:
@@ -73,6 +78,7 @@ class Translator:
         self._concurrent_batches = threads["concurrent_batches"] or os.cpu_count() or 1
         self.model_name = self.config["name"]
         self._tokenizer = Tokenizer.load(self._model_dirs[0])
+        self._pieces = Pieces(self._tokenizer)
         self.source_vocab_size = self._tokenizer.source_vocab_size
         self.target_vocab_size = self._tokenizer.target_vocab_size
         self._graph = tf.Graph()
@@ -98,6 +104,7 @@ class Translator:
                 self._source_length = tf.placeholder(tf.int32, [None], name="source_length")
                 self._target_ids = tf.placeholder(tf.int32, [None, None], name="target_ids")
                 self._target_length = tf.placeholder(tf.int32, [None], name="target_length")
+                self._target_prefix = tf.placeholder(tf.int32, [None, None], name="target_prefix")
             with tf.name_scope("options"):
                 self._fed_options = {name: tf.placeholder_with_default(
                     dtype(decode_params[name]), [], name=name) for name, dtype in FED_OPTIONS.items()}
@@ -153,22 +160,6 @@ class Translator:
         """Target ids -> text, up to the first end token."""
         return self._tokenizer.decode_target(ids)
 
-    def _ids_of(self, name, texts, source=True):
-        """A list of strings -> their ids (sources: non-empty); ValueError names a bad one."""
-        if isinstance(texts, str):
-            raise ValueError("%s must be a list of strings, got one string "
-                             "(wrap a single sentence in a list)" % name)
-        token_ids = []
-        for index, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise ValueError("%s[%d] must be a string, got %s"
-                                 % (name, index, type(text).__name__))
-            token_ids.append(self.tokenize(text) if source else
-                             self._tokenizer.encode_target(text))
-            if source and not token_ids[-1]:
-                raise ValueError("%s[%d] is empty (no source tokens)" % (name, index))
-        return token_ids
-
     def resolve_options(self, decoder, options=None):
         """Every decoding option's value for `decoder` ("score": for `score`), `options` (name
         -> value; None: the default) over the config (decode/options.py's `resolve`).
@@ -183,59 +174,47 @@ class Translator:
         return resolved
 
     def check_options(self, decoder, beam_width=None, n_best=1, options=None):
-        """The width to decode with (1 for greedy and exact, num_samples for sample).
-
-        decoder: one of `decoders`; beam_width: one of `beam_widths` (checked for greedy too),
-        or None: the default (sample and exact take none); n_best: 1..width; options: as
+        """The width to decode with (decode/options.py's `decode_width`). decoder: one of
+        `decoders`; beam_width: one of `beam_widths` (checked for greedy too) or None: the
+        default (sample, exact, mbr of samples take none); n_best: 1..width; options: as
         `resolve_options`. ValueError names the first bad one, its allowed values and the value.
         """
         if decoder not in self.decoders:
             raise ValueError("decoder must be one of %s, got %s"
                              % (", ".join(self.decoders), shown(decoder)))
         resolved = self.resolve_options(decoder, options)
-        if decoder in ("sample", "exact") and beam_width is not None:
-            raise ValueError("beam_width is not an option of the %s decoder (%s)" % (
-                decoder, "num_samples sets how many translations it draws" if decoder == "sample"
-                else "it finds the one best translation, starting from the while_loop search "
-                     "at decode.beam_width %d" % self.default_beam_width))
-        if beam_width is None:
-            beam_width = self.default_beam_width
-        elif self._exported and is_int(beam_width) and beam_width != self.default_beam_width:
+        if self._exported and is_int(beam_width) and beam_width != self.default_beam_width:
             raise ValueError("the exported SavedModel serves only the while_loop decoder at "
                              "beam_width %d (a checkpoint serves the others), got beam_width %s"
                              % (self.default_beam_width, shown(beam_width)))
-        elif not is_int(beam_width) or beam_width not in self.beam_widths:
-            raise ValueError("beam_width must be an integer in %d..%d, got %s"
-                             % (self.beam_widths[0], self.beam_widths[-1], shown(beam_width)))
-        width = {"greedy": 1, "sample": resolved["num_samples"], "exact": 1}.get(decoder,
-                                                                               beam_width)
-        if not is_int(n_best) or not 1 <= n_best <= width:
-            raise ValueError("n_best must be an integer in 1..%d (the %s), got %s" % (
-                width, {"greedy": "beam width; greedy decoding keeps one hypothesis",
-                        "sample": "number of samples",
-                        "exact": "exact search finds the one best translation"}.get(
-                            decoder, "beam width"), shown(n_best)))
-        return int(width)
+        return decode_width(decoder, beam_width, n_best, resolved, self.beam_widths,
+                            self.default_beam_width)
 
     def translate(self, texts, decoder="while_loop", beam_width=None, n_best=1, trace=False,
-                  options=None):
+                  options=None, target_prefixes=None):
         """A list of strings -> a `Translation` each, in order; decoder, beam_width, n_best,
-        options: as `check_options` (fewer hypotheses only where fewer are possible)."""
-        return self.translate_tokens(self._ids_of("texts", texts), decoder, beam_width, n_best,
-                                     trace, options)
+        options: as `check_options` (fewer hypotheses only where fewer are possible);
+        target_prefixes: None, or per text what its translation starts with (decode/pieces.py:
+        a text, a list of target pieces, or None or "": no prefix); not for exact."""
+        return self.translate_tokens(self._pieces.texts("texts", texts), decoder, beam_width,
+                                     n_best, trace, options, target_prefixes)
 
     def translate_tokens(self, token_ids, decoder="while_loop", beam_width=None, n_best=1,
-                         trace=False, options=None):
+                         trace=False, options=None, target_prefixes=None):
         """`translate` for lists of source ids (from `tokenize`), each non-empty."""
         width = self.check_options(decoder, beam_width, n_best, options)
+        prefixes = self._pieces.prefixes(target_prefixes, len(token_ids))
         translations = []
-        for ids, (result, sentence_trace) in zip(
-                token_ids, self._search(token_ids, decoder, width, trace, options)):
-            hypotheses = [Hypothesis(self.detokenize(target_ids), score) for target_ids, score
-                          in zip(result.ids[:n_best], result.scores[:n_best])]
-            translations.append(Translation(hypotheses[0].text, hypotheses[0].score, hypotheses,
-                                            self._tokenizer.is_unfamiliar(ids), sentence_trace,
-                                            result.proven, result.expansions))
+        for ids, (result, sentence_trace) in zip(token_ids, self._search(
+                token_ids, decoder, width, trace, options, prefixes)):
+            hypotheses = [  # every search ends each hypothesis, at its length limit if not before
+                Hypothesis(self.detokenize(target_ids), score,
+                           self._tokenizer.target_pieces(target_ids) + [END_PIECE])
+                for target_ids, score in zip(result.ids[:n_best], result.scores[:n_best])]
+            translations.append(Translation(
+                hypotheses[0].text, hypotheses[0].score, hypotheses,
+                self._tokenizer.is_unfamiliar(ids), sentence_trace, result.proven,
+                result.expansions, hypotheses[0].pieces, **mbr_fields(result.mbr)))
         return translations
 
     def search(self, token_ids, decoder="while_loop", beam_width=None, options=None):
@@ -243,14 +222,18 @@ class Translator:
         width = self.check_options(decoder, beam_width, options=options)
         return [result for result, _ in self._search(token_ids, decoder, width, False, options)]
 
-    def _search(self, token_ids, decoder, width, trace, options):
-        """`search` with checked options: a list of (SearchResult, trace or None)."""
+    def _search(self, token_ids, decoder, width, trace, options, prefixes=None):
+        """`search` with checked options (prefixes: None or a list of target ids each): a list
+        of (SearchResult, trace or None)."""
         if trace and not self.can_trace:
             raise ValueError("the exported SavedModel returns no trace (a checkpoint does)")
-        if trace and decoder in ("sample", "exact"):
-            raise ValueError("trace: the %s; trace a beam search or greedy" % (
-                "sample decoder draws, it does not search" if decoder == "sample"
-                else "exact decoder keeps no beams to trace"))
+        if trace and decoder in ("sample", "exact", "mbr"):
+            raise ValueError("trace: the %s decoder keeps no beams to trace; trace a beam search "
+                             "or greedy" % decoder)
+        if any(prefixes or ()) and (decoder == "exact" or self._exported):
+            raise ValueError("target_prefixes: the %s takes none (a checkpoint's beam searches, "
+                             "greedy, sample and mbr do)"
+                             % ("exported SavedModel" if self._exported else "exact decoder"))
         for index, ids in enumerate(token_ids):
             if not len(ids):
                 raise ValueError("sentence %d has no source tokens" % index)
@@ -258,10 +241,18 @@ class Translator:
 
         def run(batch):
             sentences = [token_ids[index] for index in batch]
+            forced = prefixes and [prefixes[index] for index in batch]
             if decoder == "exact":
                 return [(SearchResult([found.ids], [found.score], found.proven, found.expansions),
                          None) for found in self._run_exact(sentences, options)]
-            outputs = self._run(decoder, width, sentences, trace, options)
+            if decoder == "mbr":  # reranked here, outside any lock
+                samples = self._results("sample", options["num_samples"], sentences, options,
+                                        forced)
+                candidates = samples if options["mbr_candidates"] == "sample" else (
+                    self._results("while_loop", width, sentences, options, forced))
+                return [(rerank(*pair, self.detokenize, options["mbr_utility"]), None)
+                        for pair in zip(candidates, samples)]
+            outputs = self._run(decoder, width, sentences, trace, options, forced)
             return [(search_result(*(output[row] for output in outputs[:3])),
                      sentence_trace(outputs[3], row, sentence,
                                     *(output[row] for output in outputs[:3]), self._tokenizer)
@@ -285,24 +276,32 @@ class Translator:
         feeds.update((tensor, options[name]) for name, tensor in self._fed_options.items())
         return feeds
 
-    def _run(self, decoder, beam_width, sentences, trace, options):
+    def _results(self, decoder, width, sentences, options, prefixes):
+        """`_run`'s outputs as a SearchResult per sentence."""
+        return [search_result(*beam) for beam in zip(*self._run(
+            decoder, width, sentences, False, options, prefixes)[:3])]
+
+    def _run(self, decoder, beam_width, sentences, trace, options, prefixes=None):
         """Source id lists -> ids [batch, K, time], scores [batch, K], lengths [batch, K] (and
-        the trace dict), under resolved options."""
-        fetches = self._exported
+        the trace dict), under resolved options; prefixes: None or target ids per sentence."""
+        fetches, feeds = self._exported, self._feeds(sentences, options)
+        prefixed = any(prefixes or ())
+        if prefixed:
+            feeds[self._target_prefix] = pad_batch(prefixes, pad_id=-1)[0]
         if not fetches:
-            unrolled_length = (unrolled_length_bucket(max(map(len, sentences)),
-                                                      self.config["decode"])
-                               if decoder == "unrolled" else None)
-            key = (decoder, beam_width, unrolled_length, trace, graph_shape(options))
+            unrolled_length = unrolled_length_bucket(
+                max(map(len, sentences)), self.config["decode"],
+                max(map(len, prefixes or [()])) + 1) if decoder == "unrolled" else None
+            key = (decoder, beam_width, unrolled_length, trace, graph_shape(options, prefixed))
             fetches = self._fetches(key, lambda graph_options: search_encoded(
                 self._model, self._encoded, self._source_length, self.config["decode"], *key[:4],
-                options=graph_options))
-        return self._session.run(fetches, self._feeds(sentences, options))
+                options=graph_options, target_prefix=self._target_prefix if prefixed else None))
+        return self._session.run(fetches, feeds)
 
     def _run_exact(self, sentences, options):
         """The exact search of a batch (decode/exact.py), from the while_loop search's best at
         the default beam width: an `ExactResult` per sentence."""
-        beams = self._run("while_loop", self.default_beam_width, sentences, False, options)
+        best = self._results("while_loop", self.default_beam_width, sentences, options, None)
         encoded = self._session.run(self._encoded, self._feeds(sentences, options))
         inputs, outputs = self._fetches(
             ("exact", None, None, False, graph_shape(options)._replace(kind=None)),
@@ -324,7 +323,6 @@ class Translator:
             return (list(zip(*tf.nest.flatten(found["states"]))), found["log_probs"],
                     found["end_log_probs"])
 
-        best = [search_result(*beam) for beam in zip(*beams)]
         return exact_search(
             expand, list(zip(*tf.nest.flatten(encoded.initial_state))),
             [output_length_limit(len(sentence), self.config["decode"]) for sentence in sentences],
@@ -342,21 +340,20 @@ class Translator:
             return build(options)
         return self._cache.fetches(key, build_graph)
 
-    def score(self, sources, targets, options=None):
+    def score(self, sources, targets, options=None, target_pieces=None):
         """The model's scores of given translations (DESIGN.md "Scoring a translation").
 
         Args:
           sources, targets: lists of strings, pairwise (a target may be empty); options:
-            length_penalty, length_penalty_kind, coverage_penalty (None: the config's).
+            length_penalty, length_penalty_kind, coverage_penalty (None: the config's);
+            target_pieces: None, or per pair the target pieces to score in place of its target
+            text's (a Translation's `pieces`; None: the text's; targets may be None if none is).
         Returns:
           A dict per pair: score, log_prob, length (end token counted), pieces [{piece,
-          log_prob}].
+          log_prob}]: the pieces scored.
         """
-        if len(sources) != len(targets):
-            raise ValueError("%d sources but %d targets: give one target per source"
-                             % (len(sources), len(targets)))
-        return self.score_tokens(self._ids_of("sources", sources),
-                                 self._ids_of("targets", targets, source=False), options)
+        return self.score_tokens(self._pieces.texts("sources", sources), self._pieces.targets(
+            len(sources), targets, target_pieces), options)
 
     def score_tokens(self, source_ids, target_ids, options=None):
         """`score` for lists of ids: sources non-empty, targets without the end token."""
@@ -382,7 +379,7 @@ class Translator:
 
     def warm_up(self, decoders=None, beam_widths=None, max_source_length=None):
         """Builds the graphs of `decoders` (None: all) at `beam_widths` (None: the default;
-        sample and exact: theirs) and runs each once; "unrolled" gets every length bucket of
+        sample, exact and mbr: theirs) and runs each once; "unrolled" gets every length bucket of
         sources up to `max_source_length` tokens (None: data.max_source_length). Returns the
         new `Variant`s."""
         max_source_length = max_source_length or self.config["data"]["max_source_length"]
@@ -393,8 +390,9 @@ class Translator:
                 for length in range(max_source_length, 0, -1)}.values()) if (
                     decoder == "unrolled") else [1]
             options = {"max_expansions": 1} if decoder == "exact" else None
-            for width in sorted({self.check_options(decoder, width, options=options) for width in (
-                    beam_widths if beam_widths and decoder not in ("sample", "exact") else [None])}):
+            widths = [None] if decoder in ("sample", "exact", "mbr") else beam_widths or [None]
+            for width in sorted({self.check_options(decoder, width, options=options)
+                                 for width in widths}):
                 for length in source_lengths:
                     self._search([[UNK_ID] * length], decoder, width, False, options)
         return self.variants[already_built:]

@@ -3,13 +3,14 @@
 
 import json
 import os
+import re
 
 import numpy as np
 import pytest
 
 from decode import score as score_cli
 from decode import translate as translate_cli
-from tests.same_hypotheses import assert_same_hypotheses, n_best
+from tests.same_hypotheses import SCORE_TOLERANCE, assert_same_hypotheses, n_best
 
 OPTION_CASES = [None, {"coverage_penalty": 0.4}, {"length_penalty_kind": "average"},
                 {"length_penalty_kind": "none", "no_repeat_ngram_size": 2},
@@ -61,7 +62,16 @@ def test_options_change_what_the_searches_return_and_both_searches_agree(transla
     ("while_loop", {"coverage_penalty": "0.2"}, None, "coverage_penalty must be a number"),
     ("while_loop", {"no_repeat_ngram_size": 999}, None, "no_repeat_ngram_size must be in 0..64"),
     ("while_loop", {"length_penalty_kind": "log"}, None, "length_penalty_kind must be one of"),
-    ("while_loop", {"temperature": 0.5}, None, "temperature is an option of the sample decoder"),
+    ("while_loop", {"temperature": 0.5}, None,
+     "temperature is an option of the sample and mbr decoders, not of while_loop"),
+    ("sample", {"epsilon": 1.0}, None, "epsilon must be in [0, 1), got 1.0"),
+    ("while_loop", {"diverse_beam_groups": 2}, None,
+     "diverse_beam_groups must divide beam_width 3, got 2"),
+    ("greedy", {"diverse_beam_strength": 1.0}, None,
+     "diverse_beam_strength is an option of the while_loop and unrolled decoders, not of greedy"),
+    ("mbr", {"mbr_utility": "meteor"}, None, "mbr_utility must be one of chrf, bleu"),
+    ("mbr", None, 3, "beam_width is not an option of the mbr decoder with mbr_candidates sample"),
+    ("mbr", {"mbr_candidates": "beam", "num_samples": 2}, 9, "beam_width must be an integer in"),
     ("sample", {"top_p": 0.0}, None, "top_p must be in (0, 1]"),
     ("sample", {"temperature": 0}, None, "temperature must be in (0, inf]"),
     ("sample", {"seed": 1.5}, None, "seed must be an integer"),
@@ -117,3 +127,90 @@ def test_translate_cli_takes_the_options_as_flags(tiny_model_dir, sources, tmp_p
                                  "--coverage_penalty", "-1"])
     assert status == 2
     assert "coverage_penalty must be in 0.." in capsys.readouterr().err
+
+
+# Every decoder, with options that make its segmentation odd: hot samples often emit a piece
+# sequence that is not their text's own segmentation ("▁" then "</s>" is the text "").
+DECODER_CASES = [("while_loop", {}), ("unrolled", {}), ("greedy", {"coverage_penalty": 0.3}),
+                 ("sample", {"temperature": 3.0, "seed": 1}), ("exact", {"max_expansions": 20}),
+                 ("mbr", {"temperature": 3.0, "num_samples": 3}),
+                 ("mbr", {"mbr_candidates": "beam"}),
+                 ("while_loop", {"diverse_beam_groups": 3, "diverse_beam_strength": 2.0})]
+
+
+@pytest.mark.parametrize("decoder, options", DECODER_CASES, ids=str)
+def test_scoring_a_searchs_own_pieces_gives_back_its_score(translator, sources, decoder, options):
+    sources = sorted(sources, key=len)[:4]
+    odd = 0
+    for kind in ("gnmt", "average", "none"):
+        scoring = {"length_penalty_kind": kind,
+                   "coverage_penalty": options.get("coverage_penalty")}
+        found = translator.translate(sources, decoder, n_best=1 if decoder in ("greedy", "exact")
+                                     else 3 if decoder == "mbr" else 2,
+                                     options=dict(options, length_penalty_kind=kind))
+        for slot in range(len(found[0].n_best)):
+            hypotheses = [translation.n_best[slot] for translation in found]
+            scored = translator.score(sources, None, scoring,
+                                      target_pieces=[h.pieces for h in hypotheses])
+            np.testing.assert_allclose([entry["score"] for entry in scored],
+                                       [h.score for h in hypotheses], atol=1e-4)
+            as_text = translator.score(sources, [h.text for h in hypotheses], scoring)
+            for entry, text_entry, hypothesis in zip(scored, as_text, hypotheses):
+                assert [piece["piece"] for piece in entry["pieces"]] == hypothesis.pieces
+                assert hypothesis.pieces[-1] == "</s>" and entry["length"] == len(hypothesis.pieces)
+                odd += [piece["piece"] for piece in text_entry["pieces"]] != hypothesis.pieces
+        assert [t.pieces for t in found] == [t.n_best[0].pieces for t in found]
+    if decoder in ("sample", "mbr") and options.get("temperature"):
+        assert odd, "no hypothesis whose pieces differ from its text's segmentation"
+
+
+def test_scoring_pieces_refuses_what_no_search_emits(translator):
+    pieces = translator.translate(["one"], "greedy")[0].pieces
+    assert translator.score(["one"], None, target_pieces=[pieces[:-1]]) == \
+        translator.score(["one"], None, target_pieces=[pieces])  # its end token is implied
+    for bad, message in [(["▁", "no such piece"], 'target_pieces[0][1] is "no such piece", not a '
+                          "piece of the target vocabulary"),
+                         (["</s>", "▁"],
+                          'target_pieces[0][0] is "</s>", which ends a translation'),
+                         ("▁", "target_pieces[0] must be a list of target pieces")]:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            translator.score(["one"], None, target_pieces=[bad])
+    with pytest.raises(ValueError, match="1 sources but 2 target_pieces"):
+        translator.score(["one"], None, target_pieces=[pieces, pieces])
+    mixed = translator.score(["one", "two"], ["um", ""], target_pieces=[None, pieces])
+    alone = translator.score(["one"], ["um"]) + translator.score(["two"], None,
+                                                                 target_pieces=[pieces])
+    assert [entry["pieces"][-1]["piece"] for entry in mixed] == ["</s>"] * 2
+    for got, want in zip(mixed, alone):  # other batch shapes: other rounding
+        assert [p["piece"] for p in got["pieces"]] == [p["piece"] for p in want["pieces"]]
+        assert got["score"] == pytest.approx(want["score"], abs=SCORE_TOLERANCE)
+
+
+def test_epsilon_is_fed_and_over_one_half_leaves_the_greedy_piece_alone(translator, sources):
+    greedy = translator.translate(sources, "greedy")
+    options = {"num_samples": 3, "seed": 2}
+    free = translator.translate(sources, "sample", n_best=3, options=options)
+    built = len(translator.variants)
+    cut = translator.translate(sources, "sample", n_best=3, options=dict(options, epsilon=0.6))
+    assert len(translator.variants) == built, "epsilon is fed, not built into the graph"
+    # Above 1/2 only the most likely piece has probability >= epsilon: every sample is greedy's.
+    assert_same_hypotheses([[(h.text, h.score) for h in t.n_best] for t in cut],
+                           [[(g.text, g.score)] * 3 for g in greedy])
+    assert [[h.text for h in t.n_best] for t in free] != [[h.text for h in t.n_best] for t in cut]
+
+
+def test_diverse_groups_shape_the_graph_and_their_strength_is_fed(translator, sources):
+    greedy = translator.translate(sources, "greedy")
+    groups = {"diverse_beam_groups": 3}
+    plain = translator.translate(sources, "while_loop", n_best=3, options=dict(
+        groups, diverse_beam_strength=0.0))
+    built = len(translator.variants)
+    diverse = translator.translate(sources, "while_loop", n_best=3, options=dict(
+        groups, diverse_beam_strength=100.0))
+    assert len(translator.variants) == built, "the strength is fed"
+    # Three groups of width 1 and no penalty: three copies of greedy decoding.
+    assert_same_hypotheses([[(h.text, h.score) for h in t.n_best] for t in plain],
+                           [[(g.text, g.score)] * 3 for g in greedy])
+    # A strong penalty: no group starts with a piece an earlier group took at that step.
+    for translation in diverse:
+        assert len({h.pieces[0] for h in translation.n_best}) == 3, translation

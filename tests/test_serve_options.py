@@ -10,8 +10,7 @@ import os
 
 import pytest
 
-from decode.options import (HINTS, OPTIONS, PENDING, SCORING_OPTIONS, TABLE, check_beam_width,
-                            problem)
+from decode.options import HINTS, OPTIONS, SCORING_OPTIONS, TABLE, check_beam_width, problem
 from server.app import MAX_SERVED_EXPANSIONS, ModelSlot, create_app
 from tests.same_hypotheses import SCORE_TOLERANCE, assert_same_hypotheses, n_best
 from tests.test_serve_api import assert_error, assert_serves
@@ -97,13 +96,6 @@ def test_info_s_ranges_are_the_ones_requests_are_held_to(client, translator):
                 assert response.get_json()["error"]["message"].startswith(name + " must be ")
 
 
-def test_declared_options_not_yet_wired_are_unknown_fields(client, translator):
-    for name in PENDING:
-        assert name in translator.config["decode"], "the config holds its default already"
-        assert_error(client.post("/translate", json={"text": "one", name: None}), 400,
-                     "bad_request", 'unknown field "%s"' % name)
-
-
 def test_the_table_s_messages_for_the_declared_options():
     named = {"max_target_length": 64, "max_beam_width": 8}
     assert problem(TABLE["epsilon"], 1.0, named) == "must be in [0, 1)"
@@ -157,26 +149,26 @@ BAD_OPTIONS = [
     ("num_samples over the widest beam", dict(SAMPLE, num_samples=9),
      "num_samples must be in 1..8, got 9"),
     ("num_samples with a beam search", {"num_samples": 2},
-     "num_samples is an option of the sample decoder, not of while_loop"),
+     "num_samples is an option of the sample and mbr decoders, not of while_loop"),
     ("temperature a string", dict(SAMPLE, temperature="hot"),
      'temperature must be a number, got "hot"'),
     ("temperature zero", dict(SAMPLE, temperature=0), "temperature must be in (0, inf], got 0"),
     ("temperature with greedy", {"decoder": "greedy", "temperature": 0.5},
-     "temperature is an option of the sample decoder, not of greedy"),
+     "temperature is an option of the sample and mbr decoders, not of greedy"),
     ("top_k a boolean", dict(SAMPLE, top_k=False), "top_k must be an integer, got false"),
     ("top_k negative", dict(SAMPLE, top_k=-1), "top_k must be in 0.., got -1"),
     ("top_k with unrolled", {"decoder": "unrolled", "top_k": 5},
-     "top_k is an option of the sample decoder, not of unrolled"),
+     "top_k is an option of the sample and mbr decoders, not of unrolled"),
     ("top_p a string", dict(SAMPLE, top_p="0.9"), 'top_p must be a number, got "0.9"'),
     ("top_p zero", dict(SAMPLE, top_p=0), "top_p must be in (0, 1], got 0"),
     ("top_p over one", dict(SAMPLE, top_p=1.5), "top_p must be in (0, 1], got 1.5"),
     ("top_p with exact", dict(EXACT, top_p=0.9),
-     "top_p is an option of the sample decoder, not of exact"),
+     "top_p is an option of the sample and mbr decoders, not of exact"),
     ("seed a float", dict(SAMPLE, seed=1.5), "seed must be an integer, got 1.5"),
     ("seed of 20 digits", dict(SAMPLE, seed=10 ** 20),
      "seed must be in -4611686018427387904..4611686018427387904, got an integer of more than 15"),
     ("seed with a beam search", {"seed": 1},
-     "seed is an option of the sample decoder, not of while_loop"),
+     "seed is an option of the sample and mbr decoders, not of while_loop"),
     ("max_expansions a float", dict(EXACT, max_expansions=10.0),
      "max_expansions must be an integer, got 10.0"),
     ("max_expansions zero", dict(EXACT, max_expansions=0),

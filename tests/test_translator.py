@@ -72,7 +72,7 @@ def test_loads_once_then_translates_without_reloading(translator, short_sentence
                for t in again)
     assert translator.step == 400
     assert translator.model_name == "tiny"
-    assert translator.decoders == ("while_loop", "unrolled", "greedy", "sample", "exact")
+    assert translator.decoders == ("while_loop", "unrolled", "greedy", "sample", "exact", "mbr")
     assert translator.beam_widths == range(1, 9)
     assert not hasattr(translator, "max_beam_width"), "beam_widths[-1] says it"
 
@@ -108,7 +108,7 @@ def test_n_best_is_sorted_best_first(translator, dev_sentences):
         scores = [h.score for h in translation.n_best]
         assert len(scores) == 4
         assert scores == sorted(scores, reverse=True)
-        assert (translation.text, translation.score) == translation.n_best[0]
+        assert (translation.text, translation.score, translation.pieces) == translation.n_best[0]
         assert all(isinstance(h, Hypothesis) for h in translation.n_best)
 
 

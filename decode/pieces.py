@@ -1,0 +1,90 @@
+"""What callers hand the Translator, as ids: source and target texts, target pieces (a
+translation's own `pieces`, to score) and forced target prefixes; bad input is a ValueError
+naming the argument, its index and the value.
+
+A text prefix is cut into pieces by the target SentencePiece model, so the translation starts
+with exactly its words (its last word may still go on: "Eu" may become "Eugénio"); a list of
+pieces is taken as it is, e.g. a translation's own `pieces` without "</s>".
+"""
+
+from data_pipeline.tokenizer import EOS_ID, UNK_ID, model_text
+from decode.options import shown
+
+END_PIECE = "</s>"
+
+
+class Pieces:
+    """A tokenizer's texts and target pieces as ids, checked."""
+
+    def __init__(self, tokenizer):
+        self._tokenizer = tokenizer
+        self._ids = {piece: index for index, piece in enumerate(
+            tokenizer.target_pieces(range(tokenizer.target_vocab_size)))}
+
+    def texts(self, name, texts, source=True):
+        """A list of strings -> their ids (sources: non-empty)."""
+        if isinstance(texts, str):
+            raise ValueError("%s must be a list of strings, got one string "
+                             "(wrap a single sentence in a list)" % name)
+        token_ids = []
+        for index, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise ValueError("%s[%d] must be a string, got %s"
+                                 % (name, index, type(text).__name__))
+            token_ids.append((self._tokenizer.encode_source if source else
+                              self._tokenizer.encode_target)(text))
+            if source and not token_ids[-1]:
+                raise ValueError("%s[%d] is empty (no source tokens)" % (name, index))
+        return token_ids
+
+    def targets(self, count, targets, target_pieces):
+        """The target ids of `count` pairs: target_pieces[i]'s (`ids`), or where it (or the
+        list) is None the text targets[i]'s (targets may be None if no entry is)."""
+        for name, values in (("targets", targets), ("target_pieces", target_pieces)):
+            if values is not None and len(values) != count:
+                raise ValueError("%d sources but %d %s: give one per source"
+                                 % (count, len(values), name))
+        given = target_pieces or [None] * count
+        texts = self.texts("targets", targets or ["" if pieces is not None else None
+                                                  for pieces in given], source=False)
+        return [ids if pieces is None else self.ids(pieces, "target_pieces[%d]" % index)
+                for index, (ids, pieces) in enumerate(zip(texts, given))]
+
+    def ids(self, pieces, name, may_end=True):
+        """A list of target pieces -> their ids, without a last "</s>" (`may_end`: allowed;
+        a scored target always ends with it). Any piece of the target vocabulary may come
+        elsewhere but "</s>" (a model may emit "<pad>" or "<s>": its search's own pieces score)."""
+        if isinstance(pieces, str) or not isinstance(pieces, (list, tuple)):
+            raise ValueError("%s must be a list of target pieces, got %s" % (name, shown(pieces)))
+        pieces = list(pieces)[:-1] if may_end and list(pieces[-1:]) == [END_PIECE] else pieces
+        ids = [self._ids.get(piece) if isinstance(piece, str) else None for piece in pieces]
+        for index, (piece, piece_id) in enumerate(zip(pieces, ids)):
+            if piece_id in (None, EOS_ID):
+                raise ValueError("%s[%d] is %s, %s" % (name, index, shown(piece), (
+                    "not a piece of the target vocabulary" if piece_id is None else
+                    "which ends a translation: it may only come last" if may_end
+                    else "which ends a translation")))
+        return ids
+
+    def prefixes(self, target_prefixes, count):
+        """None (no prefixes), or the ids of `count` target prefixes, each None or "" (none),
+        a text (its pieces; a character the target vocabulary lacks is an error: it would be
+        <unk>) or a list of target pieces (`ids`, no "</s>")."""
+        if target_prefixes is None:
+            return None
+        if isinstance(target_prefixes, str) or len(target_prefixes) != count:
+            raise ValueError("target_prefixes must be a list of one prefix per sentence (%d), "
+                             "got %s" % (count, shown(target_prefixes)))
+        found = []
+        for index, prefix in enumerate(target_prefixes):
+            name = "target_prefixes[%d]" % index
+            if prefix is not None and not isinstance(prefix, str):
+                found.append(self.ids(prefix, name, may_end=False))
+                continue
+            found.append(self._tokenizer.encode_target(prefix or ""))
+            if UNK_ID in found[-1]:
+                raise ValueError("%s %s holds characters the target vocabulary lacks: %s" % (
+                    name, shown(prefix), " ".join(sorted({char for char in model_text(prefix) if
+                                                          UNK_ID in self._tokenizer.encode_target(
+                                                              char)})) or "(<unk>)"))
+        return found
