@@ -1,9 +1,9 @@
 """Decoding speed: both beam searches, greedy, a floor, and tfa's BeamSearchDecoder.
 
-Every variant decodes the same random-weight model (seq2seq.model.Seq2SeqModel) on the same
-random source batch, the end token's logit masked to -inf so that every variant runs exactly
-`length` steps, in one session, timed side by side (harness.time_rounds); the table gives the
-median sentences/s and ratios to tfa:
+Every variant decodes the same random-weight model (seq2seq.model.Seq2SeqModel, configs/lab.yaml's
+sizes or --config's) on the same random source batch, the end token's logit masked to -inf so
+that every variant runs exactly `length` steps (--natural_lengths: not masked), in one session,
+timed side by side (harness.time_rounds); the table gives the median sentences/s and ratios to tfa:
 - while_loop / unrolled / greedy: decode.while_loop_beam_search, decode.rnn_beam_search,
   decode.greedy_search over model.beam_update_fn; "while_loop, compact" with compact=True (no
   sentence ends here: what compaction costs when nothing leaves).
@@ -11,20 +11,26 @@ median sentences/s and ratios to tfa:
   vocab) in a bare tf.while_loop without any beam bookkeeping; "floor, chunked top-k" selects
   as decode.beam_search.select_best does; "model only" feeds back each row's argmax.
 - tfa: tfa.seq2seq.BeamSearchDecoder (tensorflow-addons 0.23) driving the very same decoder
-  step, wrapped as a Keras cell.
+  step, wrapped as a Keras cell (it returns the while_loop search's hypotheses); "tfa, own
+  AttentionWrapper": tfa's own decoder of the same sizes, what its users write.
 Other sections: the search as decode.translate runs it against tfa ("translate"), graph build
 time and op count against the decode length ("build"), the scoring step alone ("scoring") and
 the whole while_loop search with each selection ("selection"); docs/BENCHMARKS.md.
+--isolated N runs each of --variants in a process of its own (throughput, translate), N rounds.
+TF_ENABLE_ONEDNN_OPTS and ONEDNN_MAX_CPU_ISA in the environment choose TensorFlow's kernels.
 
 Usage (about 6 minutes on 2 cores; tfa from requirements-bench.txt):
   .venv/bin/python -m bench.decode_speed [--repeats 7] [--sections selection,throughput,...]
-      [--json bench/out/decode_speed.json]
+      [--variants while_loop,tfa [--isolated 2]] [--json bench/out/decode_speed.json]
 """
 
 import argparse
+import ast
 import concurrent.futures
+import contextlib
 import functools
 import os
+import re
 from unittest import mock
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -32,12 +38,13 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 from tensorflow.core.protobuf import rewriter_config_pb2  # noqa: E402
+from tensorflow.python.util import _pywrap_util_port  # noqa: E402
 
 from bench import harness  # noqa: E402
 from decode import beam_search, greedy_search, rnn_beam_search, while_loop_beam_search  # noqa: E402
 from decode.batching import call_batch_size  # noqa: E402
 from seq2seq.common import batch_gather, get_shape, merge_beams, tile_beams  # noqa: E402
-from seq2seq.config import DEFAULTS  # noqa: E402
+from seq2seq.config import DEFAULTS, load_config  # noqa: E402
 from seq2seq.model import Seq2SeqModel  # noqa: E402
 
 VOCAB_SIZE = 4000
@@ -50,15 +57,24 @@ MODEL_PARAMS = dict(DEFAULTS["model"], embedding_size=128, num_units=256, attent
 SIZES = [(32, 5, 40), (1, 5, 40), (32, 10, 60), (64, 10, 60)]
 SELECTION_SIZES = [(1, 5, 40), (32, 5, 40)]
 BUILD_LENGTHS = [20, 50, 100]
+# Whether TensorFlow uses oneDNN, and which instructions oneDNN may use.
+ONEDNN_VARIABLES = ("TF_ENABLE_ONEDNN_OPTS", "ONEDNN_MAX_CPU_ISA")
+
+
+def end_mask():
+    """[V] float32 that every variant adds to its logits: -inf at the end token, so decoding runs
+    every step; all 0 with --natural_lengths (the same op, and searches stop as they would)."""
+    masked = (np.arange(VOCAB_SIZE) == END) & FORCED_LENGTHS
+    return np.where(masked, -np.inf, 0.0).astype(np.float32)
 
 
 def never_ending(update_fn):
-    """`update_fn` with the end token's logit at -inf: decoding runs every step."""
-    end_mask = tf.constant(np.where(np.arange(VOCAB_SIZE) == END, -np.inf, 0.0), tf.float32)
+    """`update_fn` with end_mask() added to its logits."""
+    mask = tf.constant(end_mask())
 
     def update(state, ids):
         new_state, logits = update_fn(state, ids)
-        return new_state, logits + end_mask
+        return new_state, logits + mask
     return update
 
 
@@ -181,15 +197,25 @@ def build_floor(model, encoded, batch_size, beam_width, length, select):
     return ids
 
 
+def tfa_decode(decoder, batch_size, initial_state):
+    """The predicted_ids [batch, time, beam] of tfa's BeamSearchDecoder `decoder`.
+
+    Its compiled gather_tree needs CUDA symbols that tensorflow-cpu lacks; the Python one runs
+    once per decode, after the loop, and compares tensors with ==, which in graph mode compares
+    the objects: every id would come out as the end token. Here == compares elements."""
+    import tensorflow_addons as tfa
+    tfa.options.disable_custom_kernel()
+    with mock.patch.object(tf.Tensor, "__eq__", tf.equal):
+        outputs, _, _ = decoder(None, start_tokens=tf.fill([batch_size], BEGIN), end_token=END,
+                                initial_state=initial_state)
+    return outputs.predicted_ids
+
+
 def build_tfa(model, encoded, batch_size, beam_width, length):
     """tfa.seq2seq.BeamSearchDecoder around the same decoder step."""
     import tensorflow_addons as tfa
-
-    # Its compiled gather_tree needs CUDA symbols that tensorflow-cpu lacks;
-    # the Python version runs once per decode, after the loop.
-    tfa.options.disable_custom_kernel()
     tiled = tf.nest.map_structure(lambda t: merge_beams(tile_beams(t, beam_width)), encoded)
-    end_mask = tf.constant(np.where(np.arange(VOCAB_SIZE) == END, -np.inf, 0.0), tf.float32)
+    mask = tf.constant(end_mask())
 
     class DecoderStepCell(tf.keras.layers.Layer):
         """The model's decoder step as a Keras cell: ids in, logits out."""
@@ -200,18 +226,42 @@ def build_tfa(model, encoded, batch_size, beam_width, length):
         @tf.autograph.experimental.do_not_convert
         def call(self, ids, state, training=None):
             new_state, logits = model.step(tiled, {"h": state}, ids)
-            return logits + end_mask, new_state["h"]
+            return logits + mask, new_state["h"]
 
         def get_initial_state(self, inputs=None, batch_size=None, dtype=None):
             raise NotImplementedError("the search starts from the encoder's state")
 
     decoder = tfa.seq2seq.BeamSearchDecoder(
         DecoderStepCell(), beam_width, embedding_fn=lambda ids: ids,
-        length_penalty_weight=LENGTH_PENALTY, maximum_iterations=length)
-    outputs, _, _ = decoder(None, start_tokens=tf.fill([batch_size], BEGIN), end_token=END,
-                            initial_state=tfa.seq2seq.tile_batch(encoded.initial_state["h"],
-                                                                 beam_width))
-    return outputs.predicted_ids
+        length_penalty_weight=LENGTH_PENALTY, maximum_iterations=length, **TFA_OPTIONS)
+    return tfa_decode(decoder, batch_size,
+                      tfa.seq2seq.tile_batch(encoded.initial_state["h"], beam_width))
+
+
+def build_tfa_own_cell(encoded, batch_size, beam_width, length):
+    """What a tfa user writes, of the model's sizes, over its encoder's output: tfa's
+    AttentionWrapper (its attention of the model's kind around a Keras GRUCell, the attention
+    layer fed back as input) and a Dense projection whose bias holds end_mask(). A decoder step
+    of its own, with weights of its own."""
+    import tensorflow_addons as tfa
+    tile = functools.partial(tfa.seq2seq.tile_batch, multiplier=beam_width)
+    mechanism, size = {"bahdanau": (tfa.seq2seq.BahdanauAttention, "attention_size"),
+                       "luong": (tfa.seq2seq.LuongAttention, "num_units")}[
+                           MODEL_PARAMS["attention"]]
+    cell = tfa.seq2seq.AttentionWrapper(
+        tf.keras.layers.GRUCell(MODEL_PARAMS["num_units"]),
+        mechanism(MODEL_PARAMS[size], memory=tile(encoded.memory),
+                  memory_sequence_length=tf.fill([batch_size * beam_width], SOURCE_LENGTH)),
+        attention_layer_size=MODEL_PARAMS["num_units"])
+    decoder = tfa.seq2seq.BeamSearchDecoder(
+        cell, beam_width, embedding_fn=tf.keras.layers.Embedding(
+            VOCAB_SIZE, MODEL_PARAMS["embedding_size"]),
+        output_layer=tf.keras.layers.Dense(
+            VOCAB_SIZE, bias_initializer=tf.constant_initializer(end_mask())),
+        length_penalty_weight=LENGTH_PENALTY, maximum_iterations=length, **TFA_OPTIONS)
+    initial_state = cell.get_initial_state(batch_size=batch_size * beam_width, dtype=tf.float32)
+    return tfa_decode(decoder, batch_size,
+                      initial_state.clone(cell_state=tile(encoded.initial_state["h"])))
 
 
 def load_checkout(checkout):
@@ -219,7 +269,6 @@ def load_checkout(checkout):
     of an older commit): the package as `against_decode`, its files copied with "decode"
     renamed; the function to call on our model (the same templates, so the same variables)."""
     import importlib.util
-    import re
     import sys
     import tempfile
     root = tempfile.mkdtemp()
@@ -240,7 +289,21 @@ def load_checkout(checkout):
 
 
 AGAINST = None  # --against: the other checkout's decode package and beam_update_fn
-SESSION_CONFIG = None  # --threads: the throughput session's ConfigProto (None: TensorFlow's threads)
+SESSION_CONFIG = None  # --threads, --no_grappler: the throughput session's ConfigProto
+FORCED_LENGTHS = True  # False with --natural_lengths
+VARIANTS = None  # --variants: the names of the variants to build and time (None: all)
+TFA_OPTIONS = {}  # --tfa: more keywords for tfa's BeamSearchDecoder
+
+
+def chosen(builders):
+    """{name: fetch} of the builders ({name: function returning a fetch}) that --variants names;
+    ValueError if it names one they lack."""
+    unknown = set(VARIANTS or ()) - set(builders)
+    if unknown:
+        raise ValueError("--variants: no %s here; this section has: %s" % (
+            ", ".join(sorted(unknown)), ", ".join(builders)))
+    return {name: build() for name, build in builders.items()
+            if VARIANTS is None or name in VARIANTS}
 
 
 def sentence_speeds(runs, repeats, batch_size):
@@ -268,66 +331,70 @@ def time_builds(batch_size, repeats, build, session_config=None):
 def throughput(batch_size, beam_width, length, repeats):
     """Sentences/s and CPU milliseconds per sentence of every variant at one size."""
     def build(model, encoded):
-        fetches = {
-            "while_loop": build_our_search(while_loop_beam_search, model, encoded, beam_width,
-                                           length),
-            "while_loop, compact": build_our_search(while_loop_beam_search, model, encoded,
-                                                    beam_width, length, compact=True),
-            "unrolled": build_our_search(rnn_beam_search, model, encoded, beam_width, length),
-            "greedy": build_greedy(model, encoded, length),
-            "floor": build_floor(model, encoded, batch_size, beam_width, length,
-                                 one_stage_top_k),
-            "model only": build_floor(
-                model, encoded, batch_size, beam_width, length,
+        ours = functools.partial(build_our_search, model=model, encoded=encoded,
+                                 beam_width=beam_width, length=length)
+        floor = functools.partial(build_floor, model, encoded, batch_size, beam_width, length)
+        builders = {
+            "while_loop": lambda: ours(while_loop_beam_search),
+            "while_loop, compact": lambda: ours(while_loop_beam_search, compact=True),
+            "unrolled": lambda: ours(rnn_beam_search),
+            "greedy": lambda: build_greedy(model, encoded, length),
+            "floor": lambda: floor(one_stage_top_k),
+            "model only": lambda: floor(
                 lambda logits, *_: tf.argmax(logits, axis=-1, output_type=tf.int32)),
-            "floor, chunked top-k": build_floor(
-                model, encoded, batch_size, beam_width, length,
+            "floor, chunked top-k": lambda: floor(
                 lambda *args: two_stage_top_k(*args, row_top_k=beam_search.top_k)),
-            "tfa": build_tfa(model, encoded, batch_size, beam_width, length),
+            "tfa": lambda: build_tfa(model, encoded, batch_size, beam_width, length),
+            "tfa, own AttentionWrapper": lambda: build_tfa_own_cell(encoded, batch_size,
+                                                                    beam_width, length),
         }
         if AGAINST:
             searches, beam_update_fn = AGAINST
             for name, search in (("while_loop", searches.while_loop_beam_search),
                                  ("unrolled", searches.rnn_beam_search)):
-                fetches[name + " (--against)"] = build_our_search(
-                    search, model, encoded, beam_width, length, beam_update_fn)
-            fetches["greedy (--against)"] = build_greedy(model, encoded, length,
-                                                         searches.greedy_search, beam_update_fn)
-        return fetches
+                builders[name + " (--against)"] = functools.partial(
+                    ours, search, beam_update_fn=beam_update_fn)
+            builders["greedy (--against)"] = functools.partial(
+                build_greedy, model, encoded, length, searches.greedy_search, beam_update_fn)
+        return chosen(builders)
     return time_builds(batch_size, repeats, build, SESSION_CONFIG)
 
 
 def as_translate_runs_it(batch_size, beam_width, length, repeats):
-    """The while_loop search as `decode.translate` runs a call of `batch_size` sentences
+    """"while_loop": the search as `decode.translate` runs a call of `batch_size` sentences
     (batches of `call_batch_size`, one per core at once, in the Translator's session: every op
-    in the calling thread, one intra-op thread, Grappler off; compaction on), against tfa on the
-    whole batch in TensorFlow's default session, what its users get."""
+    in the calling thread, one intra-op thread, Grappler off; compaction on), against "tfa" on
+    the whole batch in TensorFlow's default session, what its users get."""
     threads = os.cpu_count()
     chunk = call_batch_size(batch_size, DEFAULTS["decode"]["batch_size"], threads)
     chunks = -(-batch_size // chunk)
-    with tf.Graph().as_default():
+    with tf.Graph().as_default(), contextlib.ExitStack() as stack:
         tf.set_random_seed(1)
         model = Seq2SeqModel(MODEL_PARAMS, VOCAB_SIZE, VOCAB_SIZE)
-        ours = build_our_search(while_loop_beam_search, model, encoded_batch(model, chunk),
-                                beam_width, length, compact=True)
-        theirs = build_tfa(model, encoded_batch(model, batch_size), batch_size, beam_width,
-                           length)
-        translator_config = tf.ConfigProto(
-            inter_op_parallelism_threads=-1, intra_op_parallelism_threads=1,
-            graph_options=tf.GraphOptions(rewrite_options=rewriter_config_pb2.RewriterConfig(
-                disable_meta_optimizer=True)))
-        # The default session first: the first session sizes the process's intra-op pool,
-        # so tfa gets TensorFlow's default threads (and ours that pool, not one thread).
-        with tf.Session() as default_session, \
-                tf.Session(config=translator_config) as translator_session, \
-                concurrent.futures.ThreadPoolExecutor(threads) as pool:
-            for session in (translator_session, default_session):
-                session.run(tf.global_variables_initializer())
-            return sentence_speeds({
-                "while_loop as decode.translate runs it": lambda: list(pool.map(
-                    lambda _: translator_session.run(ours), range(chunks))),
-                "tfa": functools.partial(default_session.run, theirs),
-            }, repeats, batch_size)
+        fetches = chosen({
+            "while_loop": lambda: build_our_search(
+                while_loop_beam_search, model, encoded_batch(model, chunk), beam_width, length,
+                compact=True),
+            "tfa": lambda: build_tfa(model, encoded_batch(model, batch_size), batch_size,
+                                     beam_width, length)})
+
+        def session(config=None):
+            opened = stack.enter_context(tf.Session(config=config))
+            opened.run(tf.global_variables_initializer())
+            return opened
+        # The first session sizes the process's intra-op pool: tfa's first, so it gets
+        # TensorFlow's default threads, and ours that pool, not the one thread it has in a
+        # process of its own (--isolated).
+        runs = {"tfa": functools.partial(session().run, fetches["tfa"])} if "tfa" in fetches else {}
+        if "while_loop" in fetches:
+            translator_session = session(tf.ConfigProto(
+                inter_op_parallelism_threads=-1, intra_op_parallelism_threads=1,
+                graph_options=tf.GraphOptions(rewrite_options=rewriter_config_pb2.RewriterConfig(
+                    disable_meta_optimizer=True))))
+            pool = stack.enter_context(concurrent.futures.ThreadPoolExecutor(threads))
+            runs["while_loop"] = lambda: list(pool.map(
+                lambda _: translator_session.run(fetches["while_loop"]), range(chunks)))
+        return sentence_speeds({name: runs[name] for name in fetches}, repeats, batch_size)
 
 
 def build_cost(length):
@@ -387,7 +454,30 @@ def scoring_cost(repeats, batch_size=32, beam_width=5, steps=200):
     return {name: 1000 * (seconds - baseline) / steps for name, seconds in cpu.items()}
 
 
-def print_speeds(title, speeds, reference):
+def isolated(args, section):
+    """`section`'s results with each of --variants in a process of its own (this bench with the
+    same options), `args.isolated` rounds of them, the order rotating (A B, B A, ...); a
+    variant's figures are the medians over its processes, "rounds" lists each process's."""
+    options = ["--" + key if value is True else "--%s=%s" % (key, value)
+               for key, value in vars(args).items() if value is not None and value is not False
+               and key not in ("sections", "variants", "json", "isolated")]
+    rounds = {name: [] for name in VARIANTS}
+    for index in range(args.isolated):
+        for name in harness.rotation(VARIANTS, index):
+            rounds[name].append(harness.child_json(
+                ["-m", "bench.decode_speed", "--sections", section, "--variants", name, *options]
+            )[section])
+    for size, entry in enumerate(rounds[VARIANTS[0]][0]):
+        speeds = {name: [run[size]["variants"][name] for run in runs]
+                  for name, runs in rounds.items()}
+        yield dict(entry, rounds=speeds, variants={
+            name: {key: harness.median(run[key] for run in runs) for key in runs[0]}
+            for name, runs in speeds.items()})
+
+
+def print_speeds(title, entry, reference):
+    speeds = entry["variants"]
+    reference = reference if reference in speeds else next(iter(speeds))
     base = speeds[reference]
     print("\n" + title)
     print(harness.markdown_table(
@@ -397,18 +487,38 @@ def print_speeds(title, speeds, reference):
           "%.1f" % speed["cpu_ms_per_sentence"],
           "%.2fx" % (base["cpu_ms_per_sentence"] / speed["cpu_ms_per_sentence"])]
          for name, speed in speeds.items())))
+    for name, runs in entry.get("rounds", {}).items():
+        if name != reference:
+            print("%s / %s, each round's processes: %s" % (name, reference, ", ".join(
+                "%.2fx" % (run["sentences_per_second"] / their["sentences_per_second"])
+                for run, their in zip(runs, entry["rounds"][reference]))))
 
 
 SECTIONS = ("selection", "throughput", "translate", "build", "scoring")
 
 
 def main():
+    global AGAINST, SESSION_CONFIG, FORCED_LENGTHS, VARIANTS, TFA_OPTIONS, VOCAB_SIZE, MODEL_PARAMS
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=7, help="timed runs per variant and size")
     parser.add_argument("--sections", default=",".join(SECTIONS),
                         help="comma-separated, of: %s" % ", ".join(SECTIONS))
     parser.add_argument("--sizes", help="throughput sizes batch:beam:steps,... (default: %s)"
                         % ",".join("%d:%d:%d" % size for size in SIZES))
+    parser.add_argument("--variants", help="only these of the throughput and translate "
+                        "sections, comma-separated (a name's own comma has a space after it), "
+                        "e.g. while_loop,tfa")
+    parser.add_argument("--isolated", type=int, metavar="ROUNDS",
+                        help="throughput and translate: each of --variants in a process of its "
+                             "own, ROUNDS rounds in rotating order")
+    parser.add_argument("--natural_lengths", action="store_true",
+                        help="leave the end token's logit alone: searches stop as they would "
+                             "(default: masked, every variant runs every step)")
+    parser.add_argument("--config", help="the model sizes and vocab_size of this config, random "
+                        "weights (default: configs/lab.yaml's, the model's of real text)")
+    parser.add_argument("--tfa", metavar="KEY=VALUE,...",
+                        help="more keywords for tfa's BeamSearchDecoder, Python literals, e.g. "
+                             "impute_finished=True,output_time_major=True")
     parser.add_argument("--against", metavar="CHECKOUT",
                         help="also time the searches and beam_update_fn of this checkout "
                              "(e.g. ../baseline, made by `git worktree add ../baseline 72d9ef8`)")
@@ -416,14 +526,30 @@ def main():
     parser.add_argument("--threads", metavar="INTER/INTRA",
                         help="the throughput session's inter/intra-op threads for every variant, "
                              "e.g. -1/1, the Translator's default (default: TensorFlow's)")
+    parser.add_argument("--no_grappler", action="store_true",
+                        help="the throughput session without Grappler, as the Translator's")
     args = parser.parse_args()
-    global AGAINST, SESSION_CONFIG
-    if args.threads:
-        inter, intra = (int(n) for n in args.threads.split("/"))
-        SESSION_CONFIG = tf.ConfigProto(inter_op_parallelism_threads=inter,
-                                        intra_op_parallelism_threads=intra)
+    if args.threads or args.no_grappler:
+        inter, intra = (int(n) for n in (args.threads or "0/0").split("/"))
+        SESSION_CONFIG = tf.ConfigProto(
+            inter_op_parallelism_threads=inter, intra_op_parallelism_threads=intra,
+            graph_options=tf.GraphOptions(rewrite_options=rewriter_config_pb2.RewriterConfig(
+                disable_meta_optimizer=args.no_grappler)))
     if args.against:
         AGAINST = load_checkout(args.against)
+    FORCED_LENGTHS = not args.natural_lengths
+    if args.variants:
+        VARIANTS = re.split(r",(?! )", args.variants)
+    elif args.isolated:
+        parser.error("--isolated needs --variants, e.g. --variants while_loop,tfa")
+    if args.config:
+        config = load_config(args.config)
+        VOCAB_SIZE, MODEL_PARAMS = config["data"]["vocab_size"], dict(config["model"], dropout=0.0)
+    try:
+        TFA_OPTIONS = {key: ast.literal_eval(value) for key, value in (
+            item.split("=", 1) for item in args.tfa.split(","))} if args.tfa else {}
+    except (ValueError, SyntaxError):
+        parser.error("--tfa takes KEY=VALUE,... with Python literals, not %r" % args.tfa)
     sizes = SIZES
     if args.sizes:
         sizes = [tuple(int(n) for n in size.split(":")) for size in args.sizes.split(",")]
@@ -433,18 +559,24 @@ def main():
     tf.get_logger().setLevel("FATAL")
 
     results = {"load_average_before": os.getloadavg(), "cpus": os.cpu_count(),
+               "onednn": _pywrap_util_port.IsMklEnabled(), "options": vars(args),
+               "environment": {key: os.environ.get(key) for key in ONEDNN_VARIABLES},
                "selection": [], "throughput": [], "build": {}, "scoring": {}}
     for section, section_sizes, speeds_of, title, reference in (
             ("selection", SELECTION_SIZES, selection_speeds, "while_loop search by selection: ",
              "two stages, chunked top-k (shipped)"),
             ("throughput", sizes, throughput, "", "tfa"),
             ("translate", sizes, as_translate_runs_it, "as decode.translate runs it: ", "tfa")):
-        for batch_size, beam_width, length in section_sizes if section in sections else ():
-            speeds = speeds_of(batch_size, beam_width, length, args.repeats)
-            results.setdefault(section, []).append(
-                {"batch": batch_size, "beam": beam_width, "length": length, "variants": speeds})
-            print_speeds(title + "batch %d, beam %d, %d steps" % (batch_size, beam_width, length),
-                         speeds, reference)
+        if section not in sections:
+            continue
+        entries = (isolated(args, section) if args.isolated and section != "selection" else (
+            {"batch": batch_size, "beam": beam_width, "length": length,
+             "variants": speeds_of(batch_size, beam_width, length, args.repeats)}
+            for batch_size, beam_width, length in section_sizes))
+        for entry in entries:
+            results.setdefault(section, []).append(entry)
+            print_speeds(title + "batch %(batch)d, beam %(beam)d, %(length)d steps" % entry,
+                         entry, reference)
     if "build" in sections:
         results["build"] = {length: build_cost(length) for length in BUILD_LENGTHS}
         print("\ngraph build, batch 32, beam 5")
@@ -459,8 +591,9 @@ def main():
         print(harness.markdown_table(["selection", "CPU ms/step"], (
             [name, "%.2f" % milliseconds] for name, milliseconds in results["scoring"].items())))
     results["load_average_after"] = os.getloadavg()
-    print("\nload average before %s, after %s, %d CPUs" % (
-        results["load_average_before"], results["load_average_after"], results["cpus"]))
+    print("\nload average before %s, after %s, %d CPUs, oneDNN %s (%s)" % (
+        results["load_average_before"], results["load_average_after"], results["cpus"],
+        "on" if results["onednn"] else "off", results["environment"]))
     harness.write_json(args.json, results)
 
 

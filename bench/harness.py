@@ -11,6 +11,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # for the TensorFlow imported after this
@@ -57,12 +58,31 @@ def time_rounds(variants, rounds, warmup=1, after_round=None):
             variants[name]()
     samples = {name: Samples([], [], []) for name in names}
     for index in range(rounds):
-        for name in names[index % len(names):] + names[:index % len(names)]:
+        for name in rotation(names, index):
             for values, value in zip(samples[name], measure(variants[name])):
                 values.append(value)
         if after_round:
             after_round(index, samples)
     return samples
+
+
+def rotation(names, index):
+    """`names` (a list) rotated left by `index`: round `index`'s order."""
+    return names[index % len(names):] + names[:index % len(names)]
+
+
+def child_json(args):
+    """The JSON that `python args... --json FILE` writes, run in a child process in the repo;
+    RuntimeError with the end of its stderr if it fails. What it prints is dropped."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "out.json")
+        child = subprocess.run([sys.executable, *args, "--json", path], cwd=REPO,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if child.returncode:
+            raise RuntimeError("%s failed (exit code %d):\n%s" % (
+                " ".join(args), child.returncode, child.stderr[-3000:]))
+        with open(path, encoding="utf-8") as result:
+            return json.load(result)
 
 
 median = statistics.median
