@@ -1,7 +1,9 @@
-"""Serves a trained model over HTTP: the JSON API of DESIGN.md and a web page.
+"""Serves a trained model, or an ensemble of models, over HTTP: DESIGN.md's JSON API and a page.
 
 /healthz answers 503 until a model is loaded ("ready: URL" is printed then); the server waits
-for training's first checkpoint and switches to each better one (docs/SERVING-NOTES.md).
+for training's first checkpoint and switches to each better one (docs/SERVING-NOTES.md). An
+ensemble (several --model_dir) is loaded once, from each directory's best checkpoint: its
+members train apart, and no one dev score says when another combination is better.
 SIGTERM or SIGINT stops it once the requests in flight are answered.
 """
 
@@ -15,8 +17,9 @@ import threading
 
 from seq2seq.config import ConfigError, load_config
 from seq2seq.model_dir import CONFIG_FILE
-from server.app import DEFAULT_MAX_UNROLLED_TOKENS, ModelSlot, create_app
+from server.app import DEFAULT_MAX_UNROLLED_TOKENS, create_app
 from server.graceful_server import GracefulServer
+from server.model_slot import ModelSlot
 from server.training_status import waiting_message
 
 LOG = logging.getLogger("seq2seq.serve")
@@ -37,8 +40,9 @@ def bounded_int(low, high, range_text):
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model_dir", required=True,
-                        help="a model directory written by train.py")
+    parser.add_argument("--model_dir", required=True, action="append",
+                        help="a model directory written by train.py; given again, the models "
+                             "decode as an ensemble, loaded once (no --export_dir, no watching)")
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default: 127.0.0.1, this machine only)")
     parser.add_argument("--port", type=bounded_int(0, 65535, "a port is 0..65535"), default=8080,
@@ -58,12 +62,16 @@ def parse_args(argv):
                         help="the unrolled decoder serves sources of up to N tokens, its graphs "
                              "built before 'ready' (default: %(default)s; 0: none built, "
                              "16 served)")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.ensemble = len(args.model_dir) > 1
+    if args.export_dir and args.ensemble:
+        parser.error("--export_dir serves one model directory's SavedModel, not an ensemble")
+    return args
 
 
 def not_ready_message(model, args):
     """The 503 message while no model is served: what training is doing, or why loading failed."""
-    waiting = None if args.export_dir else waiting_message(args.model_dir)
+    waiting = None if args.export_dir or args.ensemble else waiting_message(args.model_dir[0])
     if waiting is None and model.reload_error:
         return "cannot load %s (%s); waiting for a newer model" % (
             model.reload_error["path"], model.reload_error["message"])
@@ -72,7 +80,7 @@ def not_ready_message(model, args):
 
 def serve_models(model, args, config, server, stopping):
     """Fills `model` with the model directory's model, then (unless --no_watch) with each newer
-    one, until `stopping` is set; stops `server` if --no_watch finds nothing to serve."""
+    one, until `stopping` is set; an ensemble once. Stops `server` if that finds nothing."""
     try:
         import tensorflow.compat.v1 as tf  # seconds: /healthz already answers 503 meanwhile
         from server.reloader import Reloader, build_translator
@@ -81,9 +89,17 @@ def serve_models(model, args, config, server, stopping):
         server.request_stop()
         return
     tf.disable_v2_behavior()
-    reloader = Reloader(model, args.model_dir, args.export_dir, functools.partial(
-        build_translator, intra_op_threads=config["serve"]["intra_op_threads"],
-        warm_up_source_tokens=args.warm_up_source_tokens))
+    build = functools.partial(build_translator, warm_up_source_tokens=args.warm_up_source_tokens,
+                              intra_op_threads=config["serve"]["intra_op_threads"])
+    if args.ensemble:
+        try:
+            model.fill(build(args.model_dir, None, False))
+            print("ready: %s" % server.url, flush=True)
+        except Exception:  # noqa: BLE001 (said, then the server stops)
+            LOG.exception("cannot load the ensemble of %s; stopping", ", ".join(args.model_dir))
+            server.request_stop()
+        return
+    reloader = Reloader(model, args.model_dir[0], args.export_dir, build)
     last_failure = None
     while not stopping.is_set():
         was_ready = model.ready
@@ -91,7 +107,7 @@ def serve_models(model, args, config, server, stopping):
             reloader.poll()
         except Exception as error:  # noqa: BLE001 (the server serves on; logged once)
             if repr(error) != last_failure:
-                LOG.exception("watching %s failed; trying again every %.0fs", args.model_dir,
+                LOG.exception("watching %s failed; trying again every %.0fs", args.model_dir[0],
                               WATCH_INTERVAL_S)
                 last_failure = repr(error)
         if model.ready and not was_ready:
@@ -100,7 +116,7 @@ def serve_models(model, args, config, server, stopping):
             break
         stopping.wait(WATCH_INTERVAL_S)
     if args.no_watch and not model.ready:
-        LOG.error("nothing to serve from %s; stopping (--no_watch)", args.model_dir)
+        LOG.error("nothing to serve from %s; stopping (--no_watch)", args.model_dir[0])
         server.request_stop()
 
 
@@ -109,20 +125,29 @@ def main(argv=None):
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    config_path = os.path.join(args.model_dir, CONFIG_FILE)
-    waits = not (args.no_watch or args.export_dir or os.path.isfile(config_path))
+    once = args.no_watch or args.ensemble
+    config_path = os.path.join(args.model_dir[0], CONFIG_FILE)
+    waits = not (once or args.export_dir or os.path.isfile(config_path))
     try:  # no config.yaml yet (training prepares its data first): the serve defaults
         config = load_config(None if waits else config_path)
     except ConfigError as error:
         print("serve.py: %s (is %s a model directory written by train.py?)"
-              % (error, args.model_dir), file=sys.stderr)
+              % (error, args.model_dir[0]), file=sys.stderr)
         return 2
+    if args.ensemble:  # before listening: the models must read and write the same pieces
+        from decode.ensemble import load_configs  # imports TensorFlow: seconds
+        try:
+            load_configs(args.model_dir)
+        except ValueError as error:
+            print("serve.py: %s" % error, file=sys.stderr)
+            return 2
     if args.no_batching:
         config["serve"]["batching"] = False
-    model = ModelSlot(waiting=lambda: not_ready_message(model, args))
+    model = ModelSlot(waiting=lambda: not_ready_message(model, args),
+                      lab_dir=None if args.ensemble else args.model_dir[0])
     app = create_app(model, config, max_unrolled_tokens=(args.warm_up_source_tokens
                                                          or DEFAULT_MAX_UNROLLED_TOKENS),
-                     model_dir=args.model_dir)
+                     model_dir=None if args.ensemble else args.model_dir[0])
     try:
         server = GracefulServer(app, args.host, args.port,
                                 threads=config["serve"]["max_batch_sentences"] + SPARE_THREADS,
@@ -146,7 +171,7 @@ def main(argv=None):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
-    return 1 if args.no_watch and not model.ready else 0
+    return 1 if once and not model.ready else 0
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from waitress import wasyncore
 from waitress.channel import HTTPChannel
 from waitress.task import ErrorTask
 
-from server.app import BODY_OVER_LIMIT, error_document
+from server.request_checks import BODY_OVER_LIMIT, error_document
 
 LOG = logging.getLogger("seq2seq.serve")
 POLL_TIMEOUT_S = 1.0

@@ -16,7 +16,8 @@ import sys
 
 import pytest
 
-from server.app import ModelSlot, create_app, read_examples
+from server.app import create_app
+from server.model_slot import ModelSlot, read_examples
 from tests.same_hypotheses import assert_same_hypotheses, n_best
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -77,11 +78,14 @@ def test_translate_one_text(client, translator, config):
     assert body["model"] == {"name": translator.model_name, "step": translator.step}
     assert body["options"] == {name: config["decode"][name] for name in (
         "length_penalty", "length_penalty_kind", "coverage_penalty", "no_repeat_ngram_size",
-        "min_length")}, "the options the beam search used: the config's"
+        "min_length", "diverse_beam_groups", "diverse_beam_strength")}, \
+        "the options the beam search used: the config's"
     [translation] = body["translations"]
+    assert list(translation) == ["text", "score", "pieces", "unfamiliar", "n_best"]
     [expected] = translator.translate(["three hundred and twelve"])
     assert_same_hypotheses(n_best([translation]), n_best([expected]))
-    assert translation["n_best"] == [{"text": translation["text"], "score": translation["score"]}]
+    assert translation["n_best"] == [{key: translation[key] for key in ("text", "score", "pieces")}]
+    assert translation["pieces"] == expected.pieces
 
 
 @pytest.mark.parametrize("decoder", ["while_loop", "unrolled"])
@@ -96,7 +100,7 @@ def test_translate_texts_with_an_n_best_list(client, decoder):
     for translation in body["translations"]:
         scores = [hypothesis["score"] for hypothesis in translation["n_best"]]
         assert len(scores) == 3 and scores == sorted(scores, reverse=True)
-        assert translation["n_best"][0] == {"text": translation["text"], "score": translation["score"]}
+        assert translation["n_best"][0] == {key: translation[key] for key in ("text", "score", "pieces")}
 
 
 @pytest.mark.parametrize("decoder, body", [
@@ -157,7 +161,7 @@ def test_info_reports_the_model_and_the_limits(client, translator, config):
     assert info["model"] == {"name": translator.model_name, "step": translator.step,
                              "source_vocab_size": translator.source_vocab_size,
                              "target_vocab_size": translator.target_vocab_size}
-    assert info["decoders"] == ["while_loop", "unrolled", "greedy", "sample", "exact"]
+    assert info["decoders"] == ["while_loop", "unrolled", "greedy", "sample", "exact", "mbr"]
     assert info["defaults"] == {"decoder": "while_loop",
                                 "beam_width": config["decode"]["beam_width"], "n_best": 1}
     assert info["decoding"]["length_penalty"]["default"] == config["decode"]["length_penalty"]
@@ -364,7 +368,7 @@ BAD_REQUESTS = [
     ("invalid utf-8", raw_body(b'{"text": "caf\xe9"}'), 400, "bad_request",
      "not valid UTF-8 (byte 0xe9 at offset 13)"),
     ("unknown decoder", json_body({"text": "one", "decoder": "beam"}), 400, "bad_request",
-     'decoder must be one of while_loop, unrolled, greedy, sample, exact, got "beam"'),
+     'decoder must be one of while_loop, unrolled, greedy, sample, exact, mbr, got "beam"'),
     ("decoder not a string", json_body({"text": "one", "decoder": 2}), 400, "bad_request",
      "decoder must be one of"),
     ("beam width zero", json_body({"text": "one", "beam_width": 0}), 400, "bad_request",
@@ -384,7 +388,7 @@ BAD_REQUESTS = [
      json_body({"text": "one", "decoder": "greedy", "beam_width": 1000000}), 400, "bad_request",
      "beam_width must be an integer in 1..8, got 1000000"),
     ("long decoder name", json_body({"text": "one", "decoder": "x" * 5000}), 400, "bad_request",
-     'decoder must be one of while_loop, unrolled, greedy, sample, exact, got "xxxx'),
+     'decoder must be one of while_loop, unrolled, greedy, sample, exact, mbr, got "xxxx'),
     ("unrolled over its length", json_body({"texts": ["one", "one " * 17], "decoder": "unrolled"}),
      400, "bad_request", "tokens; the unrolled decoder's graph grows with the length, so it "
      "serves up to 16 source tokens here; use while_loop"),

@@ -16,7 +16,8 @@ import traceback
 
 import pytest
 
-from server.app import ModelSlot, create_app
+from server.app import create_app
+from server.model_slot import ModelSlot
 from server.batcher import BatchFailed, Batcher, length_groups
 from tests.same_hypotheses import assert_same_hypotheses, assert_same_trace, n_best
 

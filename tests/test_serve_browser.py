@@ -20,7 +20,8 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
-from server.app import ModelSlot, create_app, read_examples
+from server.app import create_app
+from server.model_slot import ModelSlot, read_examples
 from server.graceful_server import GracefulServer
 
 CHROMIUM = "/usr/bin/chromium"

@@ -11,7 +11,9 @@ import os
 import pytest
 
 from decode.options import HINTS, OPTIONS, SCORING_OPTIONS, TABLE, check_beam_width, problem
-from server.app import MAX_SERVED_EXPANSIONS, ModelSlot, create_app
+from server.app import create_app
+from server.model_slot import ModelSlot
+from server.request_checks import MAX_SERVED_EXPANSIONS
 from tests.same_hypotheses import SCORE_TOLERANCE, assert_same_hypotheses, n_best
 from tests.test_serve_api import assert_error, assert_serves
 from tests.test_serve_batching import CountingTranslator, app_with, post_behind_a_held_call
@@ -62,17 +64,24 @@ def test_info_reports_each_option_s_default_range_hint_and_decoders(client, tran
         "coverage_penalty": ("number", (0, None, False, False)),
         "no_repeat_ngram_size": ("integer", (0, longest, False, False)),
         "min_length": ("integer", (0, longest, False, False)),
+        "diverse_beam_groups": ("integer", (1, None, False, False)),
+        "diverse_beam_strength": ("number", (0, None, False, False)),
         "num_samples": ("integer", (1, widest, False, False)),
         "temperature": ("number", (0, None, True, False)),
         "top_k": ("integer", (0, None, False, False)),
         "top_p": ("number", (0, 1, True, False)),
+        "epsilon": ("number", (0, 1, False, True)),
         "seed": ("integer", (-2 ** 62, 2 ** 62, False, False)),
-        "max_expansions": ("integer", (1, MAX_SERVED_EXPANSIONS, False, False))}
-    every = ["while_loop", "unrolled", "greedy", "sample", "exact"]
+        "max_expansions": ("integer", (1, MAX_SERVED_EXPANSIONS, False, False)),
+        "mbr_candidates": ("choice", ["sample", "beam"]),
+        "mbr_utility": ("choice", ["chrf", "bleu"])}
+    every = ["while_loop", "unrolled", "greedy", "sample", "exact", "mbr"]
+    samplers = ["sample", "mbr"]
     assert {name: entry["decoders"] for name, entry in decoding.items()} == dict(
-        {name: every for name in SCORING_OPTIONS}, coverage_penalty=every[:4],
-        num_samples=["sample"], temperature=["sample"], top_k=["sample"], top_p=["sample"],
-        seed=["sample"], max_expansions=["exact"])
+        {name: every for name in SCORING_OPTIONS}, coverage_penalty=every[:4] + ["mbr"],
+        diverse_beam_groups=every[:2], diverse_beam_strength=every[:2], num_samples=samplers,
+        temperature=samplers, top_k=samplers, top_p=samplers, epsilon=samplers, seed=samplers,
+        max_expansions=["exact"], mbr_candidates=["mbr"], mbr_utility=["mbr"])
 
 
 def test_info_s_ranges_are_the_ones_requests_are_held_to(client, translator):
@@ -346,9 +355,9 @@ def test_a_search_s_own_output_scores_its_score(client):
 
 BAD_SCORES = [
     # (case id, body, part of the message)
-    ("no target", {"source": "one"}, 'give "source" and "target" (strings), or "pairs"'),
+    ("no target", {"source": "one"}, 'give "source" and "target" (strings) or "target_pieces"'),
     ("both forms", {"source": "one", "target": "um", "pairs": []},
-     'give "source" and "target", or "pairs", not both'),
+     'give "pairs", or "source" and "target" (or "target_pieces"), not both'),
     ("unknown field", {"source": "one", "target": "um", "text": "one"}, 'unknown field "text"'),
     ("source not a string", {"source": 1, "target": "um"}, "source must be a string, got a number"),
     ("source empty", {"source": " ", "target": "um"}, "source is empty"),
@@ -369,7 +378,7 @@ BAD_SCORES = [
     ("too many pairs", {"pairs": [{"source": "one", "target": "um"}] * 33},
      "pairs has 33 entries; the limit is 32"),
     ("a pair not an object", {"pairs": [{"source": "one", "target": "um"}, "two"]},
-     'pairs[1] must be an object with "source" and "target", got "two"'),
+     'pairs[1] must be an object with "source" and "target" (or "target_pieces"), got "two"'),
     ("a pair without its target", {"pairs": [{"source": "one"}]},
      'pairs[0] must be an object with "source" and "target"'),
     ("a pair's source empty", {"pairs": [{"source": "one", "target": "um"},

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from server.app import ModelSlot
+from server.model_slot import ModelSlot
 from tests.test_serve_process import ServerProcess
 
 WAIT_S = 90

@@ -9,7 +9,8 @@ import time
 import pytest
 
 from seq2seq.config import load_config
-from server.app import ModelSlot, create_app
+from server.app import create_app
+from server.model_slot import ModelSlot
 
 EVALUATION = {"step": 500, "loss": 1.5, "dev_bleu": 41.2, "dev_perplexity": 3.1,
               "examples": [{"source": "twenty one", "translation": "vinte e um"}]}
