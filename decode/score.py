@@ -1,12 +1,14 @@
 """Scores given translations: the model's log-probability of each target piece, by teacher forcing.
 
-    python -m decode.score --model_dir D --input SRC --targets TGT [--output F]
+    python -m decode.score --model_dir D --input SRC --targets TGT [--output F] [--target_pieces]
         [--length_penalty A] [--length_penalty_kind gnmt|average|none] [--coverage_penalty B]
 
 writes one JSON object per line pair (DESIGN.md "Scoring a translation"): the total
-log-probability, the contract's score under the options (what the searches rank by, so a
-search's own output scores what the search said), the length counting the end token, and
-each piece with its log-probability. The graph: decode/graphs.py's `score_encoded`.
+log-probability, the contract's score under the options (what the searches rank by), the
+length counting the end token, and each piece with its log-probability. With --target_pieces
+each target line is the pieces to score, space-separated (a translation's `pieces`: then its
+score is the search's; its text may cut into other pieces). Several --model_dir: an ensemble.
+The graph: decode/graphs.py's `score_encoded`.
 """
 
 import argparse
@@ -22,9 +24,11 @@ from decode.translator import Translator
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model_dir", required=True)
+    parser.add_argument("--model_dir", required=True, action="append")
     parser.add_argument("--input", required=True, help="source sentences, one per line")
     parser.add_argument("--targets", required=True, help="their translations, line by line")
+    parser.add_argument("--target_pieces", action="store_true",
+                        help="each target line holds target pieces, space-separated")
     parser.add_argument("--output", default="-", help="JSON lines (default: stdout)")
     parser.add_argument("--hparams", default="")
     options.add_flags(parser, options.SCORE_OPTIONS)
@@ -36,8 +40,10 @@ def main(argv=None):
                      % (len(sources), len(targets)))
     tf.disable_v2_behavior()
     translator = Translator(args.model_dir, hparams=args.hparams)
+    pieces = [line.split() for line in targets] if args.target_pieces else None
     try:
-        scored = translator.score(sources, targets, options.from_flags(args, options.SCORE_OPTIONS))
+        scored = translator.score(sources, None if pieces else targets,
+                                  options.from_flags(args, options.SCORE_OPTIONS), pieces)
     except ValueError as error:
         parser.error(str(error))
     lines = "".join(json.dumps(result, ensure_ascii=False) + "\n" for result in scored)

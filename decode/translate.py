@@ -4,6 +4,8 @@ of many batches, sorted by length within a chunk).
     python -m decode.translate --model_dir runs/default < input.txt > output.txt
     python -m decode.translate --model_dir runs/default --decoder unrolled --beam_width 8 \
         --n_best 3 --input input.txt --output nbest.txt --trace trace.jsonl
+    python -m decode.translate --model_dir runs/a --model_dir runs/b --decoder mbr \
+        --input input.txt --target_prefix starts.txt
 """
 
 import argparse
@@ -15,7 +17,7 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported, in main
 
-from data_pipeline.corpus import CorpusError, iter_text_lines  # noqa: E402
+from data_pipeline.corpus import iter_text_lines  # noqa: E402
 from decode import DECODERS, options  # noqa: E402
 
 OUTPUT_FORMAT = """\
@@ -34,7 +36,11 @@ the model learned from (its translation should not be trusted), else nothing.
 --trace FILE: one JSON line per input line, the search trace of
 docs/DESIGN.md ("Search trace": source_pieces, steps, n_best with pieces and
 attention; a score null where a slot holds no possible hypothesis), or null
-for an empty input line."""
+for an empty input line.
+
+--target_prefix FILE: one line per input line (read with the input, before
+anything is translated), what its translation starts with; an empty line: no
+prefix. Several --model_dir: an ensemble of models sharing their vocabularies."""
 
 BATCHES_PER_CHUNK = 16  # lines read at a time: many batches for length sorting, bounded memory
 
@@ -43,7 +49,8 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="python -m decode.translate", description=__doc__.split("\n\n")[0],
         epilog=OUTPUT_FORMAT, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model_dir", required=True, help="a model directory written by train.py")
+    parser.add_argument("--model_dir", required=True, action="append",
+                        help="a model directory written by train.py (repeated: an ensemble)")
     parser.add_argument("--decoder", choices=DECODERS, default="while_loop",
                         help="decoder variant (default: %(default)s)")
     parser.add_argument("--beam_width", type=int,
@@ -56,6 +63,8 @@ def parse_args(argv):
     parser.add_argument("--output", help="output file (default: standard output)")
     parser.add_argument("--trace", metavar="FILE",
                         help="write each sentence's search trace to FILE, one JSON line each")
+    parser.add_argument("--target_prefix", metavar="FILE",
+                        help="what each translation starts with, one line per input line")
     parser.add_argument("--show_unfamiliar", action="store_true",
                         help='append a TAB and "unfamiliar" (or nothing) to every output line')
     options.add_flags(parser)
@@ -79,14 +88,15 @@ def format_translation(translation, n_best, show_unfamiliar=False):
     return "".join("%s\t%.6f%s\n" % (h.text, h.score, flag) for h in hypotheses) + "\n"
 
 
-def translate_lines(translator, lines, args):
-    """Input lines (blank ones are not translated) -> (output text, trace text: one JSON line
-    per input line, "" without --trace)."""
+def translate_lines(translator, lines, args, prefixes=None):
+    """Input lines (blank ones are not translated) and their target prefixes (None: none) ->
+    (output text, trace text: one JSON line per input line, "" without --trace)."""
     token_ids = [translator.tokenize(line.strip()) for line in lines]
     to_translate = [index for index, ids in enumerate(token_ids) if ids]
     translations = dict(zip(to_translate, translator.translate_tokens(
         [token_ids[index] for index in to_translate], args.decoder, args.beam_width,
-        args.n_best, trace=bool(args.trace), options=options.from_flags(args))))
+        args.n_best, trace=bool(args.trace), options=options.from_flags(args),
+        target_prefixes=prefixes and [prefixes[index].strip() for index in to_translate])))
     found = [translations.get(index) for index in range(len(lines))]
     return ("".join(format_translation(t, args.n_best, args.show_unfamiliar) for t in found),
             "".join(json.dumps(t and t.trace, ensure_ascii=False) + "\n" for t in found)
@@ -108,6 +118,16 @@ def main(argv=None):
                                      options.from_flags(args))
             source = files.enter_context(  # bytes, split into lines as the corpus reader does
                 open(args.input, "rb") if args.input else contextlib.nullcontext(sys.stdin.buffer))
+            lines = iter_text_lines(source, args.input or "standard input")
+            prefixes = itertools.repeat(None)
+            if args.target_prefix:  # counted against the input before any output is written
+                with open(args.target_prefix, "rb") as prefix_file:
+                    prefixes = list(iter_text_lines(prefix_file, args.target_prefix))
+                lines = list(lines)
+                if len(prefixes) != len(lines):
+                    raise ValueError("--target_prefix %s has %d lines but the input has %d: give "
+                                     "one per input line" % (args.target_prefix, len(prefixes),
+                                                             len(lines)))
             if not args.output:
                 sys.stdout.reconfigure(encoding="utf-8")
             sink = files.enter_context(open(args.output, "w", encoding="utf-8") if args.output
@@ -119,15 +139,17 @@ def main(argv=None):
         # At a terminal each line is answered at once.
         chunk_size = 1 if source.isatty() else (
             BATCHES_PER_CHUNK * translator.config["decode"]["batch_size"])
-        lines = iter_text_lines(source, args.input or "standard input")
+        pairs = zip(lines, prefixes)
         try:
-            for chunk in iter(lambda: list(itertools.islice(lines, chunk_size)), []):
-                output, trace = translate_lines(translator, chunk, args)
+            for chunk in iter(lambda: list(itertools.islice(pairs, chunk_size)), []):
+                chunk, chunk_prefixes = map(list, zip(*chunk))
+                output, trace = translate_lines(translator, chunk, args,
+                                                args.target_prefix and chunk_prefixes)
                 sink.write(output)
                 sink.flush()
                 if traces:
                     traces.write(trace)
-        except CorpusError as error:  # not UTF-8: the lines before it are translated
+        except ValueError as error:  # not UTF-8, a bad prefix: the lines before it are translated
             print("error: %s" % error, file=sys.stderr)
             return 2
     return 0

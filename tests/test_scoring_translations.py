@@ -214,3 +214,18 @@ def test_diverse_groups_shape_the_graph_and_their_strength_is_fed(translator, so
     # A strong penalty: no group starts with a piece an earlier group took at that step.
     for translation in diverse:
         assert len({h.pieces[0] for h in translation.n_best}) == 3, translation
+
+
+def test_score_cli_scores_given_pieces(tiny_model_dir, translator, sources, tmp_path):
+    found = translator.translate(sources[:3], "sample", options={"temperature": 3.0, "seed": 1})
+    (tmp_path / "src").write_text("\n".join(sources[:3]) + "\n", encoding="utf-8")
+    (tmp_path / "tgt").write_text("".join(" ".join(t.pieces) + "\n" for t in found),
+                                  encoding="utf-8")
+    score_cli.main(["--model_dir", tiny_model_dir, "--input", str(tmp_path / "src"),
+                    "--targets", str(tmp_path / "tgt"), "--output", str(tmp_path / "out"),
+                    "--target_pieces"])
+    scored = [json.loads(line) for line in (tmp_path / "out").read_text("utf-8").splitlines()]
+    assert [[piece["piece"] for piece in entry["pieces"]] for entry in scored] == [
+        t.pieces for t in found]
+    np.testing.assert_allclose([entry["score"] for entry in scored], [t.score for t in found],
+                               atol=1e-4)

@@ -170,3 +170,13 @@ def test_help_imports_no_tensorflow_and_prints_only_the_help(module):
     assert "usage: python -m %s" % module in stdout
     assert stdout.endswith("tensorflow imported: False\n")
     assert stderr == ""
+
+
+def test_repeated_model_dirs_decode_as_an_ensemble(tiny_model_dir, translator, tmp_path):
+    lines = ["one", "two three", "the cats"]
+    output = run(tiny_model_dir, tmp_path, lines, "--model_dir", tiny_model_dir, "--n_best", "2")
+    rows = [line.split("\t") for line in output if line]
+    # Two copies of a model: the mean of equal log-probabilities, the model's own.
+    assert_same_hypotheses([[(text, float(score)) for text, score in rows[i:i + 2]]
+                            for i in range(0, len(rows), 2)],
+                           n_best(translator.translate(lines, n_best=2)))
