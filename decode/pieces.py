@@ -1,11 +1,9 @@
-"""What callers hand the Translator, as ids: source and target texts, target pieces (a
-translation's own `pieces`, to score) and forced target prefixes; bad input is a ValueError
-naming the argument, its index and the value.
+"""What callers hand the Translator, as ids: texts, target pieces (a translation's own `pieces`,
+to score) and target prefixes; bad input is a ValueError naming the argument, index and value.
 
 A text prefix is cut into pieces by the target SentencePiece model, so the translation starts
 with exactly its words (its last word may still go on: "Eu" may become "Eugénio"); a list of
-pieces is taken as it is, e.g. a translation's own `pieces` without "</s>".
-"""
+pieces is taken as it is."""
 
 from data_pipeline.tokenizer import EOS_ID, UNK_ID, model_text
 from decode.options import shown
@@ -70,21 +68,19 @@ class Pieces:
         """None (no prefixes), or the ids of `count` target prefixes, each None or "" (none),
         a text (its pieces; a character the target vocabulary lacks is an error: it would be
         <unk>) or a list of target pieces (`ids`, no "</s>")."""
-        if target_prefixes is None:
-            return None
-        if isinstance(target_prefixes, str) or len(target_prefixes) != count:
+        if target_prefixes is not None and (isinstance(target_prefixes, str) or
+                                            len(target_prefixes) != count):
             raise ValueError("target_prefixes must be a list of one prefix per sentence (%d), "
                              "got %s" % (count, shown(target_prefixes)))
-        found = []
-        for index, prefix in enumerate(target_prefixes):
-            name = "target_prefixes[%d]" % index
-            if prefix is not None and not isinstance(prefix, str):
-                found.append(self.ids(prefix, name, may_end=False))
-                continue
-            found.append(self._tokenizer.encode_target(prefix or ""))
-            if UNK_ID in found[-1]:
-                raise ValueError("%s %s holds characters the target vocabulary lacks: %s" % (
-                    name, shown(prefix), " ".join(sorted({char for char in model_text(prefix) if
-                                                          UNK_ID in self._tokenizer.encode_target(
-                                                              char)})) or "(<unk>)"))
-        return found
+        return target_prefixes and [self._prefix(prefix, "target_prefixes[%d]" % index)
+                                    for index, prefix in enumerate(target_prefixes)]
+
+    def _prefix(self, prefix, name):
+        if prefix is not None and not isinstance(prefix, str):
+            return self.ids(prefix, name, may_end=False)
+        ids, encode = self._tokenizer.encode_target(prefix or ""), self._tokenizer.encode_target
+        if UNK_ID in ids:
+            raise ValueError("%s %s holds characters the target vocabulary lacks: %s" % (
+                name, shown(prefix), " ".join(sorted(
+                    {char for char in model_text(prefix) if UNK_ID in encode(char)})) or "?"))
+        return ids

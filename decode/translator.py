@@ -106,8 +106,8 @@ class Translator:
                 self._target_length = tf.placeholder(tf.int32, [None], name="target_length")
                 self._target_prefix = tf.placeholder(tf.int32, [None, None], name="target_prefix")
             with tf.name_scope("options"):
-                self._fed_options = {name: tf.placeholder_with_default(
-                    dtype(decode_params[name]), [], name=name) for name, dtype in FED_OPTIONS.items()}
+                self._fed_options = {name: tf.placeholder_with_default(dtype(decode_params[
+                    name]), [], name=name) for name, dtype in FED_OPTIONS.items()}
             self._model, checkpoints, self.members = build_model(
                 self._configs, self._model_dirs, checkpoint, self.source_vocab_size,
                 self.target_vocab_size)
@@ -309,10 +309,7 @@ class Translator:
                                                  fields_of(Scoring, graph_options), EOS_ID))
 
         def expand(rows, states, last_ids, prefixes):
-            width = max(len(prefix) for prefix in prefixes)
-            padded = np.full([len(prefixes), width], -1, np.int32)  # -1 in front: no piece
-            for row, prefix in enumerate(prefixes):
-                padded[row, width - len(prefix):] = prefix
+            padded = pad_batch([prefix[::-1] for prefix in prefixes], -1)[0][:, ::-1]  # -1 first
             feeds = dict(zip(self._encoded[:3], encoded[:3]))  # memory, keys, mask
             feeds.update({inputs["sentences"]: rows, inputs["last_ids"]: last_ids,
                           inputs["prefixes"]: padded,
