@@ -40,14 +40,15 @@ def translator(tiny_model_dir):
 
 
 @contextlib.contextmanager
-def serving(translator, wrap=None, **app_options):
+def serving(translator, wrap=None, lab_dir=None, **app_options):
     """The app over `translator`, served by waitress on a free port; yields its URL.
 
     Args:
       wrap: a function of the WSGI app that returns the WSGI app to serve.
+      lab_dir: where the page's lab examples come from (ModelSlot's).
       app_options: create_app's keyword arguments.
     """
-    app = create_app(ModelSlot(translator), translator.config, **app_options)
+    app = create_app(ModelSlot(translator, lab_dir=lab_dir), translator.config, **app_options)
     server = GracefulServer(wrap(app) if wrap else app, "127.0.0.1", 0, threads=8,
                             max_body_bytes=translator.config["serve"]["max_body_bytes"])
     thread = threading.Thread(target=server.serve, name="waitress", daemon=True)

@@ -1,13 +1,16 @@
-"""The page's decoding options, sample and exact columns, "Try your own translation" and
-beam-width chart, in real headless Chromium against the app on 127.0.0.1 (the tiny model).
+"""The page's decoding options, sample, exact and MBR columns, "Try your own translation" (and
+its continuation of a person's words), the beam-width chart and the decoding lab's examples, in
+real headless Chromium against the app on 127.0.0.1 (the tiny model).
 """
+
+import json
 
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import Select
 
-from decode.options import HINTS, OPTIONS, SAMPLING_OPTIONS
+from decode.options import HINTS, OPTIONS, SAMPLING_OPTIONS, TABLE
 from tests.test_serve_browser import (browser, canned, canned_answer, column,  # noqa: F401
                                       column_hypotheses, open_page, serving, set_number,
                                       translate_and_wait)
@@ -15,6 +18,7 @@ from tests.test_serve_browser import (browser, canned, canned_answer, column,  #
 SENTENCE = "I paid three hundred and five euros on Monday"
 SCORING = ["length_penalty", "length_penalty_kind", "coverage_penalty", "no_repeat_ngram_size",
            "min_length"]
+DIVERSE = ["diverse_beam_groups", "diverse_beam_strength"]
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +40,7 @@ def choose_decoders(browser, *decoders):
 
 
 def set_option(browser, name, value):
-    if name == "length_penalty_kind":
+    if TABLE[name].kind == "choice":
         Select(browser.find_element(By.ID, "option-" + name)).select_by_value(value)
     else:
         set_number(browser, "option-" + name, value)
@@ -72,16 +76,20 @@ def test_the_options_appear_with_their_hints_for_the_decoders_that_use_them(brow
     assert [row[0] for row in rows] == list(OPTIONS)
     for name, label, value, hint, decoders in rows:
         assert label == name and hint == HINTS[name]
-        assert (value if name == "length_penalty_kind" else float(value)) == decode_params[name]
-        assert decoders == ("sample" if name in SAMPLING_OPTIONS else "exact" if name ==
+        assert (value if TABLE[name].kind == "choice" else float(value)) == decode_params[name]
+        assert decoders == ("sample, mbr" if name in SAMPLING_OPTIONS else "exact" if name ==
                             "max_expansions" else "not exact" if name == "coverage_penalty"
-                            else "")
-    assert shown_options(browser) == SCORING, "the beam searches' options"
+                            else "while_loop, unrolled" if name in DIVERSE else "mbr"
+                            if name.startswith("mbr_") else "")
+    assert shown_options(browser) == SCORING + DIVERSE, "the beam searches' options"
     choose_decoders(browser, "while_loop", "sample")
-    assert shown_options(browser) == SCORING + list(SAMPLING_OPTIONS)
+    assert shown_options(browser) == SCORING + DIVERSE + list(SAMPLING_OPTIONS)
     choose_decoders(browser, "exact")
     assert shown_options(browser) == [name for name in SCORING if name != "coverage_penalty"] + [
         "max_expansions"]
+    choose_decoders(browser, "mbr")
+    assert shown_options(browser) == SCORING + list(SAMPLING_OPTIONS) + [
+        "mbr_candidates", "mbr_utility"]
     choose_decoders(browser)
     assert not browser.find_element(By.ID, "decoding").is_displayed()
 
@@ -114,8 +122,11 @@ def test_the_options_are_sent_and_change_the_answer(browser, page_url, translato
     (("while_loop",), "coverage_penalty", "", "coverage_penalty must be a number of at least 0."),
     (("exact",), "max_expansions", "2.5",
      "max_expansions must be a whole number in 1\u201320000, not 2.5."),
+    (("mbr",), "epsilon", "1", "epsilon must be a number of at least 0 and below 1, not 1."),
+    (("unrolled",), "diverse_beam_groups", "0",
+     "diverse_beam_groups must be a whole number of at least 1, not 0."),
 ], ids=["temperature 0", "top_p over 1", "min_length over the limit", "empty coverage penalty",
-        "fractional max_expansions"])
+        "fractional max_expansions", "epsilon 1", "no diverse group"])
 def test_a_bad_option_is_refused_before_any_request(browser, page_url, decoders, name, value,
                                                     message):
     open_page(browser, page_url)
@@ -215,14 +226,43 @@ def test_try_your_own_translation_scores_it_beside_the_search_s_best(browser, pa
         "scores %.3f." % (score["score"], decoder, best.text, best.score)
     assert meaning == "Yours scores lower: the model prefers its own translation. If yours is " \
         "the better one, that is a model error, not a search error."
-    assert text_of(browser, "own-pieces") == "Its pieces and their log-probabilities: " + \
-        " \u00b7 ".join("%s %.2f" % (piece["piece"], piece["log_prob"])
-                        for piece in score["pieces"])
-    # The search's own best, typed in: the same score (its pieces are the search's).
-    [own_best] = translator.score(["forty two"], [best.text])
-    assert own_best["score"] == pytest.approx(best.score, abs=1e-4)
+    assert text_of(browser, "own-scored") == "Scored: your text as the model's tokenizer splits it."
+    assert text_of(browser, "own-pieces") == pieces_line(score["pieces"])
+    # The search's own best, typed in: its pieces are scored, as the search found them.
     assert score_own(browser, wait, best.text)[1] == \
         "The same score: to the model, yours is as good as the search's best."
+    first = next(name for name in ("while_loop", "greedy") if found[name].text == best.text)
+    assert text_of(browser, "own-scored") == "Scored: the pieces %s\u2019s search produced for " \
+        "this text (tokenized again, it could split otherwise)." % first
+    [own_best] = translator.score(["forty two"], None, target_pieces=[found[first].pieces])
+    assert [piece["piece"] for piece in own_best["pieces"]] == found[first].pieces
+    assert text_of(browser, "own-pieces") == pieces_line(own_best["pieces"])
+
+
+def pieces_line(pieces):
+    return "Its pieces and their log-probabilities: " + " \u00b7 ".join(
+        "%s %.2f" % (piece["piece"], piece["log_prob"]) for piece in pieces)
+
+
+def test_continue_from_my_words_forces_them_and_scores_the_completion_as_searched(
+        browser, page_url, translator):
+    wait = open_page(browser, page_url)
+    choose_decoders(browser, "while_loop")
+    translate_one(browser, wait, SENTENCE, ["while_loop"])
+    [plain] = translator.translate([SENTENCE])
+    words = "quarenta"
+    assert not plain.text.startswith(words), "a prefix the search would not choose"
+    box = browser.find_element(By.ID, "own-text")
+    box.send_keys(words)
+    browser.find_element(By.ID, "own-continue").click()
+    wait.until(lambda _: text_of(browser, "own-completion").startswith("while_loop continues"))
+    [completed] = translator.translate([SENTENCE], target_prefixes=[words])
+    assert completed.text.startswith(words)
+    assert text_of(browser, "own-completion") == "while_loop continues \u201c%s\u201d: \u201c%s" \
+        "\u201d, scoring %.3f (your words included)." % (words, completed.text, completed.score)
+    assert score_own(browser, wait, completed.text)[0].startswith(
+        "Yours scores %.3f;" % completed.score), "the completion, scored as it was searched"
+    assert text_of(browser, "own-scored").startswith("Scored: the pieces while_loop\u2019s search")
 
 
 def test_a_translation_the_search_missed_is_called_a_search_error(browser, translator):
@@ -271,6 +311,73 @@ def test_the_beam_width_chart_shows_where_a_wider_beam_changes_the_translation(
     else:
         assert summary.startswith("Every width from 1 to 8 finds the same translation.")
     assert text_of(browser, "status") == "1 decoder done."
+
+
+def test_the_mbr_column_shows_its_candidates_and_their_utilities(browser, page_url, translator):
+    wait = open_page(browser, page_url)
+    choose_decoders(browser, "mbr")
+    options = {"num_samples": 4, "seed": 3, "mbr_utility": "bleu"}
+    for name, value in options.items():
+        set_option(browser, name, value)
+    translate_one(browser, wait, SENTENCE, ["mbr"])
+    [expected] = translator.translate([SENTENCE], decoder="mbr", options=options)
+    mbr = column(browser, "mbr")
+    assert mbr.find_element(By.CLASS_NAME, "settings").text.startswith(
+        "MBR over 4 samples \u00b7 length penalty ")
+    assert column_hypotheses(browser, "mbr") == [(expected.text, pytest.approx(expected.score,
+                                                                             abs=1e-3))]
+    rows = browser.execute_script(
+        "return Array.from(arguments[0].querySelectorAll('.mbr-candidates tbody tr'), row =>"
+        " [row.className, ...Array.from(row.cells, cell => cell.textContent)]);", mbr)
+    assert rows == [["candidate" + (" chosen" if rank == 0 else ""), str(rank + 1),
+                     candidate.text or "(empty)", "%.1f" % candidate.expected_utility,
+                     "%.3f" % candidate.score] for rank, candidate in enumerate(expected.candidates)]
+    likeliest = max(range(4), key=lambda rank: expected.candidates[rank].score)
+    assert mbr.find_element(By.CLASS_NAME, "mbr-likeliest").text == (
+        "It is also the candidate the model scores highest." if likeliest == 0 else
+        "The model scores candidate %d highest: MBR traded model score for agreement."
+        % (likeliest + 1))
+    cells = browser.execute_script(
+        "return Array.from(arguments[0].querySelectorAll('.utility-matrix tr'), row =>"
+        " Array.from(row.querySelectorAll('td'), cell => cell.title)).filter(row => row.length);",
+        mbr)
+    order = [candidate.index for candidate in expected.candidates]
+    assert cells == [["candidate %d against pseudo-reference %d: %.1f" % (
+        rank + 1, column + 1, expected.utilities[row][order[column]])
+        for column in range(4)] for rank, row in enumerate(order)]
+
+
+LAB_EXAMPLES = [
+    {"index": 6, "source": "forty two", "reference": "quarenta e dois",
+     "kinds": ["search_error", "wider_beam_changes"], "note": "gnmt 0.6: beam 5 ..."},
+    {"index": 2, "source": "one", "reference": "um", "kinds": ["reference_better"],
+     "note": "beam 5 (score -1.000): x / reference (score -0.500)"},
+]
+
+
+def test_the_lab_s_examples_open_the_search_view(browser, translator, tmp_path):
+    (tmp_path / "lab.json").write_text(json.dumps({"examples": LAB_EXAMPLES}), encoding="utf-8")
+    with serving(translator, lab_dir=str(tmp_path)) as url:
+        wait = open_page(browser, url)
+        groups = browser.execute_script(
+            "return Array.from(document.querySelectorAll('#lab-groups .lab-group'), group =>"
+            " [group.dataset.kind, ...Array.from(group.querySelectorAll('button'),"
+            " chip => chip.textContent)]);")
+        assert groups == [["search_error", "forty two"], ["wider_beam_changes", "forty two"],
+                          ["reference_better", "one"]]
+        browser.find_element(By.CSS_SELECTOR,
+                             '.lab-group[data-kind="search_error"] button').click()
+        wait.until(expected_conditions.visibility_of_element_located(
+            (By.CSS_SELECTOR, '#panels .search-panel[data-decoder="while_loop"]')))
+        wait.until(expected_conditions.element_to_be_clickable((By.ID, "translate")))
+        assert browser.find_element(By.ID, "text").get_attribute("value") == "forty two"
+        assert [column.get_attribute("data-decoder") for column in browser.find_elements(
+            By.CSS_SELECTOR, "section.decoder")] == ["while_loop", "exact"]
+        assert browser.find_element(By.ID, "widths").is_displayed(), "a wider beam: the chart"
+        assert text_of(browser, "lab-note") == (
+            "Decoding lab, test sentence 7: The beam misses the translation the model scores "
+            "highest (a search error); A wider beam changes the translation. Reference: "
+            "\u201cquarenta e dois\u201d. The lab's run: gnmt 0.6: beam 5 ....")
 
 
 def test_the_chart_takes_one_sentence(browser, page_url):
