@@ -92,6 +92,8 @@ def serve_models(model, args, config, server, stopping):
     build = functools.partial(build_translator, warm_up_source_tokens=args.warm_up_source_tokens,
                               intra_op_threads=config["serve"]["intra_op_threads"])
     if args.ensemble:
+        LOG.info("an ensemble of %d models: loaded once, not watched for newer checkpoints",
+                 len(args.model_dir))
         try:
             model.fill(build(args.model_dir, None, False))
             print("ready: %s" % server.url, flush=True)

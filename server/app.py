@@ -149,7 +149,8 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
                                            result.refused))
         pooled = dict(key.options).get("mbr_candidates") == "sample"  # candidates: the samples
         return jsonify(
-            translations=[translation_answer(result.translation, pooled) for result in answer.results],
+            translations=[translation_answer(result.translation, pooled)
+                          for result in answer.results],
             decoder=key.decoder, beam_width=key.beam_width, options=dict(key.options),
             elapsed_ms=round((time.perf_counter() - g.started) * 1000.0, 2),
             decode_ms=round(answer.call_seconds * 1000.0, 2),
@@ -251,11 +252,11 @@ def translation_answer(translation, pooled=False):
 
 
 def scored_pairs(translator, sources, targets, pieces, names, options):
-    """Translator.score of pairs each given a target text (targets[i]) or its pieces (pieces[i]);
+    """Translator.score of pairs each given a target text or its pieces (parse_score_request's);
     a bad piece is an ApiError naming the request's field (names[i])."""
     try:
-        return translator.score(sources, [target or "" for target in targets], options,
-                                target_pieces=pieces if any(pieces) else None)
+        return translator.score(sources, targets, options, target_pieces=pieces if any(
+            given is not None for given in pieces) else None)
     except ValueError as error:
         raise ApiError(400, re.sub(r"^target_pieces\[(\d+)\]", lambda found: names[int(
             found.group(1))], str(error))) from None

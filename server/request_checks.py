@@ -196,7 +196,8 @@ def list_field(fields, name, items, limits):
 
 def parse_score_request(fields, limits, translator):
     """Returns (sources, targets, target pieces, the targets' field names, options) of a POST
-    /score, or raises ApiError; a pair gives a target (targets[i]) or its pieces (pieces[i])."""
+    /score, or raises ApiError; a pair gives a target (targets[i]; "" if pieces) or its pieces
+    (pieces[i]; None if a target)."""
     _check_known(fields, SCORE_FIELDS)
     single = {"source", "target", "target_pieces"} & set(fields)
     if "pairs" in fields:
@@ -219,33 +220,16 @@ def parse_score_request(fields, limits, translator):
                        'pieces), or "pairs" (a list of {"source", "target"} objects)')
     for prefix, pair in named:
         _token_ids(prefix + "source", pair["source"], limits, translator)
-    targets, pieces = [], []
-    for prefix, pair in named:
-        if "target" in pair:
-            targets.append(checked_text(prefix + "target", pair["target"], limits, True))
-            pieces.append(None)
-        else:
-            targets.append(None)
-            pieces.append(_pieces(prefix + "target_pieces", pair["target_pieces"], limits))
+    names = [prefix + ("target" if "target" in pair else "target_pieces") for prefix, pair in named]
+    for name, (_, pair) in zip(names, named):
+        if name.endswith("target_pieces") and not isinstance(pair["target_pieces"], list):
+            raise ApiError(400, "%s must be a list of pieces, got %s"  # the Translator checks
+                           % (name, JSON_TYPE_NAMES[type(pair["target_pieces"])]))  # each piece
+    targets = [checked_text(name, pair["target"], limits, True) if "target" in pair else ""
+               for name, (_, pair) in zip(names, named)]
     options = {name: fields[name] for name in OPTIONS if name in fields}
-    return ([pair["source"].strip() for _, pair in named], targets, pieces,
-            [prefix + ("target" if "target" in pair else "target_pieces")
-             for prefix, pair in named], options)
-
-
-def _pieces(name, pieces, limits):
-    """A list of target pieces as given (strings, at most max_tokens + 1), or ApiError."""
-    if not isinstance(pieces, list):
-        raise ApiError(400, "%s must be a list of pieces (strings), got %s"
-                       % (name, JSON_TYPE_NAMES[type(pieces)]))
-    if len(pieces) > limits.max_tokens + 1:  # and the end token
-        raise ApiError(400, "%s has %d pieces; the limit is %d"
-                       % (name, len(pieces), limits.max_tokens))
-    for index, piece in enumerate(pieces):
-        if not isinstance(piece, str) or not piece:
-            raise ApiError(400, "%s[%d] must be a piece (a non-empty string), got %s"
-                           % (name, index, shown(piece)))
-    return pieces
+    return ([pair["source"].strip() for _, pair in named], targets,
+            [pair.get("target_pieces") for _, pair in named], names, options)
 
 
 def checked_text(name, text, limits, may_be_empty=False):

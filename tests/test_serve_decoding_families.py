@@ -18,6 +18,7 @@ from server.model_slot import ModelSlot
 from tests.same_hypotheses import SCORE_TOLERANCE, assert_same_hypotheses, n_best
 from tests.test_serve_api import REPO, assert_error, assert_serves
 from tests.test_serve_batching import CountingTranslator, app_with, post_behind_a_held_call
+from tests.test_serve_process import ServerProcess
 
 SENTENCE = "I paid three hundred and five euros on Monday"
 MBR = {"decoder": "mbr", "num_samples": 5, "seed": 3}
@@ -216,21 +217,23 @@ def test_target_pieces_score_as_given_beside_texts(client, translator):
      'give "target" (a string) or "target_pieces" (a list of pieces), not both'),
     ({"source": "one"}, 'give "source" and "target" (strings) or "target_pieces"'),
     ({"source": "one", "target_pieces": "GOOD"},
-     "target_pieces must be a list of pieces (strings), got a string"),
+     "target_pieces must be a list of pieces, got a string"),
+    ({"source": "one", "target_pieces": None}, "target_pieces must be a list of pieces, got null"),
     ({"source": "one", "target_pieces": ["GOOD", 3]},
-     "target_pieces[1] must be a piece (a non-empty string), got 3"),
+     "target_pieces[1] is 3, not a piece of the target vocabulary"),
     ({"source": "one", "target_pieces": ["GOOD", "zzz-no-such-piece"]},
      'target_pieces[1] is "zzz-no-such-piece", not a piece of the target vocabulary'),
     ({"source": "one", "target_pieces": ["</s>", "GOOD"]},
      'target_pieces[0] is "</s>", which ends a translation'),
-    ({"source": "one", "target_pieces": ["GOOD"] * 130}, "target_pieces has 130 pieces"),
+    ({"source": "one", "target_pieces": ["GOOD"] * 130},
+     "target_pieces has 130 tokens; the limit is 128"),
     ({"pairs": [{"source": "one", "target": "um"},
                 {"source": "two", "target_pieces": ["GOOD", "<unk>x"]}]},
      'pairs[1].target_pieces[1] is "<unk>x", not a piece of the target vocabulary'),
     ({"pairs": [{"source": "one", "target": "um", "target_pieces": []}]},
      'pairs[0] must be an object with "source" and "target" (or "target_pieces")'),
     ({"pairs": [], "target_pieces": []}, 'give "pairs", or "source" and "target"'),
-], ids=["both", "neither", "a string", "a number piece", "unknown piece", "end token first",
+], ids=["both", "neither", "a string", "null", "a number piece", "unknown piece", "end token first",
         "too many", "in a pair", "a pair with both", "pairs and pieces"])
 def test_a_bad_target_pieces_is_a_400_naming_it(client, body, message):
     good = posted(client, "/translate", text="one")["translations"][0]["pieces"][0]
@@ -253,6 +256,25 @@ def test_an_ensemble_lists_its_members_and_translates_as_its_model(tiny_model_di
             ["forty two", SENTENCE], n_best=2)))  # two copies: the model's distribution
     assert "members" not in posted(create_app(ModelSlot(translator), translator.config)
                                    .test_client(), "/translate", text="one")["model"]
+
+
+def test_serve_py_serves_an_ensemble(tiny_model_dir, translator, tmp_path):
+    server = ServerProcess(tiny_model_dir, str(tmp_path / "serve.log"),
+                           ["--model_dir", tiny_model_dir])
+    try:
+        server.wait_until_ready()
+        status, info = server.request("GET", "/v1/info")
+        assert status == 200 and info["model"]["members"] == [
+            {"name": translator.model_name, "step": translator.step}] * 2
+        assert info["lab_examples"] == [] and server.request("GET", "/v1/training")[1][
+            "running"] is False, "an ensemble: no one directory's lab or training"
+        status, answer = server.request("POST", "/translate", {"text": "forty two"})
+        assert status == 200
+        assert_same_hypotheses(n_best(answer["translations"]), n_best(translator.translate(
+            ["forty two"])))
+        assert "an ensemble of 2 models: loaded once, not watched" in server.log()
+    finally:
+        server.stop()
 
 
 def model_files(model_dir, into):
@@ -297,15 +319,17 @@ LAB_EXAMPLES = [
 
 
 def test_info_offers_the_lab_s_examples(translator, tmp_path, caplog):
-    client = create_app(ModelSlot(translator, lab_dir=str(tmp_path)), translator.config).test_client()
-    assert client.get("/v1/info").get_json()["lab_examples"] == [], "no lab.json: none"
+    def lab_examples():
+        slot = ModelSlot(translator, lab_dir=str(tmp_path))  # reads lab.json as it loads
+        return create_app(slot, translator.config).test_client().get("/v1/info").get_json()[
+            "lab_examples"]
+
+    assert lab_examples() == [], "no lab.json: none"
     report = {"sweep": [], "examples": LAB_EXAMPLES + [{"index": 1, "kinds": ["search_error"]},
                                                        "not an example"]}
     (tmp_path / "lab.json").write_text(json.dumps(report), encoding="utf-8")
-    client = create_app(ModelSlot(translator, lab_dir=str(tmp_path)), translator.config).test_client()
-    assert client.get("/v1/info").get_json()["lab_examples"] == LAB_EXAMPLES
+    assert lab_examples() == LAB_EXAMPLES
     assert "2 of its 4 examples lack a source or kinds" in caplog.text
     (tmp_path / "lab.json").write_text("{not json", encoding="utf-8")
-    client = create_app(ModelSlot(translator, lab_dir=str(tmp_path)), translator.config).test_client()
-    assert client.get("/v1/info").get_json()["lab_examples"] == []
+    assert lab_examples() == []
     assert "cannot read %s" % (tmp_path / "lab.json") in caplog.text

@@ -331,7 +331,8 @@ def test_the_mbr_column_shows_its_candidates_and_their_utilities(browser, page_u
         " [row.className, ...Array.from(row.cells, cell => cell.textContent)]);", mbr)
     assert rows == [["candidate" + (" chosen" if rank == 0 else ""), str(rank + 1),
                      candidate.text or "(empty)", "%.1f" % candidate.expected_utility,
-                     "%.3f" % candidate.score] for rank, candidate in enumerate(expected.candidates)]
+                     "%.3f" % candidate.score]
+                    for rank, candidate in enumerate(expected.candidates)]
     likeliest = max(range(4), key=lambda rank: expected.candidates[rank].score)
     assert mbr.find_element(By.CLASS_NAME, "mbr-likeliest").text == (
         "It is also the candidate the model scores highest." if likeliest == 0 else
