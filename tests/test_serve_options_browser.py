@@ -346,6 +346,12 @@ def test_the_mbr_column_shows_its_candidates_and_their_utilities(browser, page_u
     assert cells == [["candidate %d against pseudo-reference %d: %.1f" % (
         rank + 1, column + 1, expected.utilities[row][order[column]])
         for column in range(4)] for rank, row in enumerate(order)]
+    set_option(browser, "mbr_candidates", "beam")  # the beam's n-best, at the beam width typed
+    translate_one(browser, wait, SENTENCE, ["mbr"])
+    assert column(browser, "mbr").find_element(By.CLASS_NAME, "settings").text.startswith(
+        "MBR over the n-best of beam 3 \u00b7 ")
+    assert len(column(browser, "mbr").find_elements(By.CSS_SELECTOR, ".mbr-candidates tbody tr")) \
+        == 3
 
 
 LAB_EXAMPLES = [
