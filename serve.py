@@ -1,4 +1,4 @@
-"""Serves a trained model, or an ensemble of models, over HTTP: DESIGN.md's JSON API and a page.
+"""Serves a trained model, or an ensemble of models, over HTTP: docs/API.md's JSON API and a page.
 
 /healthz answers 503 until a model is loaded ("ready: URL" is printed then); the server waits
 for training's first checkpoint and switches to each better one (docs/SERVING-NOTES.md). An

@@ -49,7 +49,7 @@ from seq2seq.model import Seq2SeqModel  # noqa: E402
 
 VOCAB_SIZE = 4000
 SOURCE_LENGTH = 20
-BEGIN, END = 2, 3  # DESIGN.md's SentencePiece ids
+BEGIN, END = 2, 3  # docs/API.md's SentencePiece ids
 LENGTH_PENALTY = 0.6
 MODEL_PARAMS = dict(DEFAULTS["model"], embedding_size=128, num_units=256, attention="bahdanau",
                     attention_size=256, dropout=0.0)

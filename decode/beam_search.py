@@ -255,7 +255,7 @@ def _advance(update_fn, state, ids, beam, step, end_token_id, scoring, max_lengt
 def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width, begin_token_id,
                     end_token_id, length_penalty=0.0, name="rnn", max_lengths=None, trace=False,
                     source_mask=None, target_prefix=None):
-    """Beam search unrolled in Python: one graph step per token (DESIGN.md's contract).
+    """Beam search unrolled in Python: one graph step per token (docs/API.md's contract).
 
     Args:
       update_fn: (state nested [batch, beam, ...], ids [batch, beam] int32) ->
@@ -269,7 +269,7 @@ def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width, begin
         (diverse groups: decode/diverse.py; the results are then sorted across the groups).
       name: name scope.
       max_lengths: None or [batch] ints, each sentence's most tokens, end included.
-      trace: also return what every step kept (DESIGN.md "Search trace").
+      trace: also return what every step kept (docs/API.md "HTTP API", the trace).
       source_mask: [batch, src] float32, 1 on source pieces: needed by a coverage penalty.
       target_prefix: None or [batch, p] ints, each sentence's forced first pieces, padded with
         -1 (none: no prefix): each hypothesis takes them, each at its log-probability (scores

@@ -173,7 +173,7 @@ def search_result(ids, scores, lengths):
 
 
 def sentence_trace(trace, row, source_ids, ids, scores, lengths, tokenizer):
-    """DESIGN.md's search trace of batch row `row` (source_ids unpadded; its ids [K, time],
+    """docs/API.md's search trace of batch row `row` (source_ids unpadded; its ids [K, time],
     scores [K], lengths [K]), its steps up to the first at which every slot has finished;
     `tokenizer` names the pieces."""
     pieces = tokenizer.target_pieces

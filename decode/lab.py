@@ -1,4 +1,4 @@
-"""The decoding lab (DESIGN.md "The decoding lab"; what its figures mean: docs/LAB.md), run by
+"""The decoding lab (docs/API.md "The decoding lab's report"; its figures: docs/LAB.md), run by
 `python -m decode.compare --sweep [--exact]`.
 
 --sweep decodes with the while_loop search at every --sweep_beam_widths x --normalisations
@@ -22,7 +22,7 @@ from sacrebleu.metrics import CHRF
 from decode.options import LENGTH_PENALTY_KINDS
 
 VARIANT_KEYS = ("decoder", "beam_width", "length_penalty_kind", "length_penalty")  # name a row
-SCORE_TOLERANCE = 1e-4  # a score higher by more than this is higher (DESIGN.md)
+SCORE_TOLERANCE = 1e-4  # a score higher by more than this is higher (docs/API.md)
 KINDS = ("search_error", "wider_beam_changes", "wider_beam_worse", "empty_exact_best",
          "reference_better")  # of the "examples": the sentences on which decoding matters
 EXAMPLES_PER_KIND = 5
@@ -173,7 +173,7 @@ def sweep(translator, sources, references, args):
 
 
 def search_errors(sweep_rows, outputs, exact_runs, reference_scores):
-    """DESIGN.md's "search_errors" rows: for every sweep variant, the % of proven sentences
+    """docs/API.md's "search_errors" rows: for every sweep variant, the % of proven sentences
     whose exact best outscores its output, of sentences whose reference outscores it (by
     more than SCORE_TOLERANCE, under the variant's normalisation; `reference_scores`:
     {(kind, alpha): the references' scores}), of empty outputs."""
@@ -275,7 +275,7 @@ def differences(sources, references, outputs, name_a, name_b):
 
 
 def run(args, translator, report, sources, references):
-    """Adds the sweep's keys (DESIGN.md "The decoding lab") and "examples" to `report`."""
+    """Adds the sweep's keys (docs/API.md, the lab's report) and "examples" to `report`."""
     report["sweep"], exact_runs, outputs = sweep(translator, sources, references, args)
     widths, reference_scores, kinds = args.sweep_beam_widths, {}, [{} for _ in sources]
     beam_width = translator.default_beam_width if translator.default_beam_width in widths else (

@@ -6,7 +6,7 @@ decode/sampling.py), so a beam search, greedy decoding and sampling score alike:
     score = log p / normaliser(length) + beta * sum_src log(min(attention received, 1))
 
 Repetition blocking and the minimum length remove candidates (-inf) before the search ranks
-them. The options: DESIGN.md "Decoding options"; the choices: docs/DECODING-NOTES.md.
+them. The options: docs/API.md "Decoding options"; the choices: docs/DECODING-NOTES.md.
 """
 
 import collections

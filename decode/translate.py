@@ -34,7 +34,7 @@ output line a TAB and "unfamiliar" when the source is unlike the sentences
 the model learned from (its translation should not be trusted), else nothing.
 
 --trace FILE: one JSON line per input line, the search trace of
-docs/DESIGN.md ("Search trace": source_pieces, steps, n_best with pieces and
+docs/API.md ("HTTP API", the trace: source_pieces, steps, n_best with pieces and
 attention; a score null where a slot holds no possible hypothesis), or null
 for an empty input line.
 

@@ -36,7 +36,7 @@ Translation = collections.namedtuple(
     "Translation", "text score n_best unfamiliar trace proven expansions pieces expected_utility "
     "candidates utilities", defaults=(False,) + (None,) * 7)
 Translation.__doc__ = """The best hypothesis's text and score, the n-best `Hypothesis`es, whether
-the source is unlike the training data, the DESIGN.md search trace (or None); for the exact
+the source is unlike the training data, the docs/API.md search trace (or None); for the exact
 decoder whether the best is proven and how many prefixes it expanded; the best's pieces; for
 mbr its expected utility, the candidates and utilities (decode/mbr.py's `mbr_fields`)."""
 Hypothesis = collections.namedtuple("Hypothesis", "text score pieces", defaults=(None,))
@@ -338,7 +338,7 @@ class Translator:
         return self._cache.fetches(key, build_graph)
 
     def score(self, sources, targets, options=None, target_pieces=None):
-        """The model's scores of given translations (DESIGN.md "Scoring a translation").
+        """The model's scores of given translations (docs/API.md "HTTP API", POST /score).
 
         Args:
           sources, targets: lists of strings, pairwise (a target may be empty); options:

@@ -1,4 +1,4 @@
-"""The decoding options' one table (DESIGN.md "Decoding options"): each option's kind, default,
+"""The decoding options' one table (docs/API.md "Decoding options"): each option's kind, default,
 allowed values, the decoders that use it and its one-line hint, with the check they imply.
 
 The config's decode section takes its defaults and checks from here (seq2seq/config.py), the

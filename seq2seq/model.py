@@ -136,7 +136,7 @@ class Seq2SeqModel:
             return new_state, self._output(h, context[:, 0, :], training)
 
     def beam_update_fn(self, encoder_output, beam_width, with_attention=False):
-        """`step` for the beam-search contract of DESIGN.md, the encoder output in the state.
+        """`step` for the beam-search contract of docs/API.md, the encoder output in the state.
 
         The memory, keys and mask travel in the state (the search tiles them) and update_fn
         returns them as it got them: a search reorders no entry it gets back unchanged, and

@@ -1,4 +1,4 @@
-"""The Flask app of DESIGN.md's HTTP API: its routes, their answers, JSON errors, access log."""
+"""The Flask app of docs/API.md's HTTP API: its routes, their answers, JSON errors, access log."""
 
 import collections
 import logging
@@ -230,7 +230,7 @@ def _hypothesis(hypothesis):
 
 
 def translation_answer(translation, pooled=False):
-    """A Translation as DESIGN.md's JSON: text, score, pieces, unfamiliar, n_best; the exact
+    """A Translation as docs/API.md's JSON: text, score, pieces, unfamiliar, n_best; the exact
     search's `proven` and `expansions`; MBR's `expected_utility`, `candidates` and `utilities`:
     the utility of each candidate (in `candidates`' order) against each pseudo-reference (in
     that order too if `pooled`: the candidates are the pseudo-references; else as drawn)."""

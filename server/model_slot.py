@@ -113,7 +113,7 @@ def read_examples(config, limit=MAX_EXAMPLES):
 
 
 def read_lab_examples(model_dir, limit=MAX_LAB_EXAMPLES):
-    """The decoding lab's examples in `model_dir`/lab.json (DESIGN.md "The decoding lab"): up to
+    """The decoding lab's examples in `model_dir`/lab.json (docs/API.md, the lab's report): up to
     `limit` of {"index", "source", "reference", "kinds", "note"}, the ones of a source, a list
     of kinds and a note; [] without the file (logged when it cannot be read)."""
     path = os.path.join(model_dir, LAB_REPORT)

@@ -1,5 +1,5 @@
 """What a request may hold: its JSON body read and every field checked, or an ApiError saying
-which field is wrong and why, sent as DESIGN.md's JSON error ("HTTP API", "Scoring a
+which field is wrong and why, sent as docs/API.md's JSON error ("HTTP API", "Scoring a
 translation")."""
 
 import collections
@@ -45,7 +45,7 @@ class ApiError(Exception):
 
 
 def error_document(status, message):
-    """DESIGN.md's JSON error body for an HTTP status."""
+    """docs/API.md's JSON error body for an HTTP status."""
     return {"error": {"code": CODES.get(status, "error"), "message": message}}
 
 

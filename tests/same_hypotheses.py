@@ -62,7 +62,7 @@ def trace_steps(trace):
 
 
 def json_trace(trace):
-    """One sentence's DESIGN.md search trace (JSON) as (its steps as `trace_steps` gives them,
+    """One sentence's docs/API.md search trace (JSON) as (its steps as `trace_steps` gives them,
     its n-best as (pieces, score, attention) with the last step's scores)."""
     steps = [[((piece, parent, finished), -np.inf if score is None else score)
               for piece, parent, finished, score in zip(
@@ -104,7 +104,7 @@ def assert_same_hypotheses(got, want, got_steps=None, want_steps=None):
 
 
 def assert_same_trace(got, want):
-    """Two DESIGN.md search traces (JSON) of one sentence: the same keys and source pieces,
+    """Two docs/API.md search traces (JSON) of one sentence: the same keys and source pieces,
     steps and n-best by the module's rule. Returns whether a float tie was found."""
     assert sorted(got) == sorted(want) and got["source_pieces"] == want["source_pieces"]
     (got_steps, got_n_best), (want_steps, want_n_best) = json_trace(got), json_trace(want)

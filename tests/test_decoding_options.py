@@ -1,6 +1,6 @@
 """The decoding options (decode/scoring.py, decode/sampling.py) against a NumPy reference.
 
-The reference below is written from DESIGN.md's "Decoding options", independently of
+The reference below is written from docs/API.md's "Decoding options", independently of
 decode/: one hypothesis at a time, float64, every candidate in one stably sorted list.
 A toy model with attention (the toy decoder plus a masked softmax over a few source
 positions) drives both the searches and the reference.
@@ -65,7 +65,7 @@ Hypothesis = collections.namedtuple("Hypothesis", "tokens log_prob finished stat
 
 
 def reference_score(hypothesis, options, source_length):
-    """DESIGN.md's score: log p / normaliser(length) + beta * sum log(min(coverage, 1))."""
+    """docs/API.md's score: log p / normaliser(length) + beta * sum log(min(coverage, 1))."""
     length = len(hypothesis.tokens)
     normaliser = {"gnmt": ((5.0 + length) / 6.0) ** options.length_penalty,
                   "average": max(length, 1), "none": 1.0}[options.length_penalty_kind]

@@ -61,7 +61,7 @@ def test_arrays_compare_ids_up_to_their_lengths_and_attention_as_scores():
 
 
 def traces(token_ids, parent_ids, scores):
-    """A one-sentence trace, as arrays [1, time, beam] and as DESIGN.md's JSON."""
+    """A one-sentence trace, as arrays [1, time, beam] and as docs/API.md's JSON."""
     arrays = {"token_ids": np.array([token_ids]), "parent_ids": np.array([parent_ids]),
               "scores": np.array([scores]), "finished": np.zeros([1, len(scores), 2], bool)}
     steps = [{"pieces": list(map(str, t)), "parents": p, "scores": s, "finished": [False] * 2}

@@ -515,7 +515,7 @@ def test_a_description_of_unexpected_shape_is_reported(browser, translator):
 # --- The search view (issue 11) and the unfamiliar warning (issue 12), on canned answers -------
 
 def canned_trace(steps, beam, source_length, ranks, seed=0, finish_from=None):
-    """A search trace in the DESIGN.md format, self-consistent, from a seeded random search.
+    """A search trace in the docs/API.md format, self-consistent, from a seeded random search.
 
     Args:
       steps, beam: the steps the search ran and the slots of each.

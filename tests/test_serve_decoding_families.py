@@ -1,4 +1,4 @@
-"""DESIGN.md "More decoding methods" over HTTP, with the real tiny model: MBR answers, each
+"""docs/API.md "Decoding options" over HTTP, with the real tiny model: MBR answers, each
 hypothesis's pieces, target prefixes, POST /score of given pieces, ensembles, and the decoding
 lab's examples in GET /v1/info. Each field has its 400s, each naming the field.
 """

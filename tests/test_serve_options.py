@@ -58,7 +58,7 @@ def test_info_reports_each_option_s_default_range_hint_and_decoders(client, tran
     longest, widest = translator.config["data"]["max_target_length"], decode_params["max_beam_width"]
     assert {name: (entry["type"], entry.get("choices") or (
         entry["min"], entry["max"], entry["exclusive_min"], entry["exclusive_max"]))
-        for name, entry in decoding.items()} == {  # DESIGN.md's ranges
+        for name, entry in decoding.items()} == {  # docs/API.md's ranges
         "length_penalty": ("number", (0, None, False, False)),
         "length_penalty_kind": ("choice", ["gnmt", "average", "none"]),
         "coverage_penalty": ("number", (0, None, False, False)),

@@ -1,7 +1,7 @@
 """The page's training panel and a model switch, in real headless Chromium against serve.py.
 
-Training is played by the test: it writes the status file (the trainer's contract, DESIGN.md
-"Training while serving") and copies checkpoints of the tiny model in as training would.
+Training is played by the test: it writes the status file (the trainer's contract, docs/API.md
+"HTTP API", GET /v1/training) and copies checkpoints of the tiny model in as training would.
 """
 
 import pytest

@@ -1,6 +1,6 @@
 """MODEL_DIR/training_status.json: what training is doing, for the server's training panel.
 
-The format (DESIGN.md, "Training while serving"; why: docs/TRAINING-NOTES.md):
+The format (docs/API.md, "HTTP API", GET /v1/training; why: docs/TRAINING-NOTES.md):
 {"running": bool, "pid": int, "started_at": unix s, "updated_at": unix s, "step": int,
  "max_steps": int, "steps_per_second": float|null, "eta_seconds": float|null,
  "stopped": null|"max_steps"|"early_stopping"|"error",
