@@ -16,7 +16,8 @@ import sacrebleu
 from decode import lab
 from decode.mbr import UTILITIES, oracle_choice, utility_matrix
 from decode.options import SCORING_OPTIONS
-from seq2seq.model_dir import checkpoint_step, find_checkpoint, read_status_file
+from seq2seq.model_dir import (AVERAGED_RECORD, checkpoint_step, find_checkpoint,
+                               read_status_file)
 
 FAMILIES = ("mbr", "diverse")
 BEAM_WIDTH = 5  # the baseline's width and n-best, and diverse beam search's
@@ -90,7 +91,6 @@ def open_models(args, translator):
       ValueError: a bad option, model directory or ensemble (the message names it).
     """
     from decode.translator import Translator
-    from training.average import RECORD_FILE
 
     if "mbr" in args.families:
         translator.check_options("mbr", options=mbr_options(args))
@@ -105,7 +105,7 @@ def open_models(args, translator):
                            checkpoint=checkpoints)
         steps, what = [checkpoint_step(path) for path in checkpoints or map(
             find_checkpoint, model_dirs)], "step"
-        record = os.path.join(model_dirs[0], RECORD_FILE)  # training.average's: what it averaged
+        record = os.path.join(model_dirs[0], AVERAGED_RECORD)  # what training.average averaged
         if len(model_dirs) == 1 and os.path.isfile(record):
             with open(record, encoding="utf-8") as averaged:
                 steps = [checkpoint_step(path) for path in json.load(averaged)["checkpoints"]]

@@ -20,6 +20,7 @@ EXPORT_DIR = "export"
 BEST_DIR, PREVIOUS_SUFFIX = "best", ".old"  # best.old: best/ between its update's two renames
 CHECKPOINT_STATE = "checkpoint"  # tf.train's record of a directory's checkpoints, written last
 SERVING_SIGNATURE = "serving_default"  # the exports' (tf.saved_model's default key)
+AVERAGED_DIR, AVERAGED_RECORD = "averaged", "averaged.json"  # training.average's, and its record
 
 
 def checkpoint_step(path):

@@ -13,7 +13,7 @@ from sacrebleu.metrics import BLEU
 
 from decode import compare, families, lab, lab_report
 from tests.test_compare import assert_table_holds, lab_flags, markdown_tables
-from training.average import RECORD_FILE
+from seq2seq.model_dir import AVERAGED_RECORD
 
 Output = collections.namedtuple("Output", "text score")  # what the lab reads of a Translation
 
@@ -160,7 +160,7 @@ def test_the_families_on_the_tiny_model(tiny_model_dir, translator, test_pairs, 
     sources, references = test_pairs
     report_path, averaged = tmp_path / "report.json", str(tmp_path / "averaged")
     shutil.copytree(tiny_model_dir, averaged)  # named by training.average's record, if any
-    with open(os.path.join(averaged, RECORD_FILE), "w", encoding="utf-8") as record:
+    with open(os.path.join(averaged, AVERAGED_RECORD), "w", encoding="utf-8") as record:
         json.dump({"checkpoints": ["model.ckpt-390", "model.ckpt-400"]}, record)
     ensemble = "%s+%s" % (tiny_model_dir, tiny_model_dir)
     assert compare.main(lab_flags(tiny_model_dir, tmp_path, sources, references) + [

@@ -22,9 +22,8 @@ import tensorflow.compat.v1 as tf
 from data_pipeline.tokenizer import Tokenizer
 from seq2seq.config import load_config
 from seq2seq.model import Seq2SeqModel
-from seq2seq.model_dir import CONFIG_FILE, checkpoint_step
+from seq2seq.model_dir import AVERAGED_DIR, AVERAGED_RECORD, CONFIG_FILE, checkpoint_step
 
-RECORD_FILE = "averaged.json"  # in MODEL_DIR/averaged: the checkpoints averaged
 
 
 def last_checkpoints(model_dir, count):
@@ -49,9 +48,9 @@ def average_checkpoints(model_dir, count=5, out=None):
       ValueError: fewer checkpoints than `count`, `out` holds something else, or a checkpoint
         lacks one of the config's model variables.
     """
-    out = os.path.normpath(out or os.path.join(model_dir, "averaged"))
+    out = os.path.normpath(out or os.path.join(model_dir, AVERAGED_DIR))
     paths = last_checkpoints(model_dir, count)
-    if os.path.exists(out) and not os.path.isfile(os.path.join(out, RECORD_FILE)):
+    if os.path.exists(out) and not os.path.isfile(os.path.join(out, AVERAGED_RECORD)):
         raise ValueError("%s exists and was not written by training.average: pass another --out"
                          % out)
     config, tokenizer = load_config(os.path.join(model_dir, CONFIG_FILE)), Tokenizer.load(model_dir)
@@ -77,7 +76,7 @@ def average_checkpoints(model_dir, count=5, out=None):
                            write_meta_graph=False)
     shutil.copyfile(os.path.join(model_dir, CONFIG_FILE), os.path.join(staging, CONFIG_FILE))
     tokenizer.copy_to(staging)
-    with open(os.path.join(staging, RECORD_FILE), "w", encoding="utf-8") as record:
+    with open(os.path.join(staging, AVERAGED_RECORD), "w", encoding="utf-8") as record:
         json.dump({"checkpoints": [os.path.basename(path) for path in paths]}, record)
     if os.path.exists(out):
         shutil.rmtree(out)
