@@ -1,6 +1,6 @@
 """Compaction (issue 20): the while_loop search with and without decided sentences leaving.
 
-    python -m bench.compaction_speed --model_dir runs/es --input /tmp/es_test.src
+    python -m bench.compaction_speed --model_dir runs/lab --input data/catalogs-pt_BR/test.src
         [--passes 3] [--batch_size 32] [--beam_width K] [--against CHECKOUT] [--json F]
         [--sample]
 

@@ -1,7 +1,7 @@
 """What each decoding option does to quality and speed, on one model and one test set.
 
-    .venv/bin/python -m bench.decoding_options --model_dir runs/es \
-        --input /tmp/es_test.src --reference /tmp/es_test.tgt [--rounds 3] [--json F]
+    .venv/bin/python -m bench.decoding_options --model_dir runs/lab \
+        --input data/catalogs-pt_BR/test.src --reference data/catalogs-pt_BR/test.ref [--rounds 3] [--json F]
 
 Every variant decodes the same sentences with one Translator (its graphs built and run
 once before timing); the variants are then timed in round-robin rounds, so that load

@@ -1,7 +1,7 @@
 """How far the exact search (decoder exact, issue 18) gets on one model and one test set.
 
-    .venv/bin/python -m bench.exact_search --model_dir runs/es \
-        --input ../shared/corpora/gettext-en-es/test.tsv --sentences 100 \
+    .venv/bin/python -m bench.exact_search --model_dir runs/lab \
+        --input data/catalogs-pt_BR/test.tsv --sentences 100 \
         [--normalisations gnmt:0.6,none] [--max_expansions 2000] [--rows_per_call 512]
 
 For each length normalisation: the percentage of sentences proven optimal within the cap,

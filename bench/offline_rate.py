@@ -1,6 +1,6 @@
 """Offline decoding rate: the ceiling a server of the same model can approach.
 
-    python -m bench.offline_rate --model_dir runs/es --input test.src [--passes 3] [--hparams H]
+    python -m bench.offline_rate --model_dir runs/lab --input test.src [--passes 3] [--hparams H]
 
 Loads the model once, builds and warms the graphs on the first 64 lines, then
 times `Translator.translate` over the whole file (while_loop, the config's beam
