@@ -92,12 +92,18 @@ def resolve(decoder, given, decode_params, max_target_length):
     return resolved
 
 
+def draws_samples(decoder, resolved):
+    """Whether `decoder` under `resolved` options decodes its samples (sample, and mbr whose
+    candidates are its samples): it then takes num_samples, not a beam_width."""
+    return decoder == "sample" or decoder == "mbr" and resolved["mbr_candidates"] == "sample"
+
+
 def decode_width(decoder, beam_width, n_best, resolved, beam_widths, default_beam_width):
     """The width `decoder` decodes at: 1 for greedy and exact, num_samples for sample and mbr
     of samples, else `beam_width` (None: `default_beam_width`; else one of `beam_widths`;
     sample, exact and mbr of samples take none). n_best: 1..width; resolved: `resolve`'s.
     ValueError names the first bad one, its allowed values and the value."""
-    samples = decoder == "sample" or decoder == "mbr" and resolved["mbr_candidates"] == "sample"
+    samples = draws_samples(decoder, resolved)
     if beam_width is not None and (samples or decoder == "exact"):
         raise ValueError("beam_width is not an option of the %s decoder%s (%s)" % (
             decoder, " with mbr_candidates sample" * (decoder == "mbr"),

@@ -8,7 +8,7 @@ import unicodedata
 
 from flask import request
 
-from decode.options import OPTIONS, shown, takes_option
+from decode.options import OPTIONS, draws_samples, shown, takes_option
 
 DEFAULT_DECODER = "while_loop"
 FIELDS = ("text", "texts", "decoder", "beam_width", "n_best", "trace", "target_prefix") + OPTIONS
@@ -159,8 +159,8 @@ def parse_translate_request(fields, limits, translator):
     used = tuple((name, options[name]) for name in OPTIONS if takes_option(decoder, name))
     items = [Item(ids, n_best, prefix, name)
              for ids, prefix, name in zip(token_ids, prefixes, prefix_names)]
-    sampled = decoder == "sample" or decoder == "mbr" and options["mbr_candidates"] == "sample"
-    return items, BatchKey(decoder, None if sampled or decoder == "exact" else width, bool(trace),
+    takes_width = not draws_samples(decoder, options) and decoder != "exact"
+    return items, BatchKey(decoder, width if takes_width else None, bool(trace),
                            n_best if trace else None, used)
 
 
