@@ -9,7 +9,7 @@ import time
 from flask import Flask, Response, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from decode.options import OPTIONS, TABLE, bounds, limits, shown, takes_option
+from decode.options import OPTIONS, TABLE, bounds, draws_samples, limits, shown, takes_option
 from server.batcher import Batcher
 from server.request_checks import (BODY_OVER_LIMIT, DEFAULT_DECODER, ApiError, Limits,
                                    error_document, parse_score_request, parse_translate_request,
@@ -147,7 +147,7 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
             if result.refused:
                 raise ApiError(400, re.sub(r"^target_prefixes(\[\d+\])?", item.prefix_name,
                                            result.refused))
-        pooled = dict(key.options).get("mbr_candidates") == "sample"  # candidates: the samples
+        pooled = draws_samples(key.decoder, dict(key.options))  # mbr: candidates = samples
         return jsonify(
             translations=[translation_answer(result.translation, pooled)
                           for result in answer.results],
