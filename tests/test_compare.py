@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 import pytest
+
 import sacrebleu
 import tensorflow.compat.v1 as tf
 
@@ -312,14 +313,20 @@ SWEEP_KEYS = {"decoder", "beam_width", "length_penalty_kind", "length_penalty", 
               "length_ratio", "empty_percent", "mean_score", "sentences_per_second"}
 
 
+def tiny_pairs(tiny_config, split, count):
+    """The first `count` sources and references of the tiny corpus's `split` ("dev", "test")."""
+    sides = []
+    for suffix in ("src", "tgt"):
+        path = os.path.join(tiny_config["data"]["data_dir"], "%s.%s" % (split, suffix))
+        with open(path, encoding="utf-8") as f:
+            sides.append(f.read().splitlines()[:count])
+    return tuple(sides)
+
+
 @pytest.fixture(scope="module")
 def dev_pairs(tiny_config, tiny_data):
     """The first 8 dev sources and references of the tiny corpus."""
-    data_dir = tiny_config["data"]["data_dir"]
-    with open(os.path.join(data_dir, "dev.src"), encoding="utf-8") as f:
-        sources = f.read().splitlines()[:8]
-    with open(os.path.join(data_dir, "dev.tgt"), encoding="utf-8") as f:
-        return sources, f.read().splitlines()[:8]
+    return tiny_pairs(tiny_config, "dev", 8)
 
 
 SWEEP_ROW = ["decoder", "beam_width", "length_penalty_kind", "length_penalty", "bleu", "chrf",

@@ -8,11 +8,12 @@ import shutil
 
 import numpy as np
 import pytest
+
 import sacrebleu
 from sacrebleu.metrics import BLEU
 
 from decode import compare, families, lab, lab_report
-from tests.test_compare import assert_table_holds, lab_flags, markdown_tables
+from tests.test_compare import assert_table_holds, lab_flags, markdown_tables, tiny_pairs
 from seq2seq.model_dir import AVERAGED_RECORD
 
 Output = collections.namedtuple("Output", "text score")  # what the lab reads of a Translation
@@ -149,11 +150,7 @@ def test_bad_family_flags_are_an_error_naming_them(flags, message, capsys):
 @pytest.fixture(scope="module")
 def test_pairs(tiny_config, tiny_data):
     """The first 4 test sources and references of the tiny corpus."""
-    data_dir = tiny_config["data"]["data_dir"]
-    with open(os.path.join(data_dir, "test.src"), encoding="utf-8") as f:
-        sources = f.read().splitlines()[:4]
-    with open(os.path.join(data_dir, "test.tgt"), encoding="utf-8") as f:
-        return sources, f.read().splitlines()[:4]
+    return tiny_pairs(tiny_config, "test", 4)
 
 
 def test_the_families_on_the_tiny_model(tiny_model_dir, translator, test_pairs, tmp_path):
