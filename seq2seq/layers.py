@@ -5,6 +5,11 @@ import tensorflow.compat.v1 as tf
 from seq2seq.common import get_shape
 
 
+def template(scope, function, **kwargs):
+    """`function` as a template whose variables live in `scope`, made now under the current one."""
+    return tf.make_template(scope, function, create_scope_now_=True, **kwargs)
+
+
 def apply_kernel(inputs, kernel, bias=None, transpose_kernel=False):
     """inputs [..., in] x kernel [in, out] (or [out, in] transposed) + bias [out] -> [..., out]."""
     if inputs.shape.ndims == 2:
@@ -15,13 +20,15 @@ def apply_kernel(inputs, kernel, bias=None, transpose_kernel=False):
     return tf.reshape(outputs, shape[:-1] + get_shape(outputs)[-1:])
 
 
+def _zero_bias(units):
+    return tf.get_variable("bias", [units], initializer=tf.zeros_initializer())
+
+
 def dense(inputs, units, use_bias=True):
     """[..., in] -> [..., units] with `kernel` and `bias` in the current scope."""
     kernel = tf.get_variable("kernel", [inputs.shape.as_list()[-1], units],
                              initializer=tf.glorot_uniform_initializer())
-    bias = (tf.get_variable("bias", [units], initializer=tf.zeros_initializer())
-            if use_bias else None)
-    return apply_kernel(inputs, kernel, bias)
+    return apply_kernel(inputs, kernel, _zero_bias(units) if use_bias else None)
 
 
 def dropout(inputs, rate, training):
@@ -39,41 +46,29 @@ def _table(vocab_size, embedding_size):
 class Embeddings:
     """The tables `shared/table` [V, E], or `source/table` [V_s, E] and `target/table` [V_t, E]."""
 
-    def __init__(self, source_vocab_size, target_vocab_size, embedding_size, share,
-                 dropout_rate, name="embeddings"):
+    def __init__(self, source_vocab_size, target_vocab_size, embedding_size, share, dropout_rate):
         self._dropout_rate = dropout_rate
-        with tf.variable_scope(None, default_name=name):
+        with tf.variable_scope(None, default_name="embeddings"):
             def table(scope, vocab_size):
-                return tf.make_template(scope, _table, create_scope_now_=True,
-                                        vocab_size=vocab_size, embedding_size=embedding_size)
+                return template(scope, _table, vocab_size=vocab_size, embedding_size=embedding_size)
             if share:
                 self.source_table = self.target_table = table("shared", source_vocab_size)
             else:
                 self.source_table = table("source", source_vocab_size)
                 self.target_table = table("target", target_vocab_size)
 
-    def embed_source(self, ids, training):
-        """[...] int32 source ids -> [..., E] float32."""
-        return self._embed(self.source_table, ids, training, "source_embedding")
-
-    def embed_target(self, ids, training):
-        """[...] int32 target ids -> [..., E] float32."""
-        return self._embed(self.target_table, ids, training, "target_embedding")
-
-    def _embed(self, table, ids, training, name):
-        with tf.name_scope(name):
+    def embed(self, side, ids, training):
+        """[...] int32 ids of `side` ("source" or "target") -> [..., E] float32."""
+        table = self.source_table if side == "source" else self.target_table
+        with tf.name_scope(side + "_embedding"):
             return dropout(tf.nn.embedding_lookup(table(), ids), self._dropout_rate, training)
 
 
-def _orthogonal_blocks(num_blocks):
-    """An initializer for [units, num_blocks * units]: one orthogonal block per gate."""
+def _orthogonal_gates(shape, dtype=tf.float32, partition_info=None):
+    """An initializer for [units, 3 * units]: one orthogonal block per gate."""
+    rows, cols = shape
     orthogonal = tf.orthogonal_initializer()
-
-    def initializer(shape, dtype=tf.float32, partition_info=None):
-        rows, cols = shape
-        return tf.concat([orthogonal([rows, cols // num_blocks], dtype)
-                          for _ in range(num_blocks)], axis=1)
-    return initializer
+    return tf.concat([orthogonal([rows, cols // 3], dtype) for _ in range(3)], axis=1)
 
 
 class GRU:
@@ -87,15 +82,13 @@ class GRU:
     def __init__(self, num_units, name="gru"):
         self.num_units = num_units
         with tf.variable_scope(None, default_name=name):
-            self.project_inputs = tf.make_template(
-                "input_projection", dense, create_scope_now_=True, units=3 * num_units)
-            self.step = tf.make_template("recurrent", self._recurrent_step, create_scope_now_=True)
+            self.project_inputs = template("input_projection", dense, units=3 * num_units)
+            self.step = template("recurrent", self._recurrent_step)
 
     def _recurrent_step(self, projected_input, state):
         units = self.num_units
-        kernel = tf.get_variable("kernel", [units, 3 * units], initializer=_orthogonal_blocks(3))
-        bias = tf.get_variable("bias", [3 * units], initializer=tf.zeros_initializer())
-        projected_state = apply_kernel(state, kernel, bias)
+        kernel = tf.get_variable("kernel", [units, 3 * units], initializer=_orthogonal_gates)
+        projected_state = apply_kernel(state, kernel, _zero_bias(3 * units))
         input_rz, input_n = tf.split(projected_input, [2 * units, units], axis=-1)
         state_rz, state_n = tf.split(projected_state, [2 * units, units], axis=-1)
         reset, update = tf.split(tf.sigmoid(input_rz + state_rz), 2, axis=-1)
@@ -133,19 +126,14 @@ class Attention:
     Luong ("general"): score(q, s) = q . keys[s], keys = memory W_k."""
 
     def __init__(self, kind, attention_size, query_size, name="attention"):
-        self._kind = kind
+        self._luong = kind == "luong"
         with tf.variable_scope(None, default_name=name):
-            if kind == "luong":
-                self._project_keys = tf.make_template(
-                    "key_projection", dense, create_scope_now_=True,
-                    units=query_size, use_bias=False)
-                return
-            self._project_keys = tf.make_template(
-                "key_projection", dense, create_scope_now_=True, units=attention_size)
-            self._project_query = tf.make_template(
-                "query_projection", dense, create_scope_now_=True,
-                units=attention_size, use_bias=False)
-            self._additive = tf.make_template("score", _additive_score, create_scope_now_=True)
+            self._project_keys = template("key_projection", dense, use_bias=not self._luong,
+                                          units=query_size if self._luong else attention_size)
+            if not self._luong:
+                self._project_query = template("query_projection", dense, units=attention_size,
+                                               use_bias=False)
+                self._additive = template("score", _additive_score)
 
     def project_keys(self, memory):
         """[batch, src_time, memory_size] -> keys [batch, src_time, key_size], once per source."""
@@ -157,7 +145,7 @@ class Attention:
         [batch, src_time, M], mask [batch, src_time] -> context [batch, queries, M], weights
         [batch, queries, src_time]."""
         with tf.name_scope("attention"):
-            if self._kind == "luong":
+            if self._luong:
                 scores = tf.matmul(query, keys, transpose_b=True)
             else:
                 scores = self._additive(self._project_query(query), keys)
@@ -176,15 +164,12 @@ def _additive_score(projected_query, keys):
 class OutputLayer:
     """logits = dropout(tanh([h; c] W_o + b_o)) W_v + b_v; W_v the target table if tied."""
 
-    def __init__(self, vocab_size, pre_output_size, dropout_rate, tied_table=None,
-                 name="output_projection"):
+    def __init__(self, vocab_size, pre_output_size, dropout_rate, tied_table=None):
         self._dropout_rate, self._vocab_size = dropout_rate, vocab_size
         self._tied_table = tied_table
-        with tf.variable_scope(None, default_name=name):
-            self._pre_output = tf.make_template(
-                "pre_output", dense, create_scope_now_=True, units=pre_output_size)
-            self._project = tf.make_template(
-                "logits", self._vocabulary_projection, create_scope_now_=True)
+        with tf.variable_scope(None, default_name="output_projection"):
+            self._pre_output = template("pre_output", dense, units=pre_output_size)
+            self._project = template("logits", self._vocabulary_projection)
 
     def __call__(self, state, context, training):
         """state [..., H], context [..., M] -> logits [..., V] float32."""
@@ -195,5 +180,5 @@ class OutputLayer:
     def _vocabulary_projection(self, inputs):
         if self._tied_table is None:
             return dense(inputs, self._vocab_size)
-        bias = tf.get_variable("bias", [self._vocab_size], initializer=tf.zeros_initializer())
+        bias = _zero_bias(self._vocab_size)
         return apply_kernel(inputs, self._tied_table(), bias, transpose_kernel=True)

@@ -10,7 +10,8 @@ import re
 import tensorflow.compat.v1 as tf
 
 from seq2seq.common import batch_gather, get_shape, merge_beams, sequence_mask, split_beams
-from seq2seq.layers import GRU, Attention, Embeddings, OutputLayer, dense, dropout, unroll
+from seq2seq.layers import (GRU, Attention, Embeddings, OutputLayer, dense, dropout, template,
+                            unroll)
 
 # memory [batch, src_time, 2 * encoder_units] (0 at padding), keys [batch, src_time, key_size],
 # mask [batch, src_time] float32 (1: valid), initial_state {"h": [batch, num_units]}.
@@ -79,15 +80,13 @@ class Seq2SeqModel:
         tied, dropout_rate = model_params["tie_output_projection"], model_params["dropout"]
         with tf.variable_scope(None, default_name=name) as scope:
             self.scope_name = scope.name
-            self._embeddings = Embeddings(
-                source_vocab_size, target_vocab_size, embedding_size,
-                share=model_params["share_embeddings"], dropout_rate=dropout_rate)
+            self._embeddings = Embeddings(source_vocab_size, target_vocab_size, embedding_size,
+                                          model_params["share_embeddings"], dropout_rate)
             self._encoder = BidirectionalEncoder(
                 2 * (model_params.get("encoder_units", 0) or num_units // 2),  # each direction's
                 model_params["encoder_layers"], dropout_rate)
             with tf.variable_scope(None, default_name="decoder"):
-                self._bridge = tf.make_template(
-                    "bridge", _bridge, create_scope_now_=True, units=num_units)
+                self._bridge = template("bridge", _bridge, units=num_units)
                 self._cell = GRU(num_units)
                 self._attention = Attention(model_params["attention"],
                                             model_params["attention_size"], num_units)
@@ -103,7 +102,7 @@ class Seq2SeqModel:
     def encode(self, source_ids, source_length, training):
         """source_ids [batch, src_time] int32 (0-padded), source_length [batch] -> EncoderOutput."""
         with tf.name_scope("encode"):
-            embedded = self._embeddings.embed_source(source_ids, training)
+            embedded = self._embeddings.embed("source", source_ids, training)
             memory, final_state = self._encoder(embedded, source_length, training)
             with tf.name_scope("source_mask"):
                 mask = sequence_mask(source_length, tf.shape(source_ids)[1])
@@ -116,7 +115,7 @@ class Seq2SeqModel:
         tgt_time, V_t] (and with_attention, weights [batch, tgt_time, src_time])."""
         with tf.name_scope("decoder"):
             projected_inputs = self._cell.project_inputs(
-                self._embeddings.embed_target(target_input, training))
+                self._embeddings.embed("target", target_input, training))
             states = unroll(self._cell.step, projected_inputs, encoder_output.initial_state["h"])
             context, weights = self._attention(
                 states, encoder_output.keys, encoder_output.memory, encoder_output.mask)
@@ -128,7 +127,7 @@ class Seq2SeqModel:
         also "attention" [n, src_time]), logits [n, V_t]; encoder_output tiled to n rows."""
         with tf.name_scope("decoder_step"):
             projected_input = self._cell.project_inputs(
-                self._embeddings.embed_target(prev_ids, training))
+                self._embeddings.embed("target", prev_ids, training))
             h = self._cell.step(projected_input, state["h"])
             context, weights = self._attention(
                 h[:, None, :], encoder_output.keys, encoder_output.memory, encoder_output.mask)
@@ -136,11 +135,8 @@ class Seq2SeqModel:
             return new_state, self._output(h, context[:, 0, :], training)
 
     def beam_update_fn(self, encoder_output, beam_width, with_attention=False):
-        """`step` for the beam-search contract of docs/API.md, the encoder output in the state.
-
-        The memory, keys and mask travel in the state (the search tiles them) and update_fn
-        returns them as it got them: a search reorders no entry it gets back unchanged, and
-        one that drops a sentence's rows (decode/compaction.py) drops its memory with them.
+        """`step` for the beam-search contract of docs/API.md, the encoder output in the state
+        (handed back unchanged, so a search reorders it only when it drops finished rows).
 
         Args:
           encoder_output: `encode(..., training=False)`'s result, [batch, ...].
@@ -161,9 +157,9 @@ class Seq2SeqModel:
                 new_state = tf.nest.map_structure(lambda t: split_beams(t, beam_width), new_state)
                 return dict(new_state, encoder=state["encoder"]), split_beams(logits, beam_width)
 
-        initial_state = dict(encoder_output.initial_state, encoder={
-            "memory": encoder_output.memory, "keys": encoder_output.keys,
-            "mask": encoder_output.mask})
+        encoder = {"memory": encoder_output.memory, "keys": encoder_output.keys,
+                   "mask": encoder_output.mask}
+        initial_state = dict(encoder_output.initial_state, encoder=encoder)
         if with_attention:
             initial_state["attention"] = tf.zeros_like(encoder_output.mask)
         return update_fn, initial_state
