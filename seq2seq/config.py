@@ -20,7 +20,6 @@ DEFAULTS = {
         "train_data": "",  # corpus "files": a TSV (source<TAB>target[<TAB>...]) or "src,tgt"
         "dev_data": "",  # like train_data; "": carved out of it (2% of sources, <= 1000)
         "test_data": "",  # like train_data; "": carved out of train_data, as dev_data
-        # A "files" corpus whose config names no data_dir of its own gets data/corpus-<hash>.
         "data_dir": "data/default",  # SentencePiece model(s), TFRecord shards, manifest.json
         "embedded_train_size": 60000,  # embedded corpus: training pairs, >= 1
         "embedded_dev_size": 1000,  # embedded corpus: dev pairs, >= 1
@@ -58,7 +57,7 @@ DEFAULTS = {
         "clip_gradient_norm": 5.0,  # clip the gradients' global norm to this; <= 0: no clipping
         "label_smoothing": 0.1,  # probability mass spread over the vocabulary, >= 0
         "save_checkpoints_steps": 500,  # steps between checkpoints (each one evaluated), >= 1
-        "keep_checkpoint_max": 5,  # most recent checkpoints kept, >= 0 (0: all); training.average takes 5
+        "keep_checkpoint_max": 5,  # newest checkpoints kept, >= 0 (0: all); training.average uses 5
         "log_step_count_steps": 100,  # steps between progress lines and summaries, >= 1
         "histogram_steps": 500,  # steps between weight and gradient histograms, >= 0 (0: none)
         "eval_batch_size": 64,  # dev sentences per evaluation batch, >= 1
@@ -66,12 +65,11 @@ DEFAULTS = {
         "eval_attention_images": 3,  # first dev sentences drawn as attention heatmaps, >= 0
         "throttle_secs": 60,  # seconds at least between two evaluations, >= 0
         "seed": 1,  # TensorFlow's graph seed; the shuffle's is seed + the resume step
-        "early_stopping_evaluations": 0,  # stop after N evaluations without a better dev BLEU, >= 0 (0: off)
+        "early_stopping_evaluations": 0,  # stop after N evaluations, no BLEU gain, >= 0 (0: off)
     },
     "decode": {
         "beam_width": 5,  # default beam width (eval BLEU, translate, serve), 1..max_beam_width
-        # The decoding options (length_penalty ... max_expansions, each with its hint and
-        # range): seq2seq/decoding_options.py's TABLE.
+        # The decoding options, each with its hint and range: seq2seq/decoding_options.py's TABLE.
         **{name: option.default for name, option in DECODING_OPTIONS.items()},
         "max_length_ratio": 2.0,  # decode at most ratio * source tokens + max_length_extra, >= 0
         "max_length_extra": 10,  # tokens added to that limit, >= 1
@@ -87,13 +85,12 @@ DEFAULTS = {
         "max_texts": 32,  # most texts in one request, >= 1
         "max_chars": 500,  # most characters in one text (after trimming), >= 1
         "max_tokens": 128,  # most source subword tokens in one text, >= 1
-        "max_batch_sentences": 64,  # most sentences in one batch (a larger request runs alone), >= 1
-        # Continuous batching; the figures behind these three: docs/BENCHMARKS.md ("Serving").
+        "max_batch_sentences": 64,  # most sentences in a batch (a larger request runs alone), >= 1
         "batching": True,  # batch concurrent requests (serve.py --no_batching: false)
         "concurrent_batches": 0,  # batches running at once, >= 0 (0: one per CPU core)
-        "intra_op_threads": 1,  # threads within one op of a batch's model call, >= 0 (0: one per core)
+        "intra_op_threads": 1,  # threads in one op of a batch's model call, >= 0 (0: one per core)
         "batch_step_overhead": 3.0,  # a step's fixed cost in sentence-steps (length grouping), >= 0
-        "batch_hold_ms": 5.0,  # a free slot beside busy ones waits this long at most for its share, >= 0
+        "batch_hold_ms": 5.0,  # most a free slot beside busy ones waits for its share, >= 0
         "batch_log": "",  # a file: one JSON line per model call (bench/replay_batches.py); "": off
     },
 }
@@ -107,12 +104,27 @@ SHAPE_KEYS = ("data.joint_vocab", "data.vocab_size", "model.embedding_size", "mo
               "model.attention_size", "model.share_embeddings", "model.tie_output_projection")
 
 _CHOICES = {"data.corpus": ("embedded", "files"), "data.spm_model_type": ("unigram", "bpe"),
-            "model.attention": ("bahdanau", "luong"), "train.decay": ("rsqrt", "constant", "cosine")}
+            "model.attention": ("bahdanau", "luong"),
+            "train.decay": ("rsqrt", "constant", "cosine")}
 
-
-class ConfigError(ValueError):
-    """A config file or override that does not fit the schema."""
-
+# The numeric keys' lower bounds (the decoding options' ranges: decoding_options.TABLE).
+_AT_LEAST = {
+    1: ("data.vocab_size", "data.num_shards", "data.max_source_length", "data.max_target_length",
+        "data.embedded_train_size", "data.embedded_dev_size", "data.embedded_test_size",
+        "model.embedding_size", "model.num_units", "model.encoder_layers", "model.attention_size",
+        "train.batch_size", "train.bucket_width", "train.shuffle_buffer", "train.max_steps",
+        "train.save_checkpoints_steps", "train.log_step_count_steps", "train.eval_batch_size",
+        "decode.max_length_extra", "decode.max_beam_width", "decode.batch_size",
+        "serve.max_body_bytes", "serve.max_texts", "serve.max_chars", "serve.max_tokens",
+        "serve.max_batch_sentences"),
+    0: ("model.encoder_units", "train.batch_tokens", "train.warmup_steps",
+        "train.keep_checkpoint_max", "train.eval_bleu_sentences", "train.throttle_secs",
+        "train.histogram_steps", "train.eval_attention_images", "train.label_smoothing",
+        "train.early_stopping_evaluations", "decode.max_length_ratio", "decode.intra_op_threads",
+        "decode.concurrent_batches", "serve.concurrent_batches", "serve.intra_op_threads",
+        "serve.batch_step_overhead", "serve.batch_hold_ms"),
+    -1: ("decode.inter_op_threads",),
+}
 
 # The "data" keys that shape what prepare writes (fingerprinted), by corpus kind.
 _PREPARED_COMMON_KEYS = ("corpus", "spm_model_type", "joint_vocab", "vocab_size", "num_shards",
@@ -123,6 +135,10 @@ PREPARED_DATA_KEYS = {
     "files": _PREPARED_COMMON_KEYS + ("train_data", "dev_data", "test_data"),
 }
 
+# The first line of save_config's files: load_config keeps their data_dir as written.
+RESOLVED_HEADER = ("# A resolved config, written by seq2seq.config.save_config: its data_dir is"
+                   " used as written. Delete this line to use it as a config of your own.\n")
+
 # An --hparams item ends at a comma before the next "key=": a value may hold commas.
 _HPARAMS_SEPARATOR = re.compile(r",[\s,]*(?=[A-Za-z_][\w.]*\s*=)")
 
@@ -130,27 +146,29 @@ _TRUE = ("true", "yes", "on", "1")
 _FALSE = ("false", "no", "off", "0")
 
 
+class ConfigError(ValueError):
+    """A config file or override that does not fit the schema."""
+
+
 def _number(value):
     """A non-bool int or float, or a str parsed as one, else None."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value
     if isinstance(value, str):
         for parse in (int, float):
             try:
                 return parse(value)
             except ValueError:
                 pass
-    return None
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _coerce(path, value, default):
     """`value` as the type of `default` ("0123": 123 for an int key, "0123" for a str key)."""
     if isinstance(default, bool):
-        if isinstance(value, bool):
-            return value
         if isinstance(value, str) and value.lower() in _TRUE + _FALSE:
             return value.lower() in _TRUE
-        raise ConfigError("%s must be a boolean, got %r" % (path, value))
+        if not isinstance(value, bool):
+            raise ConfigError("%s must be a boolean, got %r" % (path, value))
+        return value
     if isinstance(default, int):
         number = _number(value)
         if isinstance(number, float) and number.is_integer():
@@ -163,17 +181,16 @@ def _coerce(path, value, default):
         if number is None or not math.isfinite(number):
             raise ConfigError("%s must be a finite number, got %r" % (path, value))
         return float(number)
-    if isinstance(default, str):
-        if value is None:
-            return ""
-        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-            value = str(value)
-            choices = _CHOICES.get(path)
-            if choices and value not in choices:
-                raise ConfigError("%s must be one of %s, got %r" % (path, ", ".join(choices), value))
-            return value
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         hint = " (quote it in YAML: 'no')" if isinstance(value, bool) else ""
         raise ConfigError("%s must be a string, got %r%s" % (path, value, hint))
+    value = str(value)
+    choices = _CHOICES.get(path)
+    if choices and value not in choices:
+        raise ConfigError("%s must be one of %s, got %r" % (path, ", ".join(choices), value))
+    return value
 
 
 def _merge(config, overrides, origin):
@@ -182,30 +199,28 @@ def _merge(config, overrides, origin):
         raise ConfigError("%s: the top level must be a mapping" % origin)
     for key, value in overrides.items():
         if key not in config:
-            raise ConfigError("%s: unknown key %r (known: %s)" % (origin, key, ", ".join(sorted(config))))
-        if isinstance(config[key], dict):
-            if not isinstance(value, dict):
-                raise ConfigError("%s: %r must be a section (mapping)" % (origin, key))
-            for sub_key, sub_value in value.items():
-                if (key, sub_key) in RETIRED_KEYS:
-                    logging.getLogger("seq2seq").warning("%s: %s", origin, RETIRED_KEYS[key, sub_key])
-                    continue
-                if sub_key not in config[key]:
-                    raise ConfigError(
-                        "%s: unknown key %s.%s (known in %s: %s)"
-                        % (origin, key, sub_key, key, ", ".join(sorted(config[key]))))
+            raise ConfigError("%s: unknown key %r (known: %s)"
+                              % (origin, key, ", ".join(sorted(config))))
+        if not isinstance(config[key], dict):
+            config[key] = _coerce(key, value, DEFAULTS[key])
+            continue
+        if not isinstance(value, dict):
+            raise ConfigError("%s: %r must be a section (mapping)" % (origin, key))
+        for sub_key, sub_value in value.items():
+            if (key, sub_key) in RETIRED_KEYS:
+                logging.getLogger("seq2seq").warning("%s: %s", origin, RETIRED_KEYS[key, sub_key])
+            elif sub_key not in config[key]:
+                raise ConfigError("%s: unknown key %s.%s (known in %s: %s)"
+                                  % (origin, key, sub_key, key, ", ".join(sorted(config[key]))))
+            else:
                 config[key][sub_key] = _coerce(
                     "%s.%s" % (key, sub_key), sub_value, DEFAULTS[key][sub_key])
-        else:
-            config[key] = _coerce(key, value, DEFAULTS[key])
 
 
 def parse_hparams(hparams):
     """``"a.b=1,c=x"`` -> {"a": {"b": "1"}, <c's only section>: {"c": "x"}}, values as typed."""
     overrides = {}
-    if not hparams:
-        return overrides
-    for item in _HPARAMS_SEPARATOR.split(hparams.strip().strip(",")):
+    for item in _HPARAMS_SEPARATOR.split((hparams or "").strip().strip(",")):
         item = item.strip()
         if not item:
             continue
@@ -230,27 +245,19 @@ def corpus_overrides(train_data="", dev_data="", test_data=""):
     """The overrides of --train_data/--dev_data/--test_data (corpus "files"), or {}."""
     files = {key: value for key, value in (("train_data", train_data), ("dev_data", dev_data),
                                            ("test_data", test_data)) if value}
-    if not files:
-        return {}
-    if not train_data:
+    if files and not train_data:
         raise ConfigError("--dev_data/--test_data need --train_data")
-    return {"data": dict(files, corpus="files")}
-
-
-# The first line of save_config's files: load_config keeps their data_dir as written.
-RESOLVED_HEADER = ("# A resolved config, written by seq2seq.config.save_config: its data_dir is"
-                   " used as written. Delete this line to use it as a config of your own.\n")
+    return {"data": dict(files, corpus="files")} if files else {}
 
 
 def _sets_data_dir(kind, layer):
-    """Whether a layer sets a "files" corpus's data_dir (a YAML file: not data/default)."""
+    """Whether a layer sets a "files" corpus's data_dir."""
     data = layer.get("data") or {}
-    if "data_dir" not in data:
+    if kind in ("yaml", "resolved") and data.get("corpus") != "files":
         return False
-    if kind == "resolved":
-        return data.get("corpus") == "files"
-    return kind != "yaml" or (data.get("corpus") == "files"
-                              and data["data_dir"] != DEFAULTS["data"]["data_dir"])
+    if kind == "yaml" and data.get("data_dir") == DEFAULTS["data"]["data_dir"]:
+        return False  # a copy of the demo's config: data/default holds the embedded corpus
+    return "data_dir" in data
 
 
 def load_config(path=None, hparams="", overrides=None):
@@ -269,11 +276,9 @@ def load_config(path=None, hparams="", overrides=None):
             loaded = yaml.safe_load(text) or {}
         except yaml.YAMLError as e:
             raise ConfigError("%s is not valid YAML: %s" % (path, e)) from e
-        kind = "resolved" if text.startswith(RESOLVED_HEADER) else "yaml"
-        layers.append((kind, path, loaded))
+        layers.append(("resolved" if text.startswith(RESOLVED_HEADER) else "yaml", path, loaded))
     layers.append(("hparams", "--hparams", parse_hparams(hparams)))
-    if overrides:
-        layers.append(("overrides", "command line", overrides))
+    layers.append(("overrides", "command line", overrides or {}))
     for _, origin, layer in layers:
         _merge(config, layer, origin)
     data = config["data"]
@@ -285,19 +290,18 @@ def load_config(path=None, hparams="", overrides=None):
     return config
 
 
-def _check_at_least(config, keys, minimum, strict=False):
-    for key in keys:
-        value = get(config, key)
-        if value < minimum or (strict and value == minimum):
-            raise ConfigError("%s must be %s %s, got %r"
-                              % (key, ">" if strict else ">=", minimum, value))
-
-
 def _validate(config):
-    model, data = config["model"], config["data"]
+    """Raises a ConfigError naming the first key out of its range."""
+    model, data, decode = config["model"], config["data"], config["decode"]
+    for minimum, keys in _AT_LEAST.items():
+        for key in keys:
+            if get(config, key) < minimum:
+                raise ConfigError("%s must be >= %s, got %r" % (key, minimum, get(config, key)))
+    if config["train"]["learning_rate"] <= 0:
+        raise ConfigError("train.learning_rate must be > 0, got %r"
+                          % config["train"]["learning_rate"])
     if model["share_embeddings"] and not data["joint_vocab"]:
         raise ConfigError("model.share_embeddings needs data.joint_vocab: true")
-    _check_at_least(config, ["model.encoder_units"], 0)
     if not model["encoder_units"] and model["num_units"] % 2:
         raise ConfigError("model.num_units must be even (each encoder direction has half"
                           " when model.encoder_units is 0)")
@@ -307,16 +311,6 @@ def _validate(config):
         raise ConfigError("data.corpus is 'files' but data.train_data is empty")
     if not data["data_dir"].strip():
         raise ConfigError("data.data_dir must not be empty")
-    _check_at_least(config, (
-        "data.vocab_size", "data.num_shards", "data.max_source_length", "data.max_target_length",
-        "data.embedded_train_size", "data.embedded_dev_size", "data.embedded_test_size",
-        "model.embedding_size", "model.num_units", "model.encoder_layers", "model.attention_size",
-        "train.batch_size", "train.bucket_width", "train.shuffle_buffer", "train.max_steps",
-        "train.save_checkpoints_steps", "train.log_step_count_steps", "train.eval_batch_size",
-        "decode.max_length_extra", "decode.max_beam_width", "decode.batch_size",
-        "serve.max_body_bytes", "serve.max_texts", "serve.max_chars", "serve.max_tokens",
-        "serve.max_batch_sentences"), 1)
-    decode = config["decode"]
     if not 1 <= decode["beam_width"] <= decode["max_beam_width"]:
         raise ConfigError("decode.beam_width must be in [1, decode.max_beam_width=%d], got %d"
                           % (decode["max_beam_width"], decode["beam_width"]))
@@ -328,17 +322,6 @@ def _validate(config):
     wrong = beam_groups_problem(decode["diverse_beam_groups"], decode["beam_width"], "decode.")
     if wrong:
         raise ConfigError(wrong)
-    if decode["inter_op_threads"] < -1:
-        raise ConfigError("decode.inter_op_threads must be >= -1 (-1: the calling thread), "
-                          "got %r" % decode["inter_op_threads"])
-    _check_at_least(config, (
-        "train.batch_tokens", "train.warmup_steps", "train.keep_checkpoint_max",
-        "train.eval_bleu_sentences", "train.throttle_secs", "train.histogram_steps",
-        "train.eval_attention_images", "train.label_smoothing",
-        "decode.max_length_ratio", "decode.intra_op_threads", "decode.concurrent_batches",
-        "serve.concurrent_batches", "serve.intra_op_threads", "serve.batch_step_overhead",
-        "train.early_stopping_evaluations", "serve.batch_hold_ms"), 0)
-    _check_at_least(config, ["train.learning_rate"], 0, strict=True)
 
 
 def get(config, dotted):
