@@ -5,9 +5,8 @@ import tensorflow.compat.v1 as tf
 
 def get_shape(tensor):
     """The shape as a list: ints where known when the graph is built, else scalar tensors."""
-    static = tensor.shape.as_list()
     dynamic = tf.unstack(tf.shape(tensor))
-    return [s if s is not None else d for s, d in zip(static, dynamic)]
+    return [s if s is not None else d for s, d in zip(tensor.shape.as_list(), dynamic)]
 
 
 def batch_gather(tensor, indices):

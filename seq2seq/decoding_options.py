@@ -1,9 +1,6 @@
 """The decoding options' one table (docs/API.md "Decoding options"): each option's kind, default,
-allowed values, the decoders that use it and its one-line hint, with the check they imply.
-
-The config's decode section takes its defaults and checks from here (seq2seq/config.py), the
-flags, requests, GET /v1/info and the page from decode/options.py, which reads it too. It sits
-below decode/ because the config, in the model's layer, may not import decode/.
+allowed values, decoders and hint, with the checks they imply. It sits below decode/ so that the
+config (seq2seq/config.py) reads it too; decode/options.py serves it to flags, requests and page.
 """
 
 import collections
@@ -97,5 +94,7 @@ def problem(option, value, named):
 
 def beam_groups_problem(groups, beam_width, prefix=""):
     """None, or why `groups` diverse beam groups cannot split a beam of `beam_width`."""
-    return None if beam_width % groups == 0 else "%sdiverse_beam_groups must divide %sbeam_width " \
-        "%d, got %d" % (prefix, prefix, beam_width, groups)
+    if beam_width % groups:
+        return "%sdiverse_beam_groups must divide %sbeam_width %d, got %d" % (
+            prefix, prefix, beam_width, groups)
+    return None

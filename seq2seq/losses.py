@@ -28,12 +28,10 @@ def sequence_cross_entropy(logits, labels, lengths, label_smoothing=0.0):
         log_probs = tf.nn.log_softmax(logits)
         token_nll = -tf.gather(log_probs, labels[:, :, None], batch_dims=2)[:, :, 0]
         nll_sum, num_tokens = _masked_sum(token_nll, lengths)
+        loss_sum = nll_sum
         if label_smoothing > 0.0:
-            loss_sum, _ = _masked_sum((1.0 - label_smoothing) * token_nll
-                                      - label_smoothing * tf.reduce_mean(log_probs, axis=-1),
-                                      lengths)
-        else:
-            loss_sum = nll_sum
+            smoothed = label_smoothing * tf.reduce_mean(log_probs, axis=-1)
+            loss_sum, _ = _masked_sum((1.0 - label_smoothing) * token_nll - smoothed, lengths)
         return CrossEntropy(loss_sum, nll_sum, num_tokens)
 
 

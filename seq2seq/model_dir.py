@@ -1,11 +1,5 @@
 """The model directory train.py writes: its files' names, the checkpoint it serves, its status.
 
-    MODEL_DIR/config.yaml           the resolved config the model was trained with
-    MODEL_DIR/model.ckpt-STEP.*     the Estimator's checkpoints; `checkpoint` names the latest
-    MODEL_DIR/best/                 the best-BLEU checkpoint, a model directory of its own
-    MODEL_DIR/training_status.json  what training is doing (written by training/status.py)
-    MODEL_DIR/export/<timestamp>/   SavedModels
-
 Nothing here imports TensorFlow: the server reads the directory while TensorFlow loads.
 """
 
@@ -14,10 +8,11 @@ import json
 import os
 import re
 
-CONFIG_FILE = "config.yaml"
-STATUS_FILE = "training_status.json"
-EXPORT_DIR = "export"
-BEST_DIR, PREVIOUS_SUFFIX = "best", ".old"  # best.old: best/ between its update's two renames
+CONFIG_FILE = "config.yaml"  # the resolved config the model was trained with
+STATUS_FILE = "training_status.json"  # what training is doing (written by training/status.py)
+EXPORT_DIR = "export"  # SavedModels, in export/<timestamp>/
+BEST_DIR = "best"  # the best-BLEU checkpoint, a model directory of its own
+PREVIOUS_SUFFIX = ".old"  # best.old: best/ between its update's two renames
 CHECKPOINT_STATE = "checkpoint"  # tf.train's record of a directory's checkpoints, written last
 SERVING_SIGNATURE = "serving_default"  # the exports' (tf.saved_model's default key)
 AVERAGED_DIR, AVERAGED_RECORD = "averaged", "averaged.json"  # training.average's, and its record
