@@ -11,7 +11,6 @@ the original's. Every comparison ignores case and final punctuation.
 """
 
 import argparse
-import collections
 import datetime
 import os
 import random
@@ -105,7 +104,9 @@ def number_cases(rng, count):
 
 
 def ordinal_suffix(day):
-    return "%d%s" % (day, "th" if 10 <= day % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th"))
+    """1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, ..., 21st."""
+    suffix = "th" if 10 <= day % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th")
+    return "%d%s" % (day, suffix)
 
 
 def date_cases(rng, count):
@@ -114,8 +115,8 @@ def date_cases(rng, count):
         date = datetime.date(rng.randint(1950, 2049), rng.randint(1, 12), rng.randint(1, 28))
         month, day, year = months[date.month - 1], date.day, date.year
         day_pt = "1º" if day == 1 else str(day)
-        short, full = "%s de %s" % (day_pt, MONTHS[month]), "%s de %s de %d" % (day_pt, MONTHS[month], year)
-        form = index % 9
+        short = "%s de %s" % (day_pt, MONTHS[month])
+        full = "%s de %d" % (short, year)
         cases.append([
             ("%s %d" % (month, day), short),
             ("%s %d, %d" % (month, day, year), full),
@@ -127,7 +128,7 @@ def date_cases(rng, count):
             ("%s, %s %d, %d" % (days[date.weekday()], month, day, year),
              "%s, %s" % (WEEKDAYS[days[date.weekday()]], full)),
             ("%s %d" % (month, year), "%s de %d" % (MONTHS[month], year)),
-        ][form])
+        ][index % 9])
     return cases
 
 
@@ -136,9 +137,10 @@ def time_cases(rng, count):
     for index in range(count):
         hour, minute = rng.randrange(24), rng.choice([0, rng.randrange(60)])
         clock, half = hour % 12 or 12, "AM" if hour < 12 else "PM"
-        english = ["%d:%02d %s" % (clock, minute, half), "%d:%02d%s" % (clock, minute, half.lower()),
-                   "%d %s" % (clock, half.lower()) if minute == 0 else "%d:%02d %s" % (clock, minute, half.lower()),
-                   "%d:%02d" % (hour, minute)][index % 4]
+        half_lower = half.lower()
+        english = ["%d:%02d %s" % (clock, minute, half), "%d:%02d%s" % (clock, minute, half_lower),
+                   "%d:%02d %s" % (clock, minute, half_lower) if minute else
+                   "%d %s" % (clock, half_lower), "%d:%02d" % (hour, minute)][index % 4]
         cases.append((english, "%02d:%02d" % (hour, minute)))
     return cases
 
@@ -154,11 +156,13 @@ def amount_cases(rng, count):
         if form == 0:
             cases.append((symbol + english_units, pt_units))
         elif form == 1:
-            cases.append(("%s%s.%02d" % (symbol, english_units, cents), "%s,%02d" % (pt_units, cents)))
+            cases.append(("%s%s.%02d" % (symbol, english_units, cents),
+                          "%s,%02d" % (pt_units, cents)))
         elif form == 2:
             cases.append(("%d %s" % (units, english_many), "%d %s" % (units, pt_many)))
         elif form == 3:
-            cases.append(("%s %s" % (english_words(units, rng), english_many), "%s %s" % (pt_number(units), pt_many)))
+            cases.append(("%s %s" % (english_words(units, rng), english_many),
+                          "%s %s" % (pt_number(units), pt_many)))
         else:
             cases.append(("It costs %s%s." % (symbol, english_units), "Custa %s." % pt_units))
     return cases
@@ -173,17 +177,23 @@ def variants(sentence, rng):
         changes.append(sentence[:-1])
     if re.search(r"[a-z]-[a-z]", sentence):
         changes.append(re.sub(r"(?<=[a-z])-(?=[a-z])", " ", sentence))
-    with_and = re.sub(r"\bhundred (?=(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
-                      r"\w+teen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)\b)", "hundred and ", sentence)
+    with_and = re.sub(r"\bhundred (?=(one|two|three|four|five|six|seven|eight|nine|ten|eleven|"
+                      r"twelve|\w+teen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)\b)",
+                      "hundred and ", sentence)
     if with_and != sentence:
         changes.append(with_and)
     return rng.choice(changes) if changes else None
 
 
+def percent(count, total):
+    return "%5.1f%%" % (100.0 * count / total)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model_dir", default="runs/default")
-    parser.add_argument("--data_dir", default="data/default", help="its test.src/test.tgt are the held-out sentences")
+    parser.add_argument("--data_dir", default="data/default",
+                        help="its test.src/test.tgt are the held-out sentences")
     parser.add_argument("--decoder", default="while_loop")
     parser.add_argument("--beam_width", type=int, default=5)
     parser.add_argument("--seed", type=int, default=12)
@@ -193,10 +203,9 @@ def main(argv=None):
     rng = random.Random(args.seed)
     test_sources, test_targets = (harness.read_sentences(os.path.join(args.data_dir, name))
                                   for name in ("test.src", "test.tgt"))
-    kinds = collections.OrderedDict([
-        ("names", names_cases()), ("numbers", number_cases(rng, 200)), ("dates", date_cases(rng, 180)),
-        ("times", time_cases(rng, 80)), ("amounts", amount_cases(rng, 100)),
-    ])
+    kinds = {"names": names_cases(), "numbers": number_cases(rng, 200),
+             "dates": date_cases(rng, 180), "times": time_cases(rng, 80),
+             "amounts": amount_cases(rng, 100)}
     originals = rng.sample(range(len(test_sources)), 300)
     pairs = [(test_sources[i], variants(test_sources[i], rng)) for i in originals]
     pairs = [(original, variant) for original, variant in pairs if variant]
@@ -205,39 +214,41 @@ def main(argv=None):
     def translate(texts):
         return translator.translate(texts, args.decoder, args.beam_width, 1)
 
-    report, misses, flagged = collections.OrderedDict(), {}, collections.OrderedDict()
+    # A variant is right when it translates as its original does.
+    kinds["variants"] = [(variant, result.text) for (_, variant), result
+                         in zip(pairs, translate([original for original, _ in pairs]))]
+    report, misses, flagged = {}, {}, {}
     for kind, cases in kinds.items():
         results = translate([english for english, _ in cases])
-        wrong = [(english, expected, result.text) for (english, expected), result in zip(cases, results)
-                 if norm(result.text) != norm(expected)]
-        report[kind] = (len(cases) - len(wrong), len(cases))
-        misses[kind] = wrong
-        misses[kind + "_flagged"] = [english for (english, _), result in zip(cases, results) if result.unfamiliar]
+        misses[kind] = [(english, expected, result.text)
+                        for (english, expected), result in zip(cases, results)
+                        if norm(result.text) != norm(expected)]
+        misses[kind + "_flagged"] = [english for (english, _), result in zip(cases, results)
+                                     if result.unfamiliar]
+        report[kind] = (len(cases) - len(misses[kind]), len(cases))
         flagged[kind] = (len(misses[kind + "_flagged"]), len(cases))
-    results = translate([text for pair in pairs for text in pair])
-    wrong = [(variant, original_result.text, variant_result.text)
-             for (original, variant), original_result, variant_result in zip(pairs, results[::2], results[1::2])
-             if norm(original_result.text) != norm(variant_result.text)]
-    report["variants"], misses["variants"] = (len(pairs) - len(wrong), len(pairs)), wrong
-    misses["variants_flagged"] = [variant for (_, variant), r in zip(pairs, results[1::2]) if r.unfamiliar]
     test_results = translate(test_sources)
     exact = sum(result.text == target for result, target in zip(test_results, test_targets))
     ood = translate(OUT_OF_DOMAIN)
-    flagged.update(variants=(len(misses["variants_flagged"]), len(pairs)),
-                   out_of_domain=(sum(r.unfamiliar for r in ood), len(ood)),
+    flagged.update(out_of_domain=(sum(r.unfamiliar for r in ood), len(ood)),
                    test_split=(sum(r.unfamiliar for r in test_results), len(test_results)))
-    misses["out_of_domain_not_flagged"] = [text for text, r in zip(OUT_OF_DOMAIN, ood) if not r.unfamiliar]
-    print("model %s (step %s), %s beam %d" % (args.model_dir, translator.step, args.decoder, args.beam_width))
+    misses["out_of_domain_not_flagged"] = [text for text, result in zip(OUT_OF_DOMAIN, ood)
+                                           if not result.unfamiliar]
+    print("model %s (step %s), %s beam %d"
+          % (args.model_dir, translator.step, args.decoder, args.beam_width))
     for kind, (right, total) in report.items():
-        print("%-10s %4d / %4d right  %5.1f%%   flagged unfamiliar %5.1f%%"
-              % (kind, right, total, 100.0 * right / total, 100.0 * flagged[kind][0] / total))
+        print("%-10s %4d / %4d right  %s   flagged unfamiliar %s"
+              % (kind, right, total, percent(right, total), percent(flagged[kind][0], total)))
         for miss in misses[kind][:args.show]:
             print("    miss: %s" % " | ".join(miss))
         if misses[kind + "_flagged"]:
             print("    flagged: %s" % "; ".join(misses[kind + "_flagged"][:args.show]))
-    print("test split exact match %d / %d  %5.1f%%" % (exact, len(test_targets), 100.0 * exact / len(test_targets)))
-    for name, (count, total) in list(flagged.items())[-2:]:
-        print("flagged unfamiliar: %-14s %4d / %4d  %5.1f%%" % (name, count, total, 100.0 * count / total))
+    print("test split exact match %d / %d  %s"
+          % (exact, len(test_targets), percent(exact, len(test_targets))))
+    for name in ("out_of_domain", "test_split"):
+        count, total = flagged[name]
+        print("flagged unfamiliar: %-14s %4d / %4d  %s"
+              % (name, count, total, percent(count, total)))
     print("    not flagged: %s" % "; ".join(misses["out_of_domain_not_flagged"]))
     harness.write_json(args.json, {"right": report, "test_exact": [exact, len(test_targets)],
                                    "flagged": flagged, "misses": misses}, ensure_ascii=False)

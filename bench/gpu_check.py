@@ -1,4 +1,4 @@
-"""The GPU check: towers on two logical GPUs carved from one, and decoding on the GPU, against the CPU.
+"""The GPU check: towers on two logical GPUs carved from one, and GPU decoding, against the CPU.
 
     python -m bench.gpu_check [--steps 300] [--config configs/default.yaml] [--memory_mb 8192]
         [--work_dir bench/out/gpu_check] [--rehearse]
@@ -21,7 +21,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 
 from bench import harness
@@ -30,7 +29,6 @@ from bench.harness import REPO, cell, ratio
 TRACED_STEP = 5  # within the first progress interval, which the rates leave out
 PROGRESS_INTERVALS = 6  # train.log_step_count_steps = steps / this
 OWN_SHARE = 0.9  # of a tower's ops on devices of the towers' kind, at least this on its own
-RESULT_PREFIX = "gpu_check result: "
 DECODERS = ("while_loop", "unrolled")
 
 
@@ -156,21 +154,12 @@ PARTS = {"train": train_part, "decode": decode_part}
 
 
 def run_part(name, spec, work_dir, on_gpu):
-    """Runs a part in a process of its own (CUDA_VISIBLE_DEVICES="" unless `on_gpu`); returns
-    its result, or raises RuntimeError naming its log."""
-    log_path = os.path.join(work_dir, "%s.log" % name)
-    env = dict(os.environ, **({} if on_gpu else {"CUDA_VISIBLE_DEVICES": ""}))
+    """Runs a part in a process of its own (CUDA_VISIBLE_DEVICES="" unless `on_gpu`), its
+    stderr in WORK_DIR/NAME.log; returns its result."""
     print("gpu_check: %s ..." % name, flush=True)
-    with open(log_path, "w", encoding="utf-8") as log_file:
-        finished = subprocess.run(
-            [sys.executable, "-m", "bench.gpu_check", "--part", json.dumps(spec)], cwd=REPO,
-            env=env, stdout=subprocess.PIPE, stderr=log_file, text=True)
-    results = [line[len(RESULT_PREFIX):] for line in finished.stdout.splitlines()
-               if line.startswith(RESULT_PREFIX)]
-    if finished.returncode or not results:
-        raise RuntimeError("%s failed (exit code %d); its log: %s"
-                           % (name, finished.returncode, log_path))
-    return json.loads(results[-1])
+    env = dict(os.environ, **({} if on_gpu else {"CUDA_VISIBLE_DEVICES": ""}))
+    return harness.child_json(["-m", "bench.gpu_check", "--part", json.dumps(spec)],
+                              os.path.join(work_dir, name + ".log"), env)
 
 
 def speedup(value, baseline):
@@ -206,10 +195,11 @@ def main(argv=None):
     parser.add_argument("--rehearse", action="store_true",
                         help="run every part on the CPU, the towers on virtual CPU devices")
     parser.add_argument("--part", help=argparse.SUPPRESS)  # a JSON spec: run one part here
+    parser.add_argument("--json", help=argparse.SUPPRESS)  # where the part writes its result
     args = parser.parse_args(argv)
     if args.part:
         spec = json.loads(args.part)
-        print(RESULT_PREFIX + json.dumps(PARTS[spec["part"]](spec)), flush=True)
+        harness.write_json(args.json, PARTS[spec["part"]](spec))
         return 0
     if args.steps < PROGRESS_INTERVALS * 2:
         parser.error("--steps must be at least %d" % (PROGRESS_INTERVALS * 2))
@@ -217,8 +207,7 @@ def main(argv=None):
     if reason:
         print("gpu_check: no GPU: %s; nothing checked." % reason)
         return 0
-    if os.path.isdir(args.work_dir):
-        shutil.rmtree(args.work_dir)
+    shutil.rmtree(args.work_dir, ignore_errors=True)
     os.makedirs(args.work_dir)
     on_gpu, kind = not args.rehearse, "CPU" if args.rehearse else "GPU"
     trained, decoded = {}, {}

@@ -71,16 +71,20 @@ def rotation(names, index):
     return names[index % len(names):] + names[:index % len(names)]
 
 
-def child_json(args):
-    """The JSON that `python args... --json FILE` writes, run in a child process in the repo;
-    RuntimeError with the end of its stderr if it fails. What it prints is dropped."""
+def child_json(args, log_path=None, env=None):
+    """The JSON that `python args... --json FILE` writes, run in a child process in the repo
+    (`env`: its environment); what it prints is dropped, its stderr kept in `log_path` if
+    given. RuntimeError with the end of its stderr if it fails."""
     with tempfile.TemporaryDirectory() as directory:
-        path = os.path.join(directory, "out.json")
-        child = subprocess.run([sys.executable, *args, "--json", path], cwd=REPO,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        path, log_path = os.path.join(directory, "out.json"), log_path or os.path.join(
+            directory, "stderr.log")
+        with open(log_path, "w", encoding="utf-8") as log:
+            child = subprocess.run([sys.executable, *args, "--json", path], cwd=REPO, env=env,
+                                   stdout=subprocess.DEVNULL, stderr=log)
         if child.returncode:
-            raise RuntimeError("%s failed (exit code %d):\n%s" % (
-                " ".join(args), child.returncode, child.stderr[-3000:]))
+            with open(log_path, encoding="utf-8", errors="replace") as log:
+                raise RuntimeError("%s failed (exit code %d):\n%s" % (
+                    " ".join(args), child.returncode, log.read()[-3000:]))
         with open(path, encoding="utf-8") as result:
             return json.load(result)
 
@@ -145,6 +149,18 @@ def translator(model_dir, **options):
     from decode.translator import Translator
     tf.disable_v2_behavior()
     return Translator(model_dir, **options)
+
+
+def session_config(inter_op_threads=0, intra_op_threads=0, grappler=True):
+    """A tf.ConfigProto of these thread counts (0: TensorFlow's choice), Grappler off unless
+    `grappler`; harness.session_config(*threads, grappler=False) is the Translator's."""
+    import tensorflow.compat.v1 as tf
+    from tensorflow.core.protobuf import rewriter_config_pb2
+    return tf.ConfigProto(
+        inter_op_parallelism_threads=inter_op_threads,
+        intra_op_parallelism_threads=intra_op_threads,
+        graph_options=tf.GraphOptions(rewrite_options=rewriter_config_pb2.RewriterConfig(
+            disable_meta_optimizer=not grappler)))
 
 
 def get_json(port, path, timeout_s=60):

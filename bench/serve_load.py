@@ -1,32 +1,25 @@
 """Load test of serve.py: throughput and latency with batching on and off.
 
-For each mode, starts serve.py (bench.harness.Server; `--no_batching` for "off"), asks every
-test sentence once alone (the reference answers), then sends `--requests` requests from 1, 8
-and 32 concurrent clients, one keep-alive connection each. Every fifth request is invalid and
-must get its 4xx JSON error; every valid one translates one test sentence with the default
-settings and must equal its reference answer. The modes take turns, each round in the other
-order. Each server is then stopped with SIGTERM and must exit 0.
+For each mode, starts serve.py (`--no_batching` for "off"), asks every test sentence once
+alone (the reference answers), then sends `--requests` requests from 1, 8 and 32 concurrent
+clients, one keep-alive connection each, the modes taking turns, each round in the other order.
+Every fifth request is invalid and must get its 4xx JSON error; every valid one translates one
+test sentence with the default settings and must equal its reference answer. Each server is
+then stopped with SIGTERM and must exit 0. The clients are coroutines on one asyncio event
+loop sending requests encoded before the clock starts: the load generator shares the cores
+with the server, so it must cost little (its CPU per request is reported).
 
-The clients are coroutines on one asyncio event loop in one thread, writing raw HTTP/1.1
-requests encoded before the clock starts: the load generator shares the cores with the
-server, so it must cost little, and its CPU per request is reported next to the server's.
-
-Reported per mode and client count (docs/BENCHMARKS.md, "Serving under load"): requests/s,
-requests per server CPU-second, client CPU ms per request, p50/p95/p99 latency of the valid
-requests, the p50 of their time in the app (`elapsed_ms`); from /v1/info's counts before and
-after each round, the sentences per model call and the model calls running (model-call
-seconds per second); then 4xx and 5xx answers, connection failures (no connection, a closed
-or reset one, no answer within 120 s, no readable Content-Length: printed to stderr) and wrong
-answers (a body that is not the JSON its check reads is one). Targets (issue 20): no 5xx, no
-connection failure, no wrong answer; at the most clients batching on gives at least 1.5x the
-throughput of batching off, with a p99 latency at most 3x its mean; at fewer clients it is
-never below 1.0x.
+Reported per mode and client count: requests/s, requests per server CPU-second, client CPU ms
+per request, p50/p95/p99 latency of the valid requests, the p50 of their time in the app; from
+/v1/info, the sentences per model call and the model calls running; 4xx and 5xx answers,
+connection failures (why: on stderr) and wrong answers. Then the targets (issue 20): no 5xx, no
+connection failure, no wrong answer; at the most clients, batching on gives at least 1.5x the
+throughput of batching off, with a p99 latency at most 3x its mean; never below 1.0x at fewer.
 
 --instant serves bench.instant_server, which decodes nothing: the ceiling that serving alone
-(HTTP, JSON, validation, batching's thread hand-offs) leaves. With --hparams or --batch_log
-each server serves a copy of the model directory (links to its files, in
-bench/out/serve_load_models/) whose config.yaml has those settings; --batch_log DIR leaves one
-batch log per mode and phase in DIR (MODE-reference.jsonl, MODE-Nclients-roundR.jsonl) for
+leaves. With --hparams or --batch_log each server serves a copy of the model directory (links
+to its files) whose config.yaml has those settings; --batch_log DIR leaves one batch log per
+mode and phase in DIR (MODE-reference.jsonl, MODE-Nclients-roundR.jsonl) for
 `python -m bench.replay_batches`.
 
 Usage (the test sentences default to the `test.src` of the model's prepared data):
@@ -39,6 +32,7 @@ Usage (the test sentences default to the `test.src` of the model's prepared data
 import argparse
 import asyncio
 import collections
+import email
 import functools
 import json
 import os
@@ -115,26 +109,20 @@ def parse_head(head):
     """(status, Content-Length, whether the server closes the connection) of an answer's head
     (the status line and headers, with the blank line); ResponseError without Content-Length
     (chunked, or a body that ends with the connection): the end of the body is unknown."""
-    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    status_line, _, header_lines = head.decode("latin-1").partition("\r\n")
     version, _, status_and_reason = status_line.partition(" ")
     if not version.startswith("HTTP/1.") or not status_and_reason[:3].isdigit():
         raise ResponseError("not an HTTP/1.x status line: %r" % status_line)
-    length, closes = None, version == "HTTP/1.0"
-    for line in header_lines:
-        name, _, value = line.partition(":")
-        name = name.strip().lower()
-        if name == "content-length":
-            if not value.strip().isdigit():
-                raise ResponseError("Content-Length is not a number: %r" % value.strip())
-            length = int(value)
-        elif name == "transfer-encoding":
-            raise ResponseError("answer with Transfer-Encoding: %s, not Content-Length"
-                                % value.strip())
-        elif name == "connection":
-            closes = value.strip().lower() == "close"
-    if length is None:
-        raise ResponseError("answer without Content-Length")
-    return int(status_and_reason[:3]), length, closes
+    headers = email.message_from_string(header_lines)  # names in any case
+    if "Transfer-Encoding" in headers:
+        raise ResponseError("answer with Transfer-Encoding: %s, not Content-Length"
+                            % headers["Transfer-Encoding"].strip())
+    length = headers.get("Content-Length", "").strip()
+    if not length.isdigit():
+        raise ResponseError("answer without Content-Length" if not length else
+                            "Content-Length is not a number: %r" % length)
+    closes = version == "HTTP/1.0" or headers.get("Connection", "").strip().lower() == "close"
+    return int(status_and_reason[:3]), int(length), closes
 
 
 class Connection:
@@ -292,10 +280,8 @@ def merge(results):
         for field in PhaseResult._fields[2:]})
 
 
-# The runs that miss the targets worst are the ones with nothing to measure:
-# no valid answer below 500 (no latencies), no right answer (no time in the
-# app), no CPU tick of the server's. Those figures are None and read "n/a"
-# or "not measured", so that the report, and its FAILs, still get printed.
+# A run with nothing to measure (no valid answer, no CPU tick) misses the targets worst: its
+# figures are None and read "n/a" or "not measured", so that the report still gets printed.
 
 
 def throughput(result):

@@ -15,9 +15,7 @@ Usage:
 
 import argparse
 import functools
-import json
 import os
-import subprocess
 import sys
 import threading
 
@@ -72,7 +70,8 @@ def parse_args(argv):
                         help="inter_op/intra_op thread settings to compare")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sentences", type=int, default=96)
-    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--child", help=argparse.SUPPRESS)  # measure this setting here
+    parser.add_argument("--json", help=argparse.SUPPRESS)  # where the child writes it
     return parser.parse_args(argv)
 
 
@@ -81,19 +80,12 @@ def main(argv=None):
     model_dir = os.path.abspath(args.model_dir)
     if args.child:
         sentences = benchmark_sentences(model_dir, args.sentences)
-        print(json.dumps(measure(model_dir, args.child, sentences)))
+        harness.write_json(args.json, measure(model_dir, args.child, sentences))
         return 0
 
     def run_child(setting):
-        child = subprocess.run(
-            [sys.executable, "-m", "bench.session_threads", "--model_dir", model_dir,
-             "--sentences", str(args.sentences), "--child=" + setting],
-            cwd=harness.REPO, capture_output=True, text=True)
-        if child.returncode:
-            sys.stderr.write(child.stderr)
-            raise RuntimeError("the child measuring %s failed (exit %d)"
-                               % (setting, child.returncode))
-        return json.loads(child.stdout.strip().splitlines()[-1])
+        return harness.child_json(["-m", "bench.session_threads", "--model_dir", model_dir,
+                                   "--sentences", str(args.sentences), "--child=" + setting])
     runs = harness.time_rounds({setting: functools.partial(run_child, setting)
                                 for setting in args.settings.split(",")}, args.rounds, warmup=0)
     print(harness.markdown_table(
