@@ -3,13 +3,9 @@
     python -m data_pipeline.catalogs --target pt_BR --out data/catalogs-pt_BR
 
 `fetch_wheels` has pip download the wheels pinned (version, sha256) in catalogs.txt into a cache
-it reuses; `build_corpus` reads each wheel's `<target>/LC_MESSAGES/*.po` with Babel and writes
-DIR/{train,dev,test}.tsv (source<TAB>target, NFC, one line) and DIR/README.md. An entry is kept
-if a person translated it as one line of text: not fuzzy, not plural, translated, one line, no
-placeholder (%s, %(n)s, {0}, $n), markup, URL or identifier, at most 30 source words, not a copy
-of its source, mostly letters (why: docs/DATA-NOTES.md). Plone's ids take their English from
-the `Default: "..."` comment. A source keeps its most frequent target (ties: the first seen, in
-pin order); a hash of the source picks its split.
+it reuses; `build_corpus` keeps the entries of each wheel's `<target>/LC_MESSAGES/*.po` that a
+person translated as one line of text (the filters: docs/DATA-NOTES.md) and writes
+DIR/{train,dev,test}.tsv (source<TAB>target) and DIR/README.md.
 """
 
 import argparse
@@ -29,7 +25,8 @@ from tqdm import tqdm
 from data_pipeline.corpus import normalize
 
 PINS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "catalogs.txt")
-PIN = re.compile(r"^([A-Za-z0-9._-]+)==(\S+)\s+--hash=sha256:([0-9a-f]{64})\s+#\s*(.*?)\s*\|\s*(.*?)\s*$")
+PIN = re.compile(r"^([A-Za-z0-9._-]+)==(\S+)\s+--hash=sha256:([0-9a-f]{64})"
+                 r"\s+#\s*(.*?)\s*\|\s*(.*?)\s*$")
 Pin = collections.namedtuple("Pin", ["name", "version", "sha256", "project", "licence"])
 SHARES = (("dev", 60), ("test", 60))  # per mille of the sources, by hash; the rest is train
 MAX_WORDS = 30
@@ -54,10 +51,12 @@ class CatalogError(ValueError):
 def read_pins(path=PINS):
     """The Pins of a pins file, in its order (comments and blank lines skipped)."""
     with open(path, encoding="utf-8") as f:
-        lines = [(n, line.strip()) for n, line in enumerate(f, 1) if line.strip()[:1] not in ("", "#")]
+        lines = [(n, line.strip()) for n, line in enumerate(f, 1)
+                 if line.strip()[:1] not in ("", "#")]
     for n, line in lines:
         if not PIN.match(line):
-            raise CatalogError("%s:%d: not 'name==version --hash=sha256:HEX # project | licence'" % (path, n))
+            raise CatalogError("%s:%d: not 'name==version --hash=sha256:HEX # project | licence'"
+                               % (path, n))
     return [Pin(*PIN.match(line).groups()) for _, line in lines]
 
 
@@ -71,25 +70,34 @@ def fetch_wheels(pins_path=PINS, cache_dir="data/wheels", python=sys.executable)
     Raises:
       CatalogError: pip failed, or a wheel's sha256 differs from its pin (the file is kept).
     """
-    def wheel_of(pin):
-        names = sorted(os.listdir(cache_dir)) if os.path.isdir(cache_dir) else []
-        return next((os.path.join(cache_dir, n) for n in names if n.endswith(".whl") and
-                     (_key(n.split("-")[0]), n.split("-")[1]) == (_key(pin.name), pin.version)), None)
-
     pins = read_pins(pins_path)
-    if not all(map(wheel_of, pins)) and subprocess.run(
-            [python, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--require-hashes",
-             "-r", pins_path, "-d", cache_dir]).returncode:
-        raise CatalogError("pip could not download the wheels pinned in %s (its message is above)" % pins_path)
-    for pin in pins:
-        if not wheel_of(pin):
-            raise CatalogError("%s==%s: no wheel in %s after pip download" % (pin.name, pin.version, cache_dir))
-        with open(wheel_of(pin), "rb") as f:
+    if None in _cached_wheels(pins, cache_dir):
+        command = [python, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+                   "--require-hashes", "-r", pins_path, "-d", cache_dir]
+        if subprocess.run(command).returncode:
+            raise CatalogError("pip could not download the wheels pinned in %s (its message is "
+                               "above)" % pins_path)
+    paths = _cached_wheels(pins, cache_dir)
+    for pin, path in zip(pins, paths):
+        if path is None:
+            raise CatalogError("%s==%s: no wheel in %s after pip download"
+                               % (pin.name, pin.version, cache_dir))
+        with open(path, "rb") as f:
             digest = hashlib.file_digest(f, "sha256").hexdigest()
         if digest != pin.sha256:
-            raise CatalogError("%s has sha256 %s but %s pins %s: remove the file to download it again, or "
-                               "correct the pin" % (wheel_of(pin), digest, pins_path, pin.sha256))
-    return [wheel_of(pin) for pin in pins]
+            raise CatalogError("%s has sha256 %s but %s pins %s: remove the file to download it "
+                               "again, or correct the pin" % (path, digest, pins_path, pin.sha256))
+    return paths
+
+
+def _cached_wheels(pins, cache_dir):
+    """The path of each pin's wheel in `cache_dir` (the first by name), or None."""
+    wheels = {}
+    for name in sorted(os.listdir(cache_dir)) if os.path.isdir(cache_dir) else []:
+        if name.endswith(".whl"):
+            package, version = name.split("-")[:2]
+            wheels.setdefault((_key(package), version), os.path.join(cache_dir, name))
+    return [wheels.get((_key(pin.name), pin.version)) for pin in pins]
 
 
 def _letter_share(text):
@@ -108,13 +116,15 @@ def _language(zip_name):
 def rejection(message):
     """(why a Babel message makes no pair: a REASONS entry or None, (source, target) or None)."""
     if message.fuzzy or message.pluralizable or not message.string.strip():
-        return ("fuzzy" if message.fuzzy else "plural" if message.pluralizable else "untranslated"), None
+        reason = "fuzzy" if message.fuzzy else "plural" if message.pluralizable else "untranslated"
+        return reason, None
     default = re.search(r'Default: "(.*)"', " ".join(message.auto_comments))  # Zope/Plone ids
     source, target = default.group(1) if default else message.id, message.string
     if "\n" in source + target:
         return "multi_line", None
     source, target = normalize(source), normalize(target)
-    return next((reason for reason, rejects in FILTERS if rejects(source, target)), None), (source, target)
+    reason = next((reason for reason, rejects in FILTERS if rejects(source, target)), None)
+    return reason, (source, target)
 
 
 def split_of(source):
@@ -147,15 +157,18 @@ def build_corpus(wheel_paths, target, out_dir, licences=None, verbose=True):
         catalogs += [(os.path.basename(path).split("-")[0], path, name) for name in names
                      if _language(name) == target.replace("-", "_").lower()]
     if not catalogs:
-        raise CatalogError("no %s catalog (.../%s/LC_MESSAGES/*.po) in %d wheels; their languages: %s"
-                           % (target, target, len(wheel_paths), " ".join(sorted(languages)) or "none"))
+        raise CatalogError("no %s catalog (.../%s/LC_MESSAGES/*.po) in %d wheels; their languages: "
+                           "%s" % (target, target, len(wheel_paths),
+                                   " ".join(sorted(languages)) or "none"))
     votes, first = collections.defaultdict(collections.Counter), {}  # source -> target -> entries
-    stats = collections.defaultdict(collections.Counter)  # package -> catalogs, entries per reason, pairs
-    for package, path, name in tqdm(catalogs, desc="reading catalogs", unit=" .po", disable=not verbose):
-        with zipfile.ZipFile(path) as wheel:
-            text = HEADER_DATE.sub(b"", wheel.read(name))  # Babel fails on the template's "YEAR-MO-DA"
+    # package -> catalogs, entries per reason, pairs
+    stats = collections.defaultdict(collections.Counter)
+    for package, path, name in tqdm(catalogs, desc="reading catalogs", unit=" .po",
+                                    disable=not verbose):
+        with zipfile.ZipFile(path) as wheel:  # Babel fails on the template's date "YEAR-MO-DA"
+            text = HEADER_DATE.sub(b"", wheel.read(name))
         try:
-            with contextlib.redirect_stdout(io.StringIO()):  # Babel prints warnings (plurals, "#~|")
+            with contextlib.redirect_stdout(io.StringIO()):  # Babel's warnings (plurals, "#~|")
                 catalog = read_po(io.BytesIO(text), ignore_obsolete=True)
         except (ValueError, UnicodeDecodeError) as e:
             raise CatalogError("%s: %s: not a catalog Babel can read: %s" % (path, name, e)) from e
@@ -182,9 +195,9 @@ def build_corpus(wheel_paths, target, out_dir, licences=None, verbose=True):
 def write_readme(out_dir, target, wheel_paths, stats, splits, licences):
     """README.md: the command, each package's version, licence and counts, the drops, the splits."""
     lines = ["# English -> %s from gettext catalogs\n" % target,
-             "Written by `python -m data_pipeline.catalogs --target %s --out DIR` from %d wheels (%.1f MB). "
-             "Kept: entries that pass the filters (docs/DATA-NOTES.md); pairs: one per source, counted "
-             "for the package that first gave its chosen translation.\n"
+             "Written by `python -m data_pipeline.catalogs --target %s --out DIR` from %d wheels "
+             "(%.1f MB). Kept: entries that pass the filters (docs/DATA-NOTES.md); pairs: one per "
+             "source, counted for the package that first gave its chosen translation.\n"
              % (target, len(wheel_paths), sum(map(os.path.getsize, wheel_paths)) / 1e6),
              "| package | version | licence | wheel MB | catalogs | entries | kept | pairs |",
              "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
@@ -192,10 +205,12 @@ def write_readme(out_dir, target, wheel_paths, stats, splits, licences):
         package, version = os.path.basename(path).split("-")[:2]
         counts = stats[package]
         lines.append("| %s | %s | %s | %.1f | %d | %d | %d | %d |" % (
-            package, version, licences.get(_key(package), "?"), os.path.getsize(path) / 1e6, counts["catalogs"],
-            sum(counts[reason] for reason in REASONS + ("kept",)), counts["kept"], counts["pairs"]))
+            package, version, licences.get(_key(package), "?"), os.path.getsize(path) / 1e6,
+            counts["catalogs"], sum(counts[reason] for reason in REASONS + ("kept",)),
+            counts["kept"], counts["pairs"]))
     lines += ["", "| entries dropped for | count |", "| --- | ---: |"]
-    lines += ["| %s | %d |" % (reason, sum(c[reason] for c in stats.values())) for reason in REASONS]
+    lines += ["| %s | %d |" % (reason, sum(counts[reason] for counts in stats.values()))
+              for reason in REASONS]
     lines += ["", "| split | pairs | source words |", "| --- | ---: | ---: |"]
     lines += ["| %s | %d | %d |" % (split, len(pairs), sum(len(s.split()) for s, _ in pairs))
               for split, pairs in splits.items()]
@@ -205,10 +220,12 @@ def write_readme(out_dir, target, wheel_paths, stats, splits, licences):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--target", required=True, help="target language, as catalog folders name it: pt_BR")
+    parser.add_argument("--target", required=True,
+                        help="target language, as catalog folders name it: pt_BR")
     parser.add_argument("--out", required=True, help="output directory")
     parser.add_argument("--pins", default=PINS, help="pinned wheels (default: %(default)s)")
-    parser.add_argument("--cache", default="data/wheels", help="downloaded wheels (default: %(default)s)")
+    parser.add_argument("--cache", default="data/wheels",
+                        help="downloaded wheels (default: %(default)s)")
     args = parser.parse_args(argv)
     try:
         licences = {_key(pin.name): pin.licence for pin in read_pins(args.pins)}

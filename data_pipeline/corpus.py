@@ -12,7 +12,8 @@ import unicodedata
 BLANK_LINE, NO_TAB, EMPTY_SIDE = "blank_line", "no_tab", "empty_side"  # why a pair was skipped
 
 Corpus = collections.namedtuple("Corpus", ["pairs", "skipped", "files"])
-Corpus.__doc__ = "pairs: [(source, target)] normalised; skipped: Counter reason -> lines; files: paths read."
+Corpus.__doc__ = ("pairs: [(source, target)] normalised; skipped: Counter reason -> lines; "
+                  "files: paths read.")
 
 
 class CorpusError(ValueError):
@@ -20,7 +21,7 @@ class CorpusError(ValueError):
 
 
 def normalize(text):
-    """`text` in Unicode NFC, trimmed, each inner run of whitespace (line separators too) one space."""
+    """`text` in Unicode NFC, trimmed, each inner run of whitespace (line breaks too) one space."""
     return " ".join(unicodedata.normalize("NFC", text).split())
 
 
@@ -72,7 +73,7 @@ def read_corpus(spec):
 
 def format_skipped(skipped):
     """``Counter({"no_tab": 2})`` -> ``"no_tab 2"``; "" when nothing was skipped."""
-    return ", ".join("%s %d" % (reason, count) for reason, count in sorted(skipped.items()) if count)
+    return ", ".join("%s %d" % item for item in sorted(skipped.items()) if item[1])
 
 
 def read_text_lines(path):

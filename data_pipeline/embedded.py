@@ -15,16 +15,16 @@ from num2words import num2words
 
 from data_pipeline.lexicon import (
     A, ADJECTIVES, COUNTING_DETERMINERS, CURRENCIES, ENGLISH, MASCULINE_WEEKDAYS, NONE, NOUNS,
-    SINGULAR_DETERMINERS, SOME, THE, agree, at_time, cardinal, first_of_month, ordinal, spell_cardinal,
-    spell_ordinal, with_indefinite_article, with_preposition)
+    SINGULAR_DETERMINERS, SOME, THE, agree, at_time, cardinal, first_of_month, is_portuguese,
+    ordinal, spell_cardinal, spell_ordinal, with_indefinite_article, with_preposition)
 from seq2seq.config import ConfigError
 
 Example = collections.namedtuple("Example", ["source", "target", "family", "canonical"])
 EmbeddedCorpus = collections.namedtuple("EmbeddedCorpus", ["train", "dev", "test"])
 # closed: a small finite set (names, numbers to 100): train only, repeated.
-Family = collections.namedtuple("Family", ["name", "weight", "generate", "closed"], defaults=[False])
-Frame = collections.namedtuple("Frame", ["english", "english_plural", "portuguese", "portuguese_plural",
-                                         "preposition"], defaults=[""])
+Family = collections.namedtuple("Family", "name weight generate closed", defaults=[False])
+Frame = collections.namedtuple(
+    "Frame", "english english_plural portuguese portuguese_plural preposition", defaults=[""])
 NOUN_PHRASE_FRAMES = (
     Frame("I see {}.", "I see {}.", "Eu vejo {}.", "Eu vejo {}."),
     Frame("I bought {}.", "I bought {}.", "Eu comprei {}.", "Eu comprei {}."),
@@ -42,22 +42,28 @@ WEEKDAY_PHRASES = (
 )
 WHEN_FRAMES = {
     "past": (("It rained {}.", "Choveu {}."), ("We met {}.", "Nós nos encontramos {}.")),
-    "future": (("The meeting is {}.", "A reunião é {}."), ("We will travel {}.", "Nós vamos viajar {}.")),
+    "future": (("The meeting is {}.", "A reunião é {}."),
+               ("We will travel {}.", "Nós vamos viajar {}.")),
     "habitual": (("I work {}.", "Eu trabalho {}."), ("The store opens {}.", "A loja abre {}.")),
 }
 PRICE_FRAMES = (("It costs {}.", "Custa {}."), ("I paid {}.", "Eu paguei {}."))
 # "{}" is a date; "em" never contracts before a day number or a month name.
-DATE_FRAMES = (("The meeting is on {}.", "A reunião é em {}."), ("I was born on {}.", "Eu nasci em {}."))
-MONTH_FRAMES = (("The meeting is in {}.", "A reunião é em {}."), ("I was born in {}.", "Eu nasci em {}."))
+DATE_FRAMES = (("The meeting is on {}.", "A reunião é em {}."),
+               ("I was born on {}.", "Eu nasci em {}."))
+MONTH_FRAMES = (("The meeting is in {}.", "A reunião é em {}."),
+                ("I was born in {}.", "Eu nasci em {}."))
 # "{at}" is "à" (1 a.m.) or "às"; "{}" the time.
-TIME_FRAMES = (("The meeting is at {}.", "A reunião é {at} {}."), ("The store opens at {}.", "A loja abre {at} {}."))
+TIME_FRAMES = (("The meeting is at {}.", "A reunião é {at} {}."),
+               ("The store opens at {}.", "A loja abre {at} {}."))
 _NUMBER_WORD = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\w+teen|"
                 r"twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)")
 # British "and": after hundred, and after thousand before a last group below 100.
 _BRITISH_AND = re.compile(r"\b(hundred|thousand) (?=%s\b(?:-\w+)?(?! hundred))" % _NUMBER_WORD)
-_FIRST_DAY, _LAST_DAY = datetime.date(1950, 1, 1).toordinal(), datetime.date(2049, 12, 31).toordinal()
+_FIRST_DAY = datetime.date(1950, 1, 1).toordinal()
+_LAST_DAY = datetime.date(2049, 12, 31).toordinal()
 _BARE_SHARE = 0.3  # phrases bare rather than in a sentence frame
-_DATE_FORMS = ("{m} {o}", "{m} {o}, {y}", "the {o} of {m}", "the {w} of {m}", "{d} {m}", "{d} {m} {y}")
+_DATE_FORMS = ("{m} {o}", "{m} {o}, {y}", "the {o} of {m}", "the {w} of {m}", "{d} {m}",
+               "{d} {m} {y}")
 _MAX_DRAWS_PER_PAIR = 10
 
 
@@ -75,10 +81,10 @@ def generate(train_size, dev_size, test_size, seed, target_locale):
     families = families_for(target_locale)
     rng = random.Random(seed)
     held, total = dev_size + test_size, train_size + dev_size + test_size
-    by_canonical, closed, targets, draws = {}, [], {}, 0
-    while (len(by_canonical) < held or len(by_canonical) + len(closed) < total) \
-            and draws < _MAX_DRAWS_PER_PAIR * total:
-        draws += 1
+    by_canonical, closed, targets = {}, [], {}
+    for _ in range(_MAX_DRAWS_PER_PAIR * total):
+        if len(by_canonical) >= held and len(by_canonical) + len(closed) >= total:
+            break
         family = rng.choices(families, [family.weight for family in families])[0]
         canonical, target = family.generate(rng, target_locale)
         if targets.setdefault(canonical, target) != target:
@@ -90,13 +96,14 @@ def generate(train_size, dev_size, test_size, seed, target_locale):
         else:
             by_canonical.setdefault(canonical, example)
     if len(by_canonical) + len(closed) < total or len(by_canonical) < held:
-        raise ConfigError("the embedded corpus has only %d distinct sentences for %s, %d requested: "
-                          "lower data.embedded_*_size" % (len(by_canonical), target_locale, total))
+        raise ConfigError("the embedded corpus has only %d distinct sentences for %s, %d "
+                          "requested: lower data.embedded_*_size"
+                          % (len(by_canonical), target_locale, total))
     examples = list(by_canonical.values())
     rng.shuffle(examples)
     train = examples[held:] + closed
     rng.shuffle(train)
-    return EmbeddedCorpus(train=train[:train_size], dev=examples[:dev_size], test=examples[dev_size:held])
+    return EmbeddedCorpus(train[:train_size], examples[:dev_size], examples[dev_size:held])
 
 
 def vary(rng, sentence):
@@ -115,7 +122,7 @@ def vary(rng, sentence):
 
 def families_for(locale):
     """The families of a target locale: the grammar ones need the Portuguese lexicon."""
-    return ALL_FAMILIES if Locale.parse(locale).language == "pt" else GENERIC_FAMILIES
+    return ALL_FAMILIES if is_portuguese(locale) else GENERIC_FAMILIES
 
 
 def missing_families(target_locale):
@@ -128,7 +135,8 @@ def check_locale(target_locale):
     try:
         Locale.parse(target_locale)
     except (UnknownLocaleError, ValueError) as e:
-        raise ConfigError("data.target_locale %r is not a CLDR locale known to Babel" % target_locale) from e
+        raise ConfigError("data.target_locale %r is not a CLDR locale known to Babel"
+                          % target_locale) from e
     try:
         num2words(1, lang=target_locale)
     except NotImplementedError as e:
@@ -142,45 +150,45 @@ def names(rng, locale):
     """A weekday or month name or a number up to 100 alone: "Monday" -> "segunda-feira", "21"."""
     kind = rng.randrange(4)
     if kind == 0:
-        day = rng.randrange(7)
-        return get_day_names("wide", locale=ENGLISH)[day], get_day_names("wide", locale=locale)[day]
+        return _both(locale, _weekday, rng.randrange(7))
     if kind == 1:
-        month = rng.randint(1, 12)
-        return get_month_names("wide", locale=ENGLISH)[month], get_month_names("wide", locale=locale)[month]
+        return _both(locale, _month, rng.randint(1, 12))
     number = rng.randint(0, 100)
-    return (spell_cardinal(number, ENGLISH), spell_cardinal(number, locale)) if kind == 2 \
-        else (str(number), str(number))
+    if kind == 2:
+        return spell_cardinal(number, ENGLISH), spell_cardinal(number, locale)
+    return str(number), str(number)
 
 
 def dates(rng, locale):
-    """A date as people write it: "March 3, 2021", "3/3/2021", "the 3rd of March" -> "3 de março de 2021"..."""
+    """A date as people write it: "March 3, 2021", "3/3/2021", "the 3rd of March"... ->
+    "3 de março de 2021"."""
     day = datetime.date.fromordinal(rng.randint(_FIRST_DAY, _LAST_DAY))
     form = rng.randrange(len(_DATE_FORMS) + 4)
+    if form == 2:
+        return ("%d/%d/%d" % (day.month, day.day, day.year),
+                format_date(day, "dd/MM/yyyy", locale=locale))
     if form == 3:  # the full form, weekday first, stays bare
-        english, target = (_plain_spaces(format_date(day, "full", locale=loc)) for loc in (ENGLISH, locale))
-    elif form == 2:
-        return "%d/%d/%d" % (day.month, day.day, day.year), format_date(day, "dd/MM/yyyy", locale=locale)
+        english, target = _both(locale, format_date, day, "full")
     elif form == 0 and rng.random() < 0.5:  # "March 3, 2021" (Babel's yMMMMd is "Mar 3, 2021")
-        english, target = (_plain_spaces(format_date(day, "long", locale=loc)) for loc in (ENGLISH, locale))
+        english, target = _both(locale, format_date, day, "long")
     elif form < 2:  # "March 3" or "March 2021"
-        english, target = (_plain_spaces(format_skeleton(("MMMMd", "yMMMM")[form], day, locale=loc))
-                           for loc in (ENGLISH, locale))
+        english, target = _both(locale, format_skeleton, ("MMMMd", "yMMMM")[form], day)
     else:
         english = _DATE_FORMS[form - 4]
-        target = _plain_spaces(format_skeleton("yMMMMd" if "{y}" in english else "MMMMd", day, locale=locale))
-        suffix = "th" if 10 <= day.day <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(day.day % 10, "th")
-        english = english.format(m=get_month_names("wide", locale=ENGLISH)[day.month], d=day.day, y=day.year,
+        skeleton = "yMMMMd" if "{y}" in english else "MMMMd"
+        target = _plain_spaces(format_skeleton(skeleton, day, locale=locale))
+        suffix = {1: "st", 2: "nd", 3: "rd"}.get(day.day % 10, "th") if day.day // 10 != 1 else "th"
+        english = english.format(m=_month(day.month, ENGLISH), d=day.day, y=day.year,
                                  o="%d%s" % (day.day, suffix), w=spell_ordinal(day.day, ENGLISH))
     if day.day == 1:
         target = first_of_month(target, locale)
     if form != 3 and rng.random() < 0.3:
-        english_frame, target_frame = rng.choice(MONTH_FRAMES if form == 1 else DATE_FRAMES)
-        return english_frame.format(english), target_frame.format(target)
+        return _in_frame(rng, MONTH_FRAMES if form == 1 else DATE_FRAMES, english, target)
     return english, target
 
 
 def numbers(rng, locale):
-    """101..999,999 in words or figures: "one hundred twenty-three" -> "cento e vinte e três", "12,345"."""
+    """101..999,999 in words or figures: "one hundred twenty-three" -> "cento e vinte e três"."""
     digits = rng.randint(3, 6)
     number = rng.randrange(max(101, 10 ** (digits - 1)), 10 ** digits)
     if rng.random() < 0.25:
@@ -190,25 +198,23 @@ def numbers(rng, locale):
 
 
 def money_in_figures(rng, locale):
-    """An amount in figures: "$1,234.50", "$1234.50", "$5" -> "US$ 1.234,50", "US$ 5"; maybe framed."""
+    """An amount in figures: "$1,234.50", "$1234.50", "$5" -> "US$ 1.234,50"; maybe framed."""
     code = rng.choice(CURRENCIES).code
     with_minor = get_currency_precision(code) > 0 and rng.random() < 0.7
-    amount = _random_amount(rng, with_minor)
-    english, target = (_plain_spaces(format_currency(amount, code, locale=loc)) for loc in (ENGLISH, locale))
+    english, target = _both(locale, format_currency, _random_amount(rng, with_minor), code)
     if not with_minor:
         english, target = re.sub(r"\.00$", "", english), re.sub(r",00$", "", target)
     if rng.random() < 0.3:
         english = english.replace(",", "")
-    if rng.random() < 0.3:  # in a sentence
-        english_frame, target_frame = rng.choice(PRICE_FRAMES)
-        return english_frame.format(english), target_frame.format(target)
+    if rng.random() < 0.3:
+        return _in_frame(rng, PRICE_FRAMES, english, target)
     return english, target
 
 
 def times(rng, locale):
     """A clock time: "3:45 PM", "3:45pm", "3 PM", "15:45" -> "15:45"; maybe framed ("às 15:45")."""
     moment = datetime.time(rng.randrange(24), rng.randrange(60) if rng.random() < 0.7 else 0)
-    english = _plain_spaces(format_time(moment, "short", locale=ENGLISH))
+    english, target = _both(locale, format_time, moment, "short")
     form = rng.randrange(4)
     if form == 1:
         english = english.replace(" AM", "am").replace(" PM", "pm")
@@ -216,29 +222,31 @@ def times(rng, locale):
         english = english.replace(":00", "")
     elif form == 3:
         english = "%d:%02d" % (moment.hour, moment.minute)
-    target = _plain_spaces(format_time(moment, "short", locale=locale))
-    if moment.hour and Locale.parse(locale).language == "pt" and rng.random() < 0.3:
-        english_frame, target_frame = rng.choice(TIME_FRAMES)
-        return english_frame.format(english), target_frame.format(target, at=at_time(moment.hour))
+    if moment.hour and is_portuguese(locale) and rng.random() < 0.3:
+        return _in_frame(rng, TIME_FRAMES, english, target, at=at_time(moment.hour))
     return english, target
 
 
 def noun_phrases(rng, locale):
-    """A noun phrase with agreement, maybe in a sentence: "the two red cars" -> "os dois carros vermelhos"."""
-    noun = rng.choice(NOUNS)
+    """A noun phrase with agreement, maybe in a sentence: "the two red cars" -> "os dois carros
+    vermelhos"."""
+    noun, count = rng.choice(NOUNS), None
     plural = rng.random() < 0.5
     if not plural:
-        determiner, count = rng.choice(SINGULAR_DETERMINERS), None
+        determiner = rng.choice(SINGULAR_DETERMINERS)
     elif rng.random() < 0.15:
-        determiner, count = SOME, None
+        determiner = SOME
     else:
         determiner = rng.choice(COUNTING_DETERMINERS)
-        wants_count = determiner is NONE or rng.random() < 0.6
-        count = (rng.randint(2, 12) if rng.random() < 0.7 else rng.randint(13, 999)) if wants_count else None
-    if count and rng.random() < 0.2:
-        return _in_sentence(rng, noun, plural, determiner, [str(count)], [str(count)])
-    english_count = [spell_cardinal(count, ENGLISH)] if count else []
-    portuguese_count = [cardinal(count, noun.gender, locale)] if count else []
+        if determiner is NONE or rng.random() < 0.6:
+            count = rng.randint(2, 12) if rng.random() < 0.7 else rng.randint(13, 999)
+    if not count:
+        english_count, portuguese_count = [], []
+    elif rng.random() < 0.2:
+        english_count, portuguese_count = [str(count)], [str(count)]
+    else:
+        english_count = [spell_cardinal(count, ENGLISH)]
+        portuguese_count = [cardinal(count, noun.gender, locale)]
     return _in_sentence(rng, noun, plural, determiner, english_count, portuguese_count)
 
 
@@ -250,21 +258,23 @@ def ordinals(rng, locale):
 
 
 def weekdays(rng, locale):
-    """"next Saturday at 3:45 PM" -> "no próximo sábado às 15:45"; "last Monday" -> "na segunda-feira passada"."""
+    """"next Saturday at 3:45 PM" -> "no próximo sábado às 15:45"; "last Monday" -> "na
+    segunda-feira passada"."""
     weekday, phrase = rng.randrange(7), rng.choice(WEEKDAY_PHRASES)
-    target_day = get_day_names("wide", locale=locale)[weekday]
+    english_day, target_day = _both(locale, _weekday, weekday)
     if phrase.plural:  # "segunda-feira" -> "segundas-feiras"
         target_day = "-".join(part + "s" for part in target_day.split("-"))
-    english = phrase.english.format(get_day_names("wide", locale=ENGLISH)[weekday])
-    target = (phrase.masculine if weekday in MASCULINE_WEEKDAYS else phrase.feminine).format(target_day)
+    english = phrase.english.format(english_day)
+    target_phrase = phrase.masculine if weekday in MASCULINE_WEEKDAYS else phrase.feminine
+    target = target_phrase.format(target_day)
     if rng.random() < 0.5:
         moment = datetime.time(rng.randint(1, 23), rng.randrange(60))
-        english += " at " + _plain_spaces(format_time(moment, "short", locale=ENGLISH))
-        target += " %s %s" % (at_time(moment.hour), _plain_spaces(format_time(moment, "short", locale=locale)))
+        english_time, target_time = _both(locale, format_time, moment, "short")
+        english += " at " + english_time
+        target += " %s %s" % (at_time(moment.hour), target_time)
     if rng.random() < _BARE_SHARE:
         return english, target
-    english_frame, target_frame = rng.choice(WHEN_FRAMES[rng.choice(phrase.tenses)])
-    return english_frame.format(english), target_frame.format(target)
+    return _in_frame(rng, WHEN_FRAMES[rng.choice(phrase.tenses)], english, target)
 
 
 def money_in_words(rng, locale):
@@ -281,12 +291,12 @@ def money_in_words(rng, locale):
         cents = rng.randint(1, 99)
         english += " and %s %s" % (cents if figures else spell_cardinal(cents, ENGLISH),
                                    currency.english_minor[cents != 1])
+        plural_cents = Locale.parse(locale).plural_form(cents) != "one"
         target += " e %s %s" % (cents if figures else cardinal(cents, "m", locale),
-                                currency.portuguese_minor[Locale.parse(locale).plural_form(cents) != "one"])
+                                currency.portuguese_minor[plural_cents])
     if rng.random() < _BARE_SHARE:
         return english, target
-    english_frame, target_frame = rng.choice(PRICE_FRAMES)
-    return english_frame.format(english), target_frame.format(target)
+    return _in_frame(rng, PRICE_FRAMES, english, target)
 
 
 GENERIC_FAMILIES = (
@@ -313,14 +323,14 @@ def _in_sentence(rng, noun, plural, determiner, english_modifiers, portuguese_mo
         english = with_indefinite_article(english)
     elif determiner.english:
         english = determiner.english + " " + english
-    target = " ".join(([agree(determiner, noun.gender)] if determiner.english else []) + portuguese_modifiers
-                      + [noun.plural if plural else noun.singular]
+    target = " ".join(([agree(determiner, noun.gender)] if determiner.english else [])
+                      + portuguese_modifiers + [noun.plural if plural else noun.singular]
                       + ([agree(adjective, noun.gender, plural)] if adjective else []))
     if rng.random() < _BARE_SHARE:
         return english, target
     frame = (NOUN_PHRASE_FRAMES + (PREDICATE_FRAME,))[rng.randrange(len(NOUN_PHRASE_FRAMES) + 1)]
-    english_frame, target_frame = (frame.english_plural, frame.portuguese_plural) if plural \
-        else (frame.english, frame.portuguese)
+    english_frame = frame.english_plural if plural else frame.english
+    target_frame = frame.portuguese_plural if plural else frame.portuguese
     if frame is PREDICATE_FRAME:  # "The car is red.": another adjective, agreeing
         predicate = rng.choice([entry for entry in ADJECTIVES if entry is not adjective])
         english = english_frame.format(english, predicate.english)
@@ -329,6 +339,25 @@ def _in_sentence(rng, noun, plural, determiner, english_modifiers, portuguese_mo
         english = english_frame.format(english)
         target = target_frame.format(with_preposition(frame.preposition, target))
     return english[:1].upper() + english[1:], target[:1].upper() + target[1:]
+
+
+def _in_frame(rng, frames, english, target, **target_fields):
+    """The phrase in a sentence frame drawn from `frames`, (english, target) format strings."""
+    english_frame, target_frame = rng.choice(frames)
+    return english_frame.format(english), target_frame.format(target, **target_fields)
+
+
+def _both(locale, spell, *args):
+    """`spell(*args, locale=...)` in English and in `locale`, with plain spaces."""
+    return tuple(_plain_spaces(spell(*args, locale=each)) for each in (ENGLISH, locale))
+
+
+def _weekday(index, locale):
+    return get_day_names("wide", locale=locale)[index]
+
+
+def _month(number, locale):
+    return get_month_names("wide", locale=locale)[number]
 
 
 def _random_amount(rng, with_minor):

@@ -17,7 +17,8 @@ import os
 
 import tensorflow.compat.v1 as tf
 
-from data_pipeline.prepare import SOURCE_IDS, TARGET_IDS, TARGET_TEXT, load_manifest, settings_mismatches
+from data_pipeline.prepare import (SOURCE_IDS, TARGET_IDS, TARGET_TEXT, load_manifest,
+                                   settings_mismatches)
 from data_pipeline.tokenizer import BOS_ID, EOS_ID
 from seq2seq.config import ConfigError
 from seq2seq.model_dir import checkpoint_step, latest_checkpoint
@@ -60,7 +61,7 @@ def make_input_fn(config, split, mode):
 
 
 def make_dataset(config, split, mode, share=SINGLE_TASK):
-    """The (features, labels) dataset of one split; ConfigError if the data is not prepared as configured."""
+    """The (features, labels) dataset of one split; ConfigError unless prepared as configured."""
     data_dir = config["data"]["data_dir"]
     manifest = load_manifest(data_dir)
     if manifest is None:
@@ -68,14 +69,15 @@ def make_dataset(config, split, mode, share=SINGLE_TASK):
                           "with the same config first" % data_dir)
     mismatches = settings_mismatches(manifest, config)
     if mismatches:
-        raise ConfigError("the data in %s was prepared with other settings (%s): "
-                          "run python -m data_pipeline.prepare again" % (data_dir, "; ".join(mismatches)))
+        raise ConfigError("the data in %s was prepared with other settings (%s): run python -m "
+                          "data_pipeline.prepare again" % (data_dir, "; ".join(mismatches)))
     files = [os.path.join(data_dir, name) for name in manifest["splits"][split]["shards"]]
     training, train = mode == TRAIN, config["train"]
     with tf.name_scope("input_%s" % split):
         if training:
             dataset = tf.data.Dataset.from_tensor_slices(files).interleave(
-                tf.data.TFRecordDataset, cycle_length=len(files), num_parallel_calls=tf.data.AUTOTUNE)
+                tf.data.TFRecordDataset, cycle_length=len(files),
+                num_parallel_calls=tf.data.AUTOTUNE)
             if share.num_tasks > 1:
                 dataset = dataset.shard(share.num_tasks, share.task_index)
         else:
@@ -83,7 +85,8 @@ def make_dataset(config, split, mode, share=SINGLE_TASK):
         dataset = dataset.map(lambda record: _model_inputs(record, not training),
                               num_parallel_calls=tf.data.AUTOTUNE).cache()
         if training:
-            dataset = dataset.shuffle(train["shuffle_buffer"], seed=train["seed"] + share.resume_step).repeat()
+            seed = train["seed"] + share.resume_step
+            dataset = dataset.shuffle(train["shuffle_buffer"], seed=seed).repeat()
             dataset = _bucket_batches(dataset, config)
         else:
             dataset = dataset.padded_batch(train["eval_batch_size"])
@@ -91,11 +94,13 @@ def make_dataset(config, split, mode, share=SINGLE_TASK):
 
 
 def parse_example(serialized):
-    """A serialised example -> {"source_ids": [S] int32, "target_ids": [T] int32, "target_text": [] string}."""
+    """A serialised example -> {"source_ids": [S] int32, "target_ids": [T] int32,
+    "target_text": [] string}."""
     features = tf.io.parse_single_example(serialized, {
         SOURCE_IDS: tf.io.VarLenFeature(tf.int64), TARGET_IDS: tf.io.VarLenFeature(tf.int64),
         TARGET_TEXT: tf.io.FixedLenFeature([], tf.string, default_value="")})
-    parsed = {name: tf.cast(tf.sparse.to_dense(features[name]), tf.int32) for name in (SOURCE_IDS, TARGET_IDS)}
+    parsed = {name: tf.cast(tf.sparse.to_dense(features[name]), tf.int32)
+              for name in (SOURCE_IDS, TARGET_IDS)}
     parsed[TARGET_TEXT] = features[TARGET_TEXT]
     return parsed
 
@@ -106,7 +111,8 @@ def bucket_boundaries(max_length, bucket_width):
 
 
 def bucket_batch_sizes(boundaries, max_length, batch_tokens, num_towers):
-    """Pairs per batch in each bucket for about `batch_tokens` padded tokens (2 m a pair), a multiple of num_towers."""
+    """Pairs per batch in each bucket for about `batch_tokens` padded tokens (2 m a pair), a
+    multiple of num_towers."""
     longest = [boundary - 1 for boundary in boundaries] + [max_length]
     return [max(num_towers, batch_tokens // (2 * m) // num_towers * num_towers) for m in longest]
 

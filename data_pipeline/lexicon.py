@@ -8,21 +8,21 @@ from babel import Locale
 from num2words import num2words
 
 ENGLISH = "en"
-Noun = collections.namedtuple("Noun", ["english", "english_plural", "singular", "plural", "gender"])
+Noun = collections.namedtuple("Noun", "english english_plural singular plural gender")
 Adjective = collections.namedtuple(
-    "Adjective", ["english", "masculine", "feminine", "masculine_plural", "feminine_plural"])
-Determiner = collections.namedtuple("Determiner", ["english", "masculine", "feminine"])
-Currency = collections.namedtuple("Currency", ["code", "gender", "english_minor", "portuguese_minor"])
+    "Adjective", "english masculine feminine masculine_plural feminine_plural")
+Determiner = collections.namedtuple("Determiner", "english masculine feminine")
+Currency = collections.namedtuple("Currency", "code gender english_minor portuguese_minor")
 
 # The hand-written lexicon: words common to Brazilian and European Portuguese.
 NOUNS = tuple(Noun(*entry.split()) for entry in (
     "car cars carro carros m", "house houses casa casas f", "book books livro livros m",
     "door doors porta portas f", "table tables mesa mesas f", "chair chairs cadeira cadeiras f",
     "window windows janela janelas f", "cat cats gato gatos m", "horse horses cavalo cavalos m",
-    "flower flowers flor flores f", "letter letters carta cartas f", "shirt shirts camisa camisas f",
-    "hat hats chapéu chapéus m", "box boxes caixa caixas f", "key keys chave chaves f",
-    "pen pens caneta canetas f", "ball balls bola bolas f", "glass glasses copo copos m",
-    "bottle bottles garrafa garrafas f", "boat boats barco barcos m",
+    "flower flowers flor flores f", "letter letters carta cartas f",
+    "shirt shirts camisa camisas f", "hat hats chapéu chapéus m", "box boxes caixa caixas f",
+    "key keys chave chaves f", "pen pens caneta canetas f", "ball balls bola bolas f",
+    "glass glasses copo copos m", "bottle bottles garrafa garrafas f", "boat boats barco barcos m",
     "bicycle bicycles bicicleta bicicletas f", "phone phones telefone telefones m",
     "tree trees árvore árvores f", "apple apples maçã maçãs f", "pencil pencils lápis lápis m",
     "bed beds cama camas f", "shoe shoes sapato sapatos m", "clock clocks relógio relógios m",
@@ -38,7 +38,8 @@ ADJECTIVES = tuple(Adjective(*entry.split()) for entry in (
     "heavy pesado pesada pesados pesadas", "clean limpo limpa limpos limpas"))
 THE, A = Determiner("the", "o", "a"), Determiner("a", "um", "uma")
 SOME, NONE = Determiner("some", "alguns", "algumas"), Determiner("", "", "")
-SINGULAR_DETERMINERS = (THE, A, Determiner("this", "este", "esta"), Determiner("that", "esse", "essa"))
+SINGULAR_DETERMINERS = (THE, A, Determiner("this", "este", "esta"),
+                        Determiner("that", "esse", "essa"))
 COUNTING_DETERMINERS = (Determiner("the", "os", "as"), Determiner("these", "estes", "estas"),
                         Determiner("those", "esses", "essas"), NONE)  # NONE: a count must follow
 DE_CONTRACTIONS = dict(pair.split(":") for pair in (
@@ -61,7 +62,7 @@ FEMININE_CARDINAL_WORDS = dict(pair.split(":") for pair in (
 # ---- Spelling: numbers in words, the US English way (no "and", no commas).
 
 def spell_cardinal(number, lang):
-    """``spell_cardinal(123, "en") == "one hundred twenty-three"``; pt_BR "cento e vinte e três"."""
+    """``spell_cardinal(123, "en") == "one hundred twenty-three"`` ("cento e vinte e três")."""
     words = num2words(number, lang=lang).replace(",", "").split()
     return " ".join(word for word in words if lang != ENGLISH or word != "and")
 
@@ -83,13 +84,17 @@ def cardinal(number, gender, locale):
     if not 0 <= number < 10 ** 6:  # from a million on, "milhão" is a noun of its own
         raise ValueError("cardinal agreement is defined for 0 <= number < 1000000, got %d" % number)
     words = spell_cardinal(number, locale).split()
-    return " ".join(FEMININE_CARDINAL_WORDS.get(word, word) if gender == "f" else word for word in words)
+    if gender == "f":
+        words = [FEMININE_CARDINAL_WORDS.get(word, word) for word in words]
+    return " ".join(words)
 
 
 def ordinal(number, gender, locale):
     """Every word's final -o becomes -a in the feminine: (21, "f") -> "vigésima primeira"."""
     words = spell_ordinal(number, locale).split()
-    return " ".join(word[:-1] + "a" if gender == "f" and word.endswith("o") else word for word in words)
+    if gender == "f":
+        words = [word[:-1] + "a" if word.endswith("o") else word for word in words]
+    return " ".join(words)
 
 
 def agree(entry, gender, plural=False):
@@ -109,8 +114,13 @@ def with_preposition(preposition, phrase):
 
 
 def at_time(hour):
-    """"à" before 1 o'clock ("à 01:30"), "às" before the others (hour 0, "à meia-noite", never comes)."""
+    """"à" before 1 o'clock ("à 01:30"), "às" before the others (hour 0: "à meia-noite")."""
     return "à" if hour == 1 else "às"
+
+
+def is_portuguese(locale):
+    """Whether the hand-written lexicon is in the language of `locale`."""
+    return Locale.parse(locale).language == "pt"
 
 
 def first_of_month(date_text, locale):

@@ -22,8 +22,10 @@ import tensorflow.compat.v1 as tf
 from tqdm import tqdm
 
 from data_pipeline import embedded
-from data_pipeline.corpus import EMPTY_SIDE, CorpusError, format_skipped, normalize, read_corpus, split_spec
-from data_pipeline.tokenizer import JOINT_MODEL, OPTIONS, SOURCE_MODEL, TARGET_MODEL, train_tokenizer
+from data_pipeline.corpus import (EMPTY_SIDE, CorpusError, format_skipped, normalize, read_corpus,
+                                  split_spec)
+from data_pipeline.tokenizer import (JOINT_MODEL, OPTIONS, SOURCE_MODEL, TARGET_MODEL,
+                                     train_tokenizer)
 from seq2seq.config import PREPARED_DATA_KEYS, corpus_overrides, fingerprint, load_config
 
 SPLITS = ("train", "dev", "test")
@@ -41,7 +43,8 @@ _Split = collections.namedtuple("_Split", ["pairs", "skipped"])
 
 
 def prepare(config, verbose=True):
-    """Prepares the data of `config` unless its manifest says it is up to date (an error keeps the old data).
+    """Prepares the data of `config` unless its manifest says it is up to date (an error keeps
+    the old data).
 
     Args:
       config: the resolved config dict.
@@ -50,22 +53,22 @@ def prepare(config, verbose=True):
       A PreparedData: paths, the manifest, and the real vocabulary sizes.
     """
     log = print if verbose else (lambda *args: None)
-    started, data_dir = time.time(), config["data"]["data_dir"]
-    settings, inputs = data_settings(config), _input_files(config["data"])  # user files' sizes and times
+    started, data, data_dir = time.time(), config["data"], config["data"]["data_dir"]
+    settings, inputs = data_settings(config), _input_files(data)  # user files' sizes and times
     wanted = fingerprint({"format": FORMAT_VERSION, "settings": settings, "inputs": inputs})
     existing = load_manifest(data_dir)
     if existing is not None and existing["fingerprint"] == wanted and all(
             os.path.isfile(os.path.join(data_dir, name)) for name in _listed_files(existing)):
         log("%s is up to date (fingerprint %s): nothing to do" % (data_dir, wanted))
         return _prepared_data(data_dir, existing)
-    splits, notes = _embedded_splits(config["data"]) if config["data"]["corpus"] == "embedded" \
-        else _file_splits(config["data"])
+    splits, calibration, notes = (_embedded_splits if data["corpus"] == "embedded"
+                                  else _file_splits)(data)
     for note in notes:
         log(note)
     os.makedirs(data_dir, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=".staging-", dir=data_dir)
     try:
-        manifest = _build(config["data"], splits, staging, log, verbose)
+        manifest = _build(data, splits, calibration, staging, log, verbose)
         manifest.update(fingerprint=wanted, notes=notes, settings=settings, inputs=inputs)
         _install(staging, data_dir, existing, manifest)
     finally:
@@ -103,48 +106,49 @@ def settings_mismatches(manifest, config):
 
 
 def shard_names(split, num_shards):
-    """``("train", 2)`` -> ``["train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord"]``."""
+    """``("train", 2)`` -> ``["train-00000-of-00002.tfrecord", "train-00001-of-00002..."]``."""
     return ["%s-%05d-of-%05d.tfrecord" % (split, index, num_shards) for index in range(num_shards)]
 
 
 def serialize_example(source_ids, target_ids, target_text=None):
     """Two id lists and the reference text if given -> a serialised tf.train.Example."""
-    feature = {SOURCE_IDS: tf.train.Feature(int64_list=tf.train.Int64List(value=source_ids)),
-               TARGET_IDS: tf.train.Feature(int64_list=tf.train.Int64List(value=target_ids))}
+    feature = {name: tf.train.Feature(int64_list=tf.train.Int64List(value=ids))
+               for name, ids in ((SOURCE_IDS, source_ids), (TARGET_IDS, target_ids))}
     if target_text is not None:
-        feature[TARGET_TEXT] = tf.train.Feature(bytes_list=tf.train.BytesList(value=[target_text.encode("utf-8")]))
+        text = tf.train.BytesList(value=[target_text.encode("utf-8")])
+        feature[TARGET_TEXT] = tf.train.Feature(bytes_list=text)
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
 def write_shards(examples, paths, description, verbose):
-    """Writes examples ((source_ids, target_ids[, target_text])) in order, shard k the k-th slice."""
-    with tqdm(total=len(examples), desc=description, unit=" pairs", disable=not verbose) as progress:
+    """Writes (source_ids, target_ids[, target_text]) examples in order, shard k the k-th slice."""
+    with tqdm(total=len(examples), desc=description, unit=" pairs", disable=not verbose) as bar:
         for index, path in enumerate(paths):
             begin, end = (k * len(examples) // len(paths) for k in (index, index + 1))
             with tf.io.TFRecordWriter(path) as writer:
                 for example in examples[begin:end]:
                     writer.write(serialize_example(*example))
-            progress.update(end - begin)
+            bar.update(end - begin)
 
 
-def _build(data, splits, directory, log, verbose):
+def _build(data, splits, calibration, directory, log, verbose):
     """Trains the tokenizer and writes every split into `directory`; returns the manifest."""
-    tokenizer = train_tokenizer(splits["train"].pairs, directory, data["vocab_size"], data["spm_model_type"],
-                                data["joint_vocab"], data["lowercase_source"],
-                                splits.get("calibration", [[source for source, _ in splits["dev"].pairs]]))
+    tokenizer = train_tokenizer(splits["train"].pairs, directory, data["vocab_size"],
+                                data["spm_model_type"], data["joint_vocab"],
+                                data["lowercase_source"], calibration)
     sizes = (tokenizer.source_vocab_size, tokenizer.target_vocab_size)
     log("SentencePiece %s (%s): %s pieces (data.vocab_size %d)"
         % (data["spm_model_type"], "joint" if data["joint_vocab"] else "source, target",
            sizes[0] if sizes[0] == sizes[1] else "%d, %d" % sizes, data["vocab_size"]))
     records = {}
     for split in SPLITS:
-        record = records[split] = _write_split(split, splits[split], tokenizer, data, directory, verbose)
-        skipped = sum(record["skipped"].values())
-        log("%-5s kept %d, skipped %d%s" % (split, record["kept"], skipped,
-                                          " (%s)" % format_skipped(record["skipped"]) if skipped else ""))
+        record = records[split] = _write_split(split, splits[split], tokenizer, data, directory,
+                                               verbose)
+        skipped = record["skipped"]
+        log("%-5s kept %d, skipped %d%s" % (split, record["kept"], sum(skipped.values()),
+                                          " (%s)" % format_skipped(skipped) if skipped else ""))
     return {"tokenizer_files": [os.path.basename(path) for path in tokenizer.model_files],
-            "source_vocab_size": tokenizer.source_vocab_size,
-            "target_vocab_size": tokenizer.target_vocab_size, "splits": records}
+            "source_vocab_size": sizes[0], "target_vocab_size": sizes[1], "splits": records}
 
 
 def _listed_files(manifest):
@@ -153,11 +157,12 @@ def _listed_files(manifest):
 
 
 def _install(staging, data_dir, previous, manifest):
-    """Replaces the previous outputs (and any tokenizer file) by the staged ones, the manifest last."""
+    """Replaces the old outputs (and any tokenizer file) by the staged ones, the manifest last."""
+    stale = {JOINT_MODEL, SOURCE_MODEL, TARGET_MODEL, OPTIONS}
     if previous is not None:
         os.remove(os.path.join(data_dir, MANIFEST))
-    stale = set(_listed_files(previous)) if previous else set()
-    for name in sorted(stale | {JOINT_MODEL, SOURCE_MODEL, TARGET_MODEL, OPTIONS}):
+        stale.update(_listed_files(previous))
+    for name in sorted(stale):
         if os.path.isfile(os.path.join(data_dir, name)):
             os.remove(os.path.join(data_dir, name))
     for name in _listed_files(manifest):
@@ -170,25 +175,28 @@ def _install(staging, data_dir, previous, manifest):
 
 
 def _embedded_splits(data):
+    """(splits, familiarity calibration sets: dev by family and names from train, notes)."""
+    locale = data["target_locale"]
     corpus = embedded.generate(data["embedded_train_size"], data["embedded_dev_size"],
-                               data["embedded_test_size"], data["embedded_seed"], data["target_locale"])
-    families = collections.Counter(example.family for example in corpus.train)
-    notes = ["embedded corpus en -> %s, seed %d: %d train / %d dev / %d test pairs; train by family: %s"
-             % (data["target_locale"], data["embedded_seed"], len(corpus.train), len(corpus.dev),
-                len(corpus.test), ", ".join("%s %d" % item for item in sorted(families.items())))]
-    missing = embedded.missing_families(data["target_locale"])
-    if missing:
-        notes.append("%s has no hand-written lexicon: no %s phrases" % (data["target_locale"], ", ".join(missing)))
+                               data["embedded_test_size"], data["embedded_seed"], locale)
+    families = sorted(collections.Counter(example.family for example in corpus.train).items())
+    notes = ["embedded corpus en -> %s, seed %d: %d train / %d dev / %d test pairs; "
+             "train by family: %s" % (locale, data["embedded_seed"], *map(len, corpus),
+                                      ", ".join("%s %d" % item for item in families))]
+    if embedded.missing_families(locale):
+        notes.append("%s has no hand-written lexicon: no %s phrases"
+                     % (locale, ", ".join(embedded.missing_families(locale))))
     splits = {split: _Split([(normalize(example.source), normalize(example.target))
-                             for example in getattr(corpus, split)], collections.Counter()) for split in SPLITS}
-    kinds = collections.defaultdict(list)  # the familiarity threshold's calibration: dev, names (train only)
+                             for example in examples], collections.Counter())
+              for split, examples in zip(SPLITS, corpus)}
+    kinds = collections.defaultdict(list)
     for example in corpus.dev + [example for example in corpus.train if example.family == "names"]:
         kinds[example.family].append(normalize(example.source))
-    splits["calibration"] = list(kinds.values())
-    return splits, notes
+    return splits, list(kinds.values()), notes
 
 
 def _file_splits(data):
+    """(splits, the familiarity calibration set: the dev sources, notes)."""
     notes, splits = [], {}
     for split in SPLITS:
         if data[split + "_data"]:
@@ -197,10 +205,11 @@ def _file_splits(data):
             notes.append("%s: read %s" % (split, data[split + "_data"]))
     carve = [split for split in ("dev", "test") if split not in splits]
     if carve:
-        train = splits["train"]
-        carved, remaining, dropped = _carve(train.pairs, len(carve))
-        splits["train"] = _Split(remaining, train.skipped + collections.Counter({SOURCE_IN_DEV_TEST: dropped}))
-        splits.update((split, _Split(pairs, collections.Counter())) for split, pairs in zip(carve, carved))
+        carved, remaining, dropped = _carve(splits["train"].pairs, len(carve))
+        splits["train"] = _Split(remaining, splits["train"].skipped
+                                 + collections.Counter({SOURCE_IN_DEV_TEST: dropped}))
+        splits.update((split, _Split(pairs, collections.Counter()))
+                      for split, pairs in zip(carve, carved))
         notes.append("no %s data given: carved %s out of %s (%d%% of its distinct sources each, "
                      "at most %d pairs); %d more train pairs repeating those sources were dropped"
                      % (" or ".join(carve), " and ".join("%d %s" % (len(pairs), split)
@@ -214,21 +223,22 @@ def _file_splits(data):
         pairs = splits[split].pairs
         seen = sum(1 for source, _ in pairs if source in train_sources)
         if seen:
-            notes.append("warning: %d of the %d %s pairs read (%.1f%%) have a source that train also has: "
-                         "%s scores overstate quality on unseen text"
+            notes.append("warning: %d of the %d %s pairs read (%.1f%%) have a source that train "
+                         "also has: %s scores overstate quality on unseen text"
                          % (seen, len(pairs), split, 100.0 * seen / len(pairs), split))
-    return splits, notes
+    return splits, [[source for source, _ in splits["dev"].pairs]], notes
 
 
 def _carve(pairs, num_sets):
-    """`num_sets` held-out lists of distinct-source pairs, the remaining pairs, the count dropped."""
+    """`num_sets` lists of held-out distinct-source pairs, the other pairs, the count dropped."""
     first_pair = {}
     for source, target in pairs:
         first_pair.setdefault(source, (source, target))
     sources = list(first_pair)
     random.Random(CARVE_SEED).shuffle(sources)
     size = min(CARVE_MAX, max(1, round(CARVE_SHARE * len(sources))))
-    held_out = [[first_pair[source] for source in sources[k * size:(k + 1) * size]] for k in range(num_sets)]
+    held_out = [[first_pair[source] for source in sources[k * size:(k + 1) * size]]
+                for k in range(num_sets)]
     held_sources = set(source for held in held_out for source, _ in held)
     remaining = [pair for pair in pairs if pair[0] not in held_sources]
     return held_out, remaining, len(pairs) - len(remaining) - len(held_sources)
@@ -237,23 +247,25 @@ def _carve(pairs, num_sets):
 def _write_split(split, corpus_split, tokenizer, data, directory, verbose):
     """Encodes, skips pairs over the length limits, writes the shards and the raw text."""
     encoded, kept_pairs, skipped = [], [], collections.Counter(corpus_split.skipped)
+    limits = data["max_source_length"], data["max_target_length"]
     for source, target in corpus_split.pairs:
         source_ids, target_ids = tokenizer.encode_source(source), tokenizer.encode_target(target)
         if not source_ids or not target_ids:  # invisible characters only
             skipped[EMPTY_SIDE] += 1
-        elif len(source_ids) > data["max_source_length"] or len(target_ids) > data["max_target_length"]:
+        elif len(source_ids) > limits[0] or len(target_ids) > limits[1]:
             skipped[TOO_LONG] += 1
         else:
-            encoded.append((source_ids, target_ids) if split == "train" else (source_ids, target_ids, target))
+            encoded.append((source_ids, target_ids) + ((target,) if split != "train" else ()))
             kept_pairs.append((source, target))
     if not encoded:
-        raise CorpusError("the %s split is empty after skipping %s (limits: data.max_source_length %d, "
-                          "data.max_target_length %d)" % (split, format_skipped(skipped),
-                                                          data["max_source_length"], data["max_target_length"]))
+        raise CorpusError("the %s split is empty after skipping %s (limits: data.max_source_length "
+                          "%d, data.max_target_length %d)"
+                          % (split, format_skipped(skipped), *limits))
     if split == "train":
         random.Random(TRAIN_ORDER_SEED).shuffle(encoded)
     shards = shard_names(split, min(data["num_shards"], len(encoded)) if split == "train" else 1)
-    write_shards(encoded, [os.path.join(directory, name) for name in shards], "writing %s" % split, verbose)
+    write_shards(encoded, [os.path.join(directory, name) for name in shards], "writing " + split,
+                 verbose)
     record = {"kept": len(encoded), "skipped": dict(sorted(skipped.items())), "shards": shards}
     if split != "train":
         record["raw_text"] = [split + ".src", split + ".tgt"]
@@ -264,13 +276,12 @@ def _write_split(split, corpus_split, tokenizer, data, directory, verbose):
 
 
 def _prepared_data(data_dir, manifest):
-    paths, splits = lambda names: [os.path.join(data_dir, name) for name in names], manifest["splits"]
+    splits, paths = manifest["splits"], lambda names: [os.path.join(data_dir, n) for n in names]
     return PreparedData(
-        data_dir=data_dir, manifest=manifest, tokenizer_files=paths(manifest["tokenizer_files"]),
-        train_files=paths(splits["train"]["shards"]), dev_files=paths(splits["dev"]["shards"]),
-        test_files=paths(splits["test"]["shards"]), source_vocab_size=manifest["source_vocab_size"],
-        target_vocab_size=manifest["target_vocab_size"],
-        raw_text={split: tuple(paths(splits[split]["raw_text"])) for split in ("dev", "test")})
+        data_dir, manifest, paths(manifest["tokenizer_files"]), paths(splits["train"]["shards"]),
+        paths(splits["dev"]["shards"]), paths(splits["test"]["shards"]),
+        manifest["source_vocab_size"], manifest["target_vocab_size"],
+        {split: tuple(paths(splits[split]["raw_text"])) for split in ("dev", "test")})
 
 
 def main(argv=None):
@@ -280,8 +291,9 @@ def main(argv=None):
     parser.add_argument("--hparams", default="", help="overrides: section.key=value,...")
     parser.add_argument("--train_data", default="",
                         help="TSV file or 'source_file,target_file'; sets data.corpus=files")
-    parser.add_argument("--dev_data", default="", help="like --train_data; carved from it if absent")
-    parser.add_argument("--test_data", default="", help="like --train_data; carved from it if absent")
+    held_out = "like --train_data; carved from it if absent"
+    parser.add_argument("--dev_data", default="", help=held_out)
+    parser.add_argument("--test_data", default="", help=held_out)
     args = parser.parse_args(argv)
     try:
         overrides = corpus_overrides(args.train_data, args.dev_data, args.test_data)

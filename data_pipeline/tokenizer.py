@@ -27,28 +27,29 @@ _INVISIBLE = ("Cc", "Cf")  # controls; zero-width spaces, direction marks, BOMs,
 
 
 class Tokenizer:
-    """Encodes source text and decodes target ids with SentencePiece; made by load() or train_tokenizer()."""
+    """SentencePiece for the source and the target text; made by load() or train_tokenizer()."""
 
-    def __init__(self, source_model, target_model=None, options_file=None):
-        self._source = spm.SentencePieceProcessor(model_file=source_model)
-        self._target = spm.SentencePieceProcessor(model_file=target_model) if target_model else self._source
-        self.model_files = [source_model] + ([target_model] if target_model else [])  # then tokenizer.json if any
+    def __init__(self, model_files, options_file):
+        self.model_files = model_files  # the source model [, the target model], tokenizer.json
+        processors = [spm.SentencePieceProcessor(model_file=path) for path in model_files]
+        self._source, self._target = processors[0], processors[-1]
         self.options = {}
-        if options_file and os.path.isfile(options_file):
+        if os.path.isfile(options_file):
             with open(options_file, encoding="utf-8") as f:
                 self.options = json.load(f)
             self.model_files.append(options_file)
-        self._familiarity = _Familiarity(self.options["familiarity"]) if "familiarity" in self.options else None
+        familiarity = self.options.get("familiarity")
+        self._familiarity = _Familiarity(familiarity) if familiarity else None
 
     @classmethod
     def load(cls, directory):
         """Loads spm.model, else source.model and target.model, and tokenizer.json if there."""
-        joint, source, target, options = (os.path.join(directory, name)
-                                          for name in (JOINT_MODEL, SOURCE_MODEL, TARGET_MODEL, OPTIONS))
+        joint, source, target, options = (os.path.join(directory, name) for name in (
+            JOINT_MODEL, SOURCE_MODEL, TARGET_MODEL, OPTIONS))
         if os.path.isfile(joint):
-            return cls(joint, options_file=options)
+            return cls([joint], options)
         if os.path.isfile(source) and os.path.isfile(target):
-            return cls(source, target, options)
+            return cls([source, target], options)
         raise FileNotFoundError("no SentencePiece model in %s: expected %s, or %s and %s"
                                 % (directory, JOINT_MODEL, SOURCE_MODEL, TARGET_MODEL))
 
@@ -77,7 +78,7 @@ class Tokenizer:
         return self._target.decode(_content_ids(ids))
 
     def source_pieces(self, ids):
-        """Source ids -> their SentencePiece pieces, e.g. ["▁Show", "</s>"] (special ids included)."""
+        """Source ids -> their pieces, e.g. ["▁Show", "</s>"] (special ids included)."""
         return [self._source.id_to_piece(int(token)) for token in ids]
 
     def target_pieces(self, ids):
@@ -85,15 +86,16 @@ class Tokenizer:
         return [self._target.id_to_piece(int(token)) for token in ids]
 
     def unfamiliarity(self, source_ids):
-        """A source's mean -log P per piece, PRIOR_PIECES typical pieces included (higher: stranger)."""
+        """A source's mean -log P per piece, PRIOR_PIECES typical ones included (higher: odder)."""
         return self._familiarity.score(source_ids) if self._familiarity else 0.0
 
     def is_unfamiliar(self, source_ids):
-        """Whether a source (ids) is unlike the training sources; False without a familiarity model."""
-        return bool(self._familiarity) and self.unfamiliarity(source_ids) > self._familiarity.threshold
+        """Whether a source (ids) is unlike the training sources; False without familiarity."""
+        familiarity = self._familiarity
+        return bool(familiarity) and familiarity.score(source_ids) > familiarity.threshold
 
     def encoding(self):
-        """What decides the ids of a text (the familiarity model does not): the models, the lower-casing."""
+        """What decides the ids of a text: the models and the lower-casing (not the familiarity)."""
         return [self._source.serialized_model_proto(), self._target.serialized_model_proto(),
                 bool(self.options.get("lowercase_source"))]
 
@@ -109,7 +111,8 @@ class Tokenizer:
         return copies
 
 
-def train_tokenizer(pairs, directory, vocab_size, model_type, joint, lowercase_source=False, calibration=()):
+def train_tokenizer(pairs, directory, vocab_size, model_type, joint, lowercase_source=False,
+                    calibration=()):
     """Trains the SentencePiece model(s) and the familiarity model into `directory`.
 
     Args:
@@ -129,15 +132,16 @@ def train_tokenizer(pairs, directory, vocab_size, model_type, joint, lowercase_s
     fold = str.lower if lowercase_source else str
     sources = [fold(model_text(source)) for source, _ in pairs]
     targets = [model_text(target) for _, target in pairs]
-    for name, sentences in [(JOINT_MODEL, sources + targets)] if joint else [(SOURCE_MODEL, sources),
-                                                                               (TARGET_MODEL, targets)]:
+    models = [(JOINT_MODEL, sources + targets)] if joint else [(SOURCE_MODEL, sources),
+                                                               (TARGET_MODEL, targets)]
+    for name, sentences in models:
         _train_model(sentences, os.path.join(directory, name), vocab_size, model_type)
     if any(calibration):
-        source_model = spm.SentencePieceProcessor(model_file=os.path.join(directory, (
-            JOINT_MODEL if joint else SOURCE_MODEL)))
+        source_file = os.path.join(directory, JOINT_MODEL if joint else SOURCE_MODEL)
+        source_model = spm.SentencePieceProcessor(model_file=source_file)
         familiarity = _Familiarity.fit(source_model.encode(sources))
-        scores = [sorted(familiarity.score(source_model.encode(fold(model_text(source)))) for source in group)
-                  for group in calibration if group]
+        scores = [sorted(familiarity.score(source_model.encode(fold(model_text(source))))
+                         for source in group) for group in calibration if group]
         familiarity.data["threshold"] = max(group[len(group) - 1 - int(len(group) * FLAGGED_SHARE)]
                                             for group in scores)
         options["familiarity"] = familiarity.data
@@ -147,12 +151,13 @@ def train_tokenizer(pairs, directory, vocab_size, model_type, joint, lowercase_s
 
 
 class _Familiarity:
-    """An interpolated (Witten-Bell) piece bigram model of the training sources; docs/DATA-NOTES.md."""
+    """An interpolated (Witten-Bell) piece bigram model of the training sources."""
 
     def __init__(self, data):
-        self.data = data  # tokenizer.json's: unigrams {"id": count}, bigrams {"id id": count}, prior...
+        self.data = data  # tokenizer.json's: unigrams {"id": count}, bigrams {"id id": count}...
         self.unigrams = {int(piece): count for piece, count in data["unigrams"].items()}
-        self.bigrams = {tuple(map(int, key.split())): count for key, count in data["bigrams"].items()}
+        self.bigrams = {tuple(map(int, key.split())): count
+                        for key, count in data["bigrams"].items()}
         self.threshold = data.get("threshold", math.inf)
         self.prior, self.prior_pieces = data.get("prior", 0.0), data.get("prior_pieces", 0)
         self.total = sum(self.unigrams.values())
@@ -169,48 +174,52 @@ class _Familiarity:
             unigrams.update(str(piece) for piece in ids[1:])
             bigrams.update("%d %d" % pair for pair in zip(ids, ids[1:]))
         model = cls({"unigrams": unigrams, "bigrams": bigrams})
-        prior = sum(count * model.cost(*pair) for pair, count in model.bigrams.items()) / unigrams.total()
+        costs = sum(count * model.cost(*pair) for pair, count in model.bigrams.items())
+        prior = costs / unigrams.total()
         return cls(dict(model.data, prior=prior, prior_pieces=PRIOR_PIECES))
 
     def cost(self, previous, piece):
-        """-log P(piece | previous): add-one unigram over the seen pieces and one unseen, then Witten-Bell."""
+        """-log P(piece | previous): Witten-Bell over add-one unigrams (seen pieces, one unseen)."""
         probability = (self.unigrams.get(piece, 0) + 1) / (self.total + len(self.unigrams) + 1)
         seen, distinct = self.context[previous], self.followers[previous]
         if seen:
             weight = seen / (seen + distinct)
-            probability = weight * self.bigrams.get((previous, piece), 0) / seen + (1 - weight) * probability
+            bigram = self.bigrams.get((previous, piece), 0) / seen
+            probability = weight * bigram + (1 - weight) * probability
         return -math.log(probability)
 
     def score(self, source_ids):
-        """The mean cost of a source's pieces (its end included) and of prior_pieces pieces costing prior."""
+        """The mean cost of a source's pieces (its end included) and of prior_pieces at prior."""
         ids = [BOS_ID] + _content_ids(source_ids) + [EOS_ID]
         total = sum(self.cost(previous, piece) for previous, piece in zip(ids, ids[1:]))
         return (total + self.prior_pieces * self.prior) / (len(ids) - 1 + self.prior_pieces)
 
 
 def model_text(text):
-    """`text` as the models see it: NFKC but for º and ª, no invisible characters, single spaces."""
+    """`text` as the models see it: NFKC but for º and ª, no invisible characters, one space."""
     parts = _ORDINAL_INDICATORS.split(text)
     parts[::2] = [unicodedata.normalize("NFKC", part) for part in parts[::2]]
     text = "".join(parts)
     if not text.isprintable():
-        text = "".join(char for char in text if char.isspace() or unicodedata.category(char) not in _INVISIBLE)
+        text = "".join(char for char in text
+                       if char.isspace() or unicodedata.category(char) not in _INVISIBLE)
     return " ".join(text.split())
 
 
 def _train_model(sentences, path, vocab_size, model_type):
-    """Trains from memory (text through model_text: identity rule) and writes the model to `path`."""
+    """Trains a model on `sentences` (already model_text: identity rule) and writes it to `path`."""
     model = io.BytesIO()
     try:
         spm.SentencePieceTrainer.train(
-            sentence_iterator=iter(sentences), normalization_rule_name="identity", model_writer=model,
-            model_type=model_type, vocab_size=vocab_size, hard_vocab_limit=False,
-            pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
+            sentence_iterator=iter(sentences), normalization_rule_name="identity",
+            model_writer=model, model_type=model_type, vocab_size=vocab_size,
+            hard_vocab_limit=False, pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
             character_coverage=1.0, split_digits=True, minloglevel=2)
     except RuntimeError as e:
         if "smaller than required_chars" in str(e):
             raise ConfigError("data.vocab_size %d is too small for the characters of the training "
-                              "text (SentencePiece: %s)" % (vocab_size, str(e).split("] ")[-1])) from e
+                              "text (SentencePiece: %s)"
+                              % (vocab_size, str(e).split("] ")[-1])) from e
         raise
     with open(path, "wb") as f:
         f.write(model.getvalue())
