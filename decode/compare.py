@@ -1,28 +1,15 @@
 """Compares the decoder variants on the same inputs; with --sweep, --exact, --families,
---compare_models and --ensemble_best, the decoding lab.
+--compare_models and --ensemble_best, the decoding lab (decode/lab.py, decode/families.py).
 
-    python -m decode.compare --model_dir runs/default --beam_widths 1,4,8 \
-        --json bench/out/compare.json --plot bench/out/compare.png
-    python -m decode.compare --model_dir runs/default --beam_widths none --sweep --exact \
-        --max_expansions 2000 --plot bench/out/lab.png --markdown bench/out/lab.md
-    python -m decode.compare --model_dir runs/lab --beam_widths none --families mbr,diverse \
-        --compare_models runs/lab/averaged --ensemble_best 2 --markdown bench/out/families.md
-    python -m decode.compare --model_dir runs/default --graphs runs/graphs \
-        && tensorboard --logdir runs/graphs
+    python -m decode.compare --model_dir runs/default --beam_widths 1,4,8 --plot compare.png
+    python -m decode.compare --model_dir runs/lab --beam_widths none --sweep --exact \
+        --families mbr,diverse --ensemble_best 2 --markdown lab.md
+    python -m decode.compare --model_dir runs/default --graphs runs/graphs
 
-Every variant (greedy once; while_loop and unrolled at every beam width) decodes the same
-sentences with a fresh `Translator`: the graphs it built (the unrolled search one per length
-bucket), their build seconds and ops; the first call ("first ms (incl. build)") and the median
-of --runs more (ms, sentences/s, output tokens/s); BLEU (sacrebleu) against references; the
-agreement of unrolled with while_loop at each width, and of greedy with while_loop at width 1
-(texts, n-best ids, the largest score difference: they should agree to 1e-5); and, for greedy
-and both searches at the widest beam, latency against output length. --plot draws latency
-against beam width and output length (with --beam_widths none: the lab's sweep). --graphs
-LOGDIR instead writes the graphs of the unrolled search at two lengths and of the while_loop
-search for TensorBoard's Graphs tab (decode/graph_writer.py).
-
-Lines end at LF or CR LF, as `wc -l` counts them. Progress goes to standard error,
-the tables to standard output; the figures hold for this machine and inputs only.
+Greedy once, then the while_loop and unrolled searches at every beam width, each with a fresh
+`Translator`: its graphs, their build seconds and ops, the first call and the median of --runs
+more, BLEU, and the agreement of the variants that should agree (to 1e-5). Progress goes to
+standard error, the tables to standard output.
 """
 
 import argparse
@@ -61,23 +48,21 @@ AGREEMENT_COLUMNS = (
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="python -m decode.compare", description=__doc__.split("\n\n")[0],
-        epilog="\n".join([__doc__.split("\n\n", 2)[2], lab.__doc__, families.__doc__]),
+        epilog="\n".join([__doc__.split("\n\n", 1)[1], lab.__doc__, families.__doc__]),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model_dir", required=True, help="a model directory written by train.py")
     parser.add_argument("--input", help="source sentences, one per line (default: the model's "
                                         "prepared test set, else its dev set)")
     parser.add_argument("--reference", help="reference translations, one per line, for BLEU "
                                             "(default with the default input: its targets)")
-    parser.add_argument("--beam_widths", default="1,4,8",
-                        help="comma-separated beam widths, or none: no implementation "
-                             "comparison (default: %(default)s)")
+    parser.add_argument("--beam_widths", default="1,4,8", help="comma-separated beam widths, "
+                        "or none: no implementation comparison (default: %(default)s)")
     parser.add_argument("--max_sentences", type=int, default=200,
                         help="use the first N sentences (default: %(default)s; 0: all)")
     parser.add_argument("--runs", type=int, default=3,
                         help="timed calls after the first, for the median (default: %(default)s)")
-    parser.add_argument("--latency_sentences", type=int, default=16,
-                        help="sentences timed one by one for latency against output length "
-                             "(default: %(default)s)")
+    parser.add_argument("--latency_sentences", type=int, default=16, help="sentences timed one "
+                        "by one for latency against output length (default: %(default)s)")
     parser.add_argument("--json", help="write the full report to this JSON file")
     parser.add_argument("--plot", help="write latency charts (with --beam_widths none: the "
                                        "sweep's) to this PNG file")
@@ -104,7 +89,7 @@ def parse_args(argv):
         parser.error("--plot needs the comparison (--beam_widths) or --sweep")
     if args.markdown and not args.lab:
         parser.error("--markdown needs the lab (--sweep or the families)")
-    for name in ("json", "plot", "sweep_plot", "markdown"):  # now: written after minutes of work
+    for name in ("json", "plot", "sweep_plot", "markdown"):  # written after minutes of work
         path = getattr(args, name)
         if path and not os.path.isdir(os.path.dirname(path) or "."):
             parser.error("--%s %s: no such directory" % (name, path))
@@ -113,14 +98,13 @@ def parse_args(argv):
 
 def default_input_files(config):
     """The model's prepared test set, else its dev set: (source path, target path or None)."""
+    data_dir = config["data"]["data_dir"]
     for split in ("test", "dev"):
-        source, target = (os.path.join(config["data"]["data_dir"], "%s.%s" % (split, side))
-                          for side in ("src", "tgt"))
+        source, target = (os.path.join(data_dir, split + side) for side in (".src", ".tgt"))
         if os.path.isfile(source):
             return source, target if os.path.isfile(target) else None
     raise ValueError("no --input given and no prepared test or dev set in %s (the model's "
-                     "data.data_dir): pass --input FILE [--reference FILE]"
-                     % config["data"]["data_dir"])
+                     "data.data_dir): pass --input FILE [--reference FILE]" % data_dir)
 
 
 def load_inputs(translator, source_path, reference_path, max_sentences):
@@ -144,9 +128,10 @@ def variants_to_compare(beam_widths):
     """(variants: (decoder, beam_width) pairs, greedy once then both beam searches per width,
     agreement pairs: (variant, reference variant) pairs whose results should be identical)."""
     pairs = [(("unrolled", width), ("while_loop", width)) for width in beam_widths]
-    return ([("greedy", 1)] + [(decoder, width) for width in beam_widths
-                               for decoder in ("while_loop", "unrolled")],
-            ([(("greedy", 1), ("while_loop", 1))] if 1 in beam_widths else []) + pairs)
+    if 1 in beam_widths:
+        pairs.insert(0, (("greedy", 1), ("while_loop", 1)))
+    return [("greedy", 1)] + [(decoder, width) for width in beam_widths
+                              for decoder in ("while_loop", "unrolled")], pairs
 
 
 def timed(function, runs):
@@ -239,9 +224,9 @@ def compare(args, translator, report, token_ids, references, options):
     (greedy and both searches at the widest beam), and prints their tables."""
     from decode.translator import Translator
 
-    results, (variants, agreement_pairs) = {}, (
-        variants_to_compare(args.beam_widths) if args.beam_widths else ([], []))
-    report.update(results=[], agreement=[], sentence_latency=[])
+    variants, agreement_pairs = (variants_to_compare(args.beam_widths) if args.beam_widths
+                                 else ([], []))
+    results, report["results"], report["sentence_latency"] = {}, [], []
     for number, (decoder, width) in enumerate(variants, start=1):
         fresh = Translator(args.model_dir)
         try:

@@ -1,14 +1,10 @@
-"""The decoding lab's other families (issue 25), run by `python -m decode.compare --families
-mbr,diverse --compare_models DIR ... --ensemble_best N`: MBR, diverse beam search and other models
-(an average of checkpoints, an ensemble), each a row set against beam 5 under the same scoring
-options (BLEU, chrF, length ratio, sentences/s, paired bootstrap p), with the n-bests' diversity
-and the oracles of their candidates. What the figures mean: docs/LAB.md.
+"""The decoding lab's other families (`python -m decode.compare --families mbr,diverse
+--compare_models DIR ... --ensemble_best N`): MBR, diverse beam search and other models, each a
+row against beam 5 under the same scoring options (what the figures mean: docs/LAB.md).
 """
 
 import json
 import os
-import sys
-import time
 
 import numpy as np
 import sacrebleu
@@ -142,36 +138,34 @@ def run(args, translator, models, report, sources, references, options):
     (`open_models`), all with the scoring `options` as resolved by the lab's `translator`."""
     scoring = {name: value for name, value in translator.resolve_options(
         "while_loop", options).items() if name in SCORING_OPTIONS}
-    runs = [("beam %d" % BEAM_WIDTH, translator, "while_loop", BEAM_WIDTH, scoring)]
+    runs = [("beam %d" % BEAM_WIDTH, translator, "while_loop", scoring)]
     if "diverse" in args.families:
         runs.append(("diverse beam %d (%d groups, strength %g)" % (
             BEAM_WIDTH, DIVERSE["diverse_beam_groups"], DIVERSE["diverse_beam_strength"]),
-            translator, "while_loop", BEAM_WIDTH, dict(scoring, **DIVERSE)))
+            translator, "while_loop", dict(scoring, **DIVERSE)))
     if "mbr" in args.families:
         runs.append(("MBR (%s, %d samples, epsilon %g)" % (
-            args.mbr_utility, args.mbr_samples, args.mbr_epsilon), translator, "mbr", None,
+            args.mbr_utility, args.mbr_samples, args.mbr_epsilon), translator, "mbr",
             dict(scoring, **mbr_options(args))))
-    runs += [(name, model, "while_loop", BEAM_WIDTH, scoring) for name, model in models]
+    runs += [(name, model, "while_loop", scoring) for name, model in models]
     rows, outputs = [], []
-    for variant, model, decoder, width, decoding in runs:
-        n_best = BEAM_WIDTH if model is translator and decoder == "while_loop" else 1
-        model.translate(sources[:lab.WARM_UP], decoder, width, n_best, options=decoding)
-        started = time.perf_counter()
-        translations = model.translate(sources, decoder, width, n_best, options=decoding)
-        seconds = time.perf_counter() - started
-        texts = [t.text for t in translations]
-        pools = ([[hypothesis.text for hypothesis in t.n_best] for t in translations]
-                 if n_best > 1 else [[candidate.text for candidate in t.candidates]
-                                     for t in translations] if decoder == "mbr" else None)
+    for variant, model, decoder, decoding in runs:
+        width = BEAM_WIDTH if decoder == "while_loop" else None
+        n_best = BEAM_WIDTH if model is translator and width else 1
+        translations, scores, seconds = lab.decode(model, variant, sources, references,
+                                                   decoder, width, n_best, decoding)
+        pools = None  # the candidates an oracle picks from: the n-best, or MBR's
+        if n_best > 1:
+            pools = [[hypothesis.text for hypothesis in t.n_best] for t in translations]
+        elif decoder == "mbr":
+            pools = [[candidate.text for candidate in t.candidates] for t in translations]
         rows.append(dict(
-            variant=variant, **lab.quality(texts, references),
-            sentences_per_second=len(sources) / seconds,
+            variant=variant, **scores, sentences_per_second=len(sources) / seconds,
             n_best_diversity=n_best_diversity(pools) if n_best > 1 else None,
-            oracle_bleu=pools and oracle_bleu(pools, references),
+            oracle_bleu=oracle_bleu(pools, references) if pools else None,
             expected_utility_mean=float(np.mean([t.expected_utility for t in translations]))
             if decoder == "mbr" else None))
-        outputs.append((variant, texts))
-        print("%s: BLEU %.2f in %.1f s" % (variant, rows[-1]["bleu"], seconds), file=sys.stderr)
+        outputs.append((variant, [t.text for t in translations]))
     for row, test in zip(rows, [None] + lab.significance(outputs, references)):
         row.update(speed_vs_beam5=row["sentences_per_second"] / rows[0]["sentences_per_second"],
                    p_value_vs_beam5=test and test["p_value"])

@@ -1,15 +1,7 @@
-"""The decoding lab (docs/API.md "The decoding lab's report"; its figures: docs/LAB.md), run by
-`python -m decode.compare --sweep [--exact]`.
-
---sweep decodes with the while_loop search at every --sweep_beam_widths x --normalisations
-(BLEU, chrF, length ratio, empty outputs, mean score, sentences/s); --exact (implies --sweep)
-runs the exact search once per normalisation and counts each variant's search errors, the
-exact best's empty translations and the references that outscore the output; significance is
-sacrebleu's paired bootstrap of every variant against the best-BLEU one; the "examples" are
-the sentences on which these choices matter (KINDS: a search error, a wider beam that changes
-or worsens the translation, an empty exact best, a reference the model prefers), up to 5 a kind,
-shortest first; --differ A B lists the sentences two variants (named as beam4/gnmt:0.6 or
-exact/none) translate differently; --markdown writes the report (decode/lab_report.py).
+"""The decoding lab's sweep (`python -m decode.compare --sweep [--exact]`): every beam width x
+length normalisation, the exact search per normalisation, search and model errors, paired
+bootstrap against the best BLEU, and the example sentences on which these choices matter (KINDS).
+Its report's keys: docs/API.md; what its figures mean: docs/LAB.md.
 """
 
 import sys
@@ -24,7 +16,7 @@ from decode.options import LENGTH_PENALTY_KINDS
 VARIANT_KEYS = ("decoder", "beam_width", "length_penalty_kind", "length_penalty")  # name a row
 SCORE_TOLERANCE = 1e-4  # a score higher by more than this is higher (docs/API.md)
 KINDS = ("search_error", "wider_beam_changes", "wider_beam_worse", "empty_exact_best",
-         "reference_better")  # of the "examples": the sentences on which decoding matters
+         "reference_better")
 EXAMPLES_PER_KIND = 5
 WARM_UP = 8  # sentences decoded before a timed call: it builds, and warms a batch per thread
 
@@ -38,8 +30,8 @@ def add_flags(parser):
     lab.add_argument("--normalisations", default="none,average,gnmt:0.6,gnmt:1.0",
                      help="the sweep's length normalisations, gnmt with its alpha "
                           "(default: %(default)s)")
-    lab.add_argument("--exact", action="store_true", help="the exact search and each variant's "
-                                                          "search errors (implies --sweep)")
+    lab.add_argument("--exact", action="store_true",
+                     help="the exact search and each variant's search errors (implies --sweep)")
     lab.add_argument("--sweep_plot", help="write BLEU and length ratio against beam width here")
     lab.add_argument("--differ", nargs=2, metavar=("A", "B"),
                      help="list the sentences variants A and B translate differently")
@@ -50,18 +42,21 @@ def check_flags(parser, args):
     """Parses and checks the lab's flags in `args` (parser.error names the first bad one)."""
     args.sweep = args.sweep or args.exact
     try:
-        args.normalisations = [parse_normalisation(text) for text in
-                               args.normalisations.split(",")]
+        args.normalisations = [parse_normalisation(text)
+                               for text in args.normalisations.split(",")]
     except ValueError as error:
         parser.error("--normalisations: %s" % error)
     if (args.differ or args.sweep_plot) and not args.sweep:
         parser.error("--differ and --sweep_plot need --sweep")
     if args.max_expansions is not None and not args.exact:
         parser.error("--max_expansions needs --exact")
+    decoders = [("while_loop", width) for width in args.sweep_beam_widths]
+    decoders += [("exact", None)] if args.exact else []
+    names = [variant_name(decoder, width, *normalisation)
+             for normalisation in args.normalisations for decoder, width in decoders]
     for name in args.differ or []:
-        if name not in variant_names(args):
-            parser.error("--differ %s: not a variant of this run (%s)"
-                         % (name, " ".join(variant_names(args))))
+        if name not in names:
+            parser.error("--differ %s: not a variant of this run (%s)" % (name, " ".join(names)))
 
 
 def parse_normalisation(text):
@@ -86,21 +81,9 @@ def variant_name(decoder, beam_width, kind, alpha):
                       normalisation_name(kind, alpha))
 
 
-def variants(args):
-    """The (decoder, beam_width) pairs decoded per normalisation: the sweep's, then exact's."""
-    return [("while_loop", width) for width in args.sweep_beam_widths] + [("exact", None)] * bool(
-        args.exact)
-
-
-def variant_names(args):
-    """The names of the variants --sweep (and --exact) will decode."""
-    return [variant_name(decoder, width, *normalisation) for normalisation in args.normalisations
-            for decoder, width in variants(args)]
-
-
 def open_translator(args, translator, references):
-    """A Translator for the lab (its max_beam_width the widest sweep or family width, at least
-    the model's), its widths and --max_expansions checked; ValueError without references."""
+    """A Translator allowing the widest sweep or family width, its widths and --max_expansions
+    checked; ValueError without references."""
     from decode.translator import Translator
 
     if references is None:
@@ -130,68 +113,49 @@ def quality(texts, references):
             "empty_percent": percent(not text.strip() for text in texts)}
 
 
-def sweep(translator, sources, references, args):
-    """Decodes `sources` with the while_loop search at every width x normalisation and, with
-    --exact, the exact search once per normalisation; the sentences/s leave graph builds out.
+def decode(translator, name, sources, references, decoder, beam_width, n_best=1, options=None):
+    """Decodes `sources`, timed once WARM_UP of them have built the graphs; prints the BLEU.
 
     Returns:
-      (the "sweep" rows, the "exact" objects, {variant name: [Translation]}).
+      (the Translations, their `quality`, the seconds they took).
     """
-    rows, exact_runs, outputs = [], [], {}
-    for kind, alpha in args.normalisations:
-        variant = {"length_penalty_kind": kind, "length_penalty": alpha}
-        flagged = dict(variant, no_repeat_ngram_size=args.no_repeat_ngram_size,
-                       min_length=args.min_length)
-        for decoder, width in variants(args):
-            options = flagged if width else dict(flagged, max_expansions=args.max_expansions)
-            translator.translate(sources[:WARM_UP], decoder, width, options=options)  # builds
-            started = time.perf_counter()
-            translations = translator.translate(sources, decoder, width, options=options)
-            seconds = time.perf_counter() - started
-            name = variant_name(decoder, width, kind, alpha)
-            outputs[name] = translations
-            row = dict(decoder=decoder, beam_width=width, **variant, **quality(
-                [t.text for t in translations], references),
-                mean_score=float(np.mean([t.score for t in translations])),
-                sentences_per_second=len(sources) / seconds)
-            print("%s: BLEU %.2f in %.1f s" % (name, row["bleu"], seconds), file=sys.stderr)
-            if decoder == "exact":
-                proven = [t.proven for t in translations]
-                expansions = [t.expansions for t in translations]
-                row = dict(variant, max_expansions=args.max_expansions or translator.config[
-                    "decode"]["max_expansions"], proven_percent=percent(proven),
-                    expansions_median=float(np.median(expansions)),
-                    expansions_p95=float(np.percentile(expansions, 95)), seconds=seconds,
-                    seconds_per_proven_sentence=seconds / sum(proven) if any(proven) else None,
-                    empty_best_percent=row["empty_percent"],
-                    **{key: row[key] for key in ("bleu", "chrf", "length_ratio", "mean_score")},
-                    sentences=[{"index": index, "text": t.text, "score": float(t.score),
-                                "proven": t.proven, "expansions": t.expansions}
-                               for index, t in enumerate(translations)])
-            (exact_runs if decoder == "exact" else rows).append(row)
-    return rows, exact_runs, outputs
+    translator.translate(sources[:WARM_UP], decoder, beam_width, n_best, options=options)
+    started = time.perf_counter()
+    translations = translator.translate(sources, decoder, beam_width, n_best, options=options)
+    seconds = time.perf_counter() - started
+    scores = quality([t.text for t in translations], references)
+    print("%s: BLEU %.2f in %.1f s" % (name, scores["bleu"], seconds), file=sys.stderr)
+    return translations, scores, seconds
 
 
-def search_errors(sweep_rows, outputs, exact_runs, reference_scores):
-    """docs/API.md's "search_errors" rows: for every sweep variant, the % of proven sentences
-    whose exact best outscores its output, of sentences whose reference outscores it (by
-    more than SCORE_TOLERANCE, under the variant's normalisation; `reference_scores`:
-    {(kind, alpha): the references' scores}), of empty outputs."""
-    rows = []
-    for run in exact_runs:
-        variant = (run["length_penalty_kind"], run["length_penalty"])
-        scores = reference_scores[variant]
-        for row in sweep_rows:
-            if (row["length_penalty_kind"], row["length_penalty"]) == variant:
-                output = outputs[variant_name(row["decoder"], row["beam_width"], *variant)]
-                rows.append(dict({key: row[key] for key in VARIANT_KEYS}, **{
-                    "search_error_percent": percent(
-                        best["score"] > t.score + SCORE_TOLERANCE
-                        for best, t in zip(run["sentences"], output) if best["proven"]),
-                    "reference_better_percent": percent(
-                        score > t.score + SCORE_TOLERANCE for score, t in zip(scores, output)),
-                    "empty_output_percent": row["empty_percent"]}))
-    return rows
+def exact_run(normalisation, translations, scores, seconds, max_expansions):
+    """One normalisation's "exact" object (docs/API.md) from the exact search's translations
+    and their `quality`."""
+    proven, expansions = ([getattr(t, key) for t in translations]
+                          for key in ("proven", "expansions"))
+    return dict(
+        normalisation, max_expansions=max_expansions, proven_percent=percent(proven),
+        expansions_median=float(np.median(expansions)),
+        expansions_p95=float(np.percentile(expansions, 95)), seconds=seconds,
+        seconds_per_proven_sentence=seconds / sum(proven) if any(proven) else None,
+        empty_best_percent=scores["empty_percent"], bleu=scores["bleu"], chrf=scores["chrf"],
+        length_ratio=scores["length_ratio"],
+        mean_score=float(np.mean([t.score for t in translations])),
+        sentences=[{"index": index, "text": t.text, "score": float(t.score),
+                    "proven": t.proven, "expansions": t.expansions}
+                   for index, t in enumerate(translations)])
+
+
+def search_errors(row, output, exact, reference_scores):
+    """A sweep `row`'s "search_errors" row (docs/API.md), from its `output` translations, the
+    exact run's "sentences" and the references' scores under the row's normalisation."""
+    return dict(
+        {key: row[key] for key in VARIANT_KEYS},
+        search_error_percent=percent(best["score"] > t.score + SCORE_TOLERANCE
+                                     for best, t in zip(exact, output) if best["proven"]),
+        reference_better_percent=percent(score > t.score + SCORE_TOLERANCE
+                                         for score, t in zip(reference_scores, output)),
+        empty_output_percent=row["empty_percent"])
 
 
 def sentence_kinds(references, narrow, wide, beam, exact=None, reference_scores=None):
@@ -204,17 +168,17 @@ def sentence_kinds(references, narrow, wide, beam, exact=None, reference_scores=
       reference_scores: [n] the references' scores under this normalisation, or None.
     """
     chrf, found = CHRF(), []
+    (narrow_width, narrows), (wide_width, wides), (beam_width, beams) = narrow, wide, beam
     for index, reference in enumerate(references):
-        (n_width, n), (w_width, w), (b_width, b) = (
-            (width, outputs[index]) for width, outputs in (narrow, wide, beam))
+        n, w, b = narrows[index], wides[index], beams[index]
         kinds, errors = {}, {}  # errors: the kinds one note about the beam's output tells
         if n.text != w.text:
             n_chrf, w_chrf = (chrf.sentence_score(t.text, [reference]).score for t in (n, w))
             kinds["wider_beam_changes"] = "width %d (chrF %.1f): %s / width %d (chrF %.1f): %s" % (
-                n_width, n_chrf, n.text, w_width, w_chrf, w.text)
+                narrow_width, n_chrf, n.text, wide_width, w_chrf, w.text)
             if w_chrf < n_chrf:
                 kinds["wider_beam_worse"] = kinds["wider_beam_changes"]
-        notes = ["beam %d (score %.3f): %s" % (b_width, b.score, b.text)]
+        notes = ["beam %d (score %.3f): %s" % (beam_width, b.score, b.text)]
         if exact:
             best = exact[index]
             errors["search_error"] = best["proven"] and best["score"] > b.score + SCORE_TOLERANCE
@@ -236,7 +200,7 @@ def examples(sources, references, kinds, per_kind=EXAMPLES_PER_KIND):
       kinds: a {kind: note} per sentence (`sentence_kinds`, merged over normalisations).
     Returns:
       [{"index", "source", "reference", "kinds": every kind it shows, in KINDS order, "note":
-      their distinct notes joined by "; "}], shortest sources first.
+      their distinct notes joined by "; "}].
     """
     def shortest(indices):
         return sorted(indices, key=lambda index: (len(sources[index]), index))
@@ -264,49 +228,71 @@ def significance(systems, references):
             in zip(systems[1:], results["BLEU"][1:])]
 
 
-def differences(sources, references, outputs, name_a, name_b):
-    """The sentences variants `name_a` and `name_b` translate differently, with both outputs,
-    their scores, the source and the reference."""
-    return [{"index": index, "source": source, "reference": reference,
+def print_differences(sources, references, outputs, name_a, name_b):
+    """Prints the sentences variants `name_a` and `name_b` translate differently and returns
+    them ("differ": both outputs and their scores, the source and the reference)."""
+    rows = [{"index": index, "source": source, "reference": reference,
              "a": {"variant": name_a, "text": a.text, "score": a.score},
              "b": {"variant": name_b, "text": b.text, "score": b.score}}
             for index, (source, reference, a, b) in enumerate(zip(
                 sources, references, outputs[name_a], outputs[name_b])) if a.text != b.text]
+    print("\n%s and %s differ on %d of %d sentences" % (name_a, name_b, len(rows), len(sources)))
+    for row in rows:
+        print("#%d %s\n  reference: %s" % (row["index"], row["source"], row["reference"]))
+        for side in (row["a"], row["b"]):
+            print("  %s (%.3f): %s" % (side["variant"], side["score"], side["text"]))
+    return rows
 
 
 def run(args, translator, report, sources, references):
-    """Adds the sweep's keys (docs/API.md, the lab's report) and "examples" to `report`."""
-    report["sweep"], exact_runs, outputs = sweep(translator, sources, references, args)
-    widths, reference_scores, kinds = args.sweep_beam_widths, {}, [{} for _ in sources]
-    beam_width = translator.default_beam_width if translator.default_beam_width in widths else (
-        widths[-1])  # the width examples count errors at
+    """Adds the sweep's keys (docs/API.md, the lab's report) and "examples" to `report`: decodes
+    `sources` with the while_loop search at every width x normalisation and, with --exact, the
+    exact search once per normalisation; the sentences/s leave graph builds out."""
+    widths, outputs, kinds = args.sweep_beam_widths, {}, [{} for _ in sources]
+    beam_width = translator.default_beam_width  # the width examples count errors at
+    if beam_width not in widths:
+        beam_width = widths[-1]
+    report["sweep"], exact_runs, errors = [], [], []
     for kind, alpha in args.normalisations:
-        exact = next((run["sentences"] for run in exact_runs if (
-            run["length_penalty_kind"], run["length_penalty"]) == (kind, alpha)), None)
-        if exact:  # the references' scores: model errors
-            reference_scores[kind, alpha] = [score["score"] for score in translator.score(
-                sources, references, {"length_penalty_kind": kind, "length_penalty": alpha})]
+        normalisation = {"length_penalty_kind": kind, "length_penalty": alpha}
+        options = dict(normalisation, no_repeat_ngram_size=args.no_repeat_ngram_size,
+                       min_length=args.min_length)
+        rows, by_width = [], {}
+        for width in widths:
+            name = variant_name("while_loop", width, kind, alpha)
+            outputs[name], scores, seconds = decode(translator, name, sources, references,
+                                                    "while_loop", width, options=options)
+            by_width[width] = outputs[name]
+            rows.append(dict(decoder="while_loop", beam_width=width, **normalisation, **scores,
+                             mean_score=float(np.mean([t.score for t in outputs[name]])),
+                             sentences_per_second=len(sources) / seconds))
+        report["sweep"] += rows
+        exact, reference_scores = None, None
+        if args.exact:
+            name = variant_name("exact", None, kind, alpha)
+            outputs[name], scores, seconds = decode(
+                translator, name, sources, references, "exact", None,
+                options=dict(options, max_expansions=args.max_expansions))
+            exact_runs.append(exact_run(normalisation, outputs[name], scores, seconds,
+                                        args.max_expansions
+                                        or translator.config["decode"]["max_expansions"]))
+            exact = exact_runs[-1]["sentences"]
+            reference_scores = [score["score"] for score in translator.score(
+                sources, references, normalisation)]  # model errors
+            errors += [search_errors(row, by_width[row["beam_width"]], exact, reference_scores)
+                       for row in rows]
         for found, shown in zip(kinds, sentence_kinds(references, *(
-                (width, outputs[variant_name("while_loop", width, kind, alpha)])
-                for width in (widths[0], widths[-1], beam_width)), exact,
-                reference_scores.get((kind, alpha)))):
+                (width, by_width[width]) for width in (widths[0], widths[-1], beam_width)),
+                exact, reference_scores)):
             for name, note in shown.items():
                 found.setdefault(name, "%s: %s" % (normalisation_name(kind, alpha), note))
     report["examples"] = examples(sources, references, kinds)
     if args.exact:
-        report["exact"] = exact_runs
-        report["search_errors"] = search_errors(report["sweep"], outputs, exact_runs,
-                                                reference_scores)
+        report["exact"], report["search_errors"] = exact_runs, errors
     best = max(report["sweep"], key=lambda row: row["bleu"])
     best_name = variant_name(*(best[key] for key in VARIANT_KEYS))
     report["significance"] = significance(
         [(name, [t.text for t in outputs[name]]) for name in
          [best_name] + [name for name in outputs if name != best_name]], references)
     if args.differ:
-        report["differ"] = differences(sources, references, outputs, *args.differ)
-        print("\n%s and %s differ on %d of %d sentences" % (
-            *args.differ, len(report["differ"]), len(sources)))
-        for row in report["differ"]:
-            print("#%d %s\n  reference: %s" % (row["index"], row["source"], row["reference"]))
-            for side in (row["a"], row["b"]):
-                print("  %s (%.3f): %s" % (side["variant"], side["score"], side["text"]))
+        report["differ"] = print_differences(sources, references, outputs, *args.differ)
