@@ -35,8 +35,8 @@ def batch_counts(config):
     }
 
 
-def measure(session, counts, num_batches):
-    """Runs `num_batches` batches; returns the summed counts and the seconds taken."""
+def timed_pass(name, session, counts, num_batches):
+    """Runs `num_batches` batches; prints and returns their summed counts and rates."""
     def run():
         totals = dict.fromkeys(counts, 0)
         for _ in range(num_batches):
@@ -44,10 +44,6 @@ def measure(session, counts, num_batches):
                 totals[key] += int(value)
         return totals
     seconds, _, totals = harness.measure(run)
-    return totals, seconds
-
-
-def report(name, totals, seconds, num_batches):
     result = dict(totals, seconds=seconds, batches=num_batches,
                   pairs_per_second=totals["pairs"] / seconds,
                   tokens_per_second=totals["tokens"] / seconds,
@@ -76,10 +72,8 @@ def main():
     with tf.Graph().as_default():
         counts = batch_counts(config)
         with tf.Session() as session:
-            results = {
-                "warmup": report("warm-up", *measure(session, counts, args.warmup), args.warmup),
-                "steady": report("steady", *measure(session, counts, args.batches), args.batches),
-            }
+            results = {"warmup": timed_pass("warm-up", session, counts, args.warmup),
+                       "steady": timed_pass("steady", session, counts, args.batches)}
     harness.write_json(args.json, dict(results, config=args.config, hparams=args.hparams))
 
 

@@ -18,7 +18,6 @@ import glob
 import http.client
 import json
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -28,15 +27,15 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import harness  # noqa: E402
+from seq2seq.model_dir import checkpoint_step  # noqa: E402
 
 SENTENCES = ("twenty one", "the first of May", "I bought these two chairs.", "Monday")
 
 
 def checkpoint_steps(model_dir):
     """The steps of the checkpoints in `model_dir` (its latest ones), in order."""
-    return sorted(int(match.group(1)) for match in (
-        re.search(r"model\.ckpt-(\d+)\.index$", path)
-        for path in glob.glob(os.path.join(model_dir, "model.ckpt-*.index"))) if match)
+    return sorted(checkpoint_step(path[:-len(".index")])
+                  for path in glob.glob(os.path.join(model_dir, "model.ckpt-*.index")))
 
 
 def install_best(source_dir, step, model_dir):
@@ -69,8 +68,7 @@ def client(port, index, stop, answers):
                             answer.get("model", {}).get("step")))
         except (OSError, http.client.HTTPException, ValueError):
             answers.append((started, time.time(), 0, None))
-            connection.close()
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+            connection.close()  # the next request opens a new one
         count += 1
     connection.close()
 
@@ -143,6 +141,7 @@ def main(argv=None):
             served = {switched[-1][3] if switched else steps[-1]}
             served.update(reload[3] for reload in reloads if start <= reload[1] <= end)
             wrong_step += step not in served
+    reload_seconds = [loaded - installed for installed, loaded, _, _ in reloads]
     report = {
         "clients": args.clients, "reloads": len(reloads), "requests": len(answers),
         "failed": sum(status != 200 for _, _, status, _ in answers),
@@ -151,9 +150,8 @@ def main(argv=None):
         "during_reloads_ms": {"requests": len(during), "p50": p(during, 0.5),
                               "p99": p(during, 0.99)},
         "answers_from_a_step_not_served_in_their_time": wrong_step,
-        "reload_seconds": {"median": round(harness.median(
-            [loaded - installed for installed, loaded, _, _ in reloads]), 2),
-            "max": round(max(loaded - installed for installed, loaded, _, _ in reloads), 2)},
+        "reload_seconds": {"median": round(harness.median(reload_seconds), 2),
+                           "max": round(max(reload_seconds), 2)},
         "rss_mib": {"after_%d" % number: round(mib, 1) for number, mib in sorted(memory.items())},
     }
     print(json.dumps(report, indent=2))
