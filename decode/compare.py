@@ -2,8 +2,8 @@
 --compare_models and --ensemble_best, the decoding lab (decode/lab.py, decode/families.py).
 
     python -m decode.compare --model_dir runs/default --beam_widths 1,4,8 --plot compare.png
-    python -m decode.compare --model_dir runs/lab --beam_widths none --sweep --exact \
-        --families mbr,diverse --ensemble_best 2 --markdown lab.md
+    python -m decode.compare --model_dir runs/lab --beam_widths none --sweep --exact --json lab.json
+    python -m decode.compare --model_dir runs/lab --beam_widths none --families mbr,diverse
     python -m decode.compare --model_dir runs/default --graphs runs/graphs
 
 Greedy once, then the while_loop and unrolled searches at every beam width, each with a fresh

@@ -113,13 +113,9 @@ def open_models(args, translator):
 
 
 def n_best_diversity(n_bests):
-    """The mean over sentences with two or more hypotheses of the mean sentence BLEU
-    (effective order) of each hypothesis against each other one, as the reference (i != j);
-    lower: more diverse. None if no sentence has two.
-
-    Args:
-      n_bests: a list of texts per sentence.
-    """
+    """The n-bests' self-BLEU (lower: more diverse): the mean over `n_bests` (a list of texts
+    per sentence) with two texts or more of the mean sentence BLEU (effective order) of each text
+    against each other one as the reference; None if no sentence has two."""
     means = [(matrix.sum() - np.trace(matrix)) / (len(texts) * (len(texts) - 1))
              for texts in n_bests if len(texts) > 1
              for matrix in [utility_matrix(texts, texts, "bleu")]]

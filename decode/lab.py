@@ -17,7 +17,6 @@ VARIANT_KEYS = ("decoder", "beam_width", "length_penalty_kind", "length_penalty"
 SCORE_TOLERANCE = 1e-4  # a score higher by more than this is higher (docs/API.md)
 KINDS = ("search_error", "wider_beam_changes", "wider_beam_worse", "empty_exact_best",
          "reference_better")
-EXAMPLES_PER_KIND = 5
 WARM_UP = 8  # sentences decoded before a timed call: it builds, and warms a batch per thread
 
 
@@ -193,7 +192,7 @@ def sentence_kinds(references, narrow, wide, beam, exact=None, reference_scores=
     return found
 
 
-def examples(sources, references, kinds, per_kind=EXAMPLES_PER_KIND):
+def examples(sources, references, kinds, per_kind=5):
     """The lab's "examples": up to `per_kind` sentences of each kind, shortest sources first.
 
     Args:
@@ -229,8 +228,8 @@ def significance(systems, references):
 
 
 def print_differences(sources, references, outputs, name_a, name_b):
-    """Prints the sentences variants `name_a` and `name_b` translate differently and returns
-    them ("differ": both outputs and their scores, the source and the reference)."""
+    """Prints and returns the "differ" rows: the sentences `name_a` and `name_b` translate
+    differently, with both outputs and their scores, the source and the reference."""
     rows = [{"index": index, "source": source, "reference": reference,
              "a": {"variant": name_a, "text": a.text, "score": a.score},
              "b": {"variant": name_b, "text": b.text, "score": b.score}}
