@@ -135,8 +135,8 @@ class Seq2SeqModel:
             return new_state, self._output(h, context[:, 0, :], training)
 
     def beam_update_fn(self, encoder_output, beam_width, with_attention=False):
-        """`step` for the beam-search contract of docs/API.md, the encoder output in the state
-        (handed back unchanged, so a search reorders it only when it drops finished rows).
+        """`step` for the beam-search contract of docs/API.md, the encoder output in the state,
+        handed back unchanged: a search never reorders it, only drops decided sentences' rows.
 
         Args:
           encoder_output: `encode(..., training=False)`'s result, [batch, ...].
