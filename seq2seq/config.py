@@ -103,9 +103,8 @@ SHAPE_KEYS = ("data.joint_vocab", "data.vocab_size", "model.embedding_size", "mo
               "model.encoder_units", "model.encoder_layers", "model.attention",
               "model.attention_size", "model.share_embeddings", "model.tie_output_projection")
 
-_CHOICES = {"data.corpus": ("embedded", "files"), "data.spm_model_type": ("unigram", "bpe"),
-            "model.attention": ("bahdanau", "luong"),
-            "train.decay": ("rsqrt", "constant", "cosine")}
+_CHOICES = {"data.corpus": ("embedded", "files"), "train.decay": ("rsqrt", "constant", "cosine"),
+            "data.spm_model_type": ("unigram", "bpe"), "model.attention": ("bahdanau", "luong")}
 
 # The numeric keys' lower bounds (the decoding options' ranges: decoding_options.TABLE).
 _AT_LEAST = {

@@ -83,12 +83,14 @@ def problem(option, value, named):
     if not (is_int(value) if option.kind == "int" else number):
         return "must be %s" % ("an integer" if option.kind == "int" else "a number")
     low, high = bounds(option, named)
-    if (value > low if option.open_low else value >= low) and (  # NaN fails both
-            high is None or (value < high if option.open_high else value <= high)):
+    above_low = value > low if option.open_low else value >= low  # NaN is neither
+    below_high = high is None or (value < high if option.open_high else value <= high)
+    if above_low and below_high:
         return None
     if option.open_low or option.open_high:  # the brackets say which ends are in
-        return "must be in %s%s, %s%s" % ("[("[option.open_low], low, "inf" if high is None
-                                          else high, "])"[option.open_high])
+        return "must be in %s%s, %s%s" % ("(" if option.open_low else "[", low,
+                                          "inf" if high is None else high,
+                                          ")" if option.open_high else "]")
     return "must be in %s..%s" % (low, "" if high is None else high)
 
 
