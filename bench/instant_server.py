@@ -19,12 +19,16 @@ class InstantTranslator(Translator):
     """A Translator that checks its options and then decodes nothing."""
 
     def translate_tokens(self, token_ids, decoder="while_loop", beam_width=None, n_best=1,
-                         trace=False, options=None):
-        """Each sentence's own source tokens, detokenized, as its one hypothesis, score 0."""
+                         trace=False, options=None, target_prefixes=None):
+        """Each sentence's own source tokens, detokenized, as its one hypothesis, score 0
+        (target prefixes ignored)."""
         self.check_options(decoder, beam_width, n_best, options)
-        return [Translation(text, 0.0, [Hypothesis(text, 0.0)], False, None)
-                for text in (self._tokenizer.decode_source(ids) for ids in token_ids)]
-
+        translations = []
+        for ids in token_ids:
+            text, pieces = self._tokenizer.decode_source(ids), self._tokenizer.source_pieces(ids)
+            translations.append(Translation(text, 0.0, [Hypothesis(text, 0.0, pieces)], False,
+                                            pieces=pieces))
+        return translations
 
 if __name__ == "__main__":
     # serve.py's loader imports Translator from decode.translator when it runs.

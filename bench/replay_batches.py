@@ -20,10 +20,10 @@ import time
 
 from bench import harness
 
-FIELDS = ("decoder", "beam_width", "n_best", "trace", "source_ids", "wall_seconds",
-          "cpu_seconds")
+FIELDS = ("decoder", "beam_width", "n_best", "trace", "source_ids", "wall_seconds", "cpu_seconds")
 AS_SLOW_AS_SERVING = 1.25  # served / replayed wall time up to this: the batches are the cost
-SIZE_BINS = ((1, 1), (2, 4), (5, 8), (9, 16), (17, 32), (33, None))  # sentences per call
+SIZE_BINS = {"1": (1, 1), "2-4": (2, 4), "5-8": (5, 8), "9-16": (9, 16), "17-32": (17, 32),
+             "33+": (33, None)}  # sentences per call
 
 
 def read_log(paths):
@@ -112,10 +112,8 @@ def report(records, rows, replay_step):
            "" if span is None else "; %.1f sentences/s over the log's %.2f s" % (
                sum(len(r["source_ids"]) for r in records) / max(span, 1e-9), span)),
         "sentences per call (calls): " + ", ".join(
-            "%s: %d" % ("%d+" % low if high is None else "%d-%d" % (low, high) if high > low
-                        else "%d" % low,
-                        sum(low <= size <= (high or size) for size in sizes))
-            for low, high in SIZE_BINS),
+            "%s: %d" % (label, sum(low <= size <= (high or size) for size in sizes))
+            for label, (low, high) in SIZE_BINS.items()),
         "replay: %.3f s wall, %.3f s CPU back to back (%.1f sentences/s)"
         % (replay_wall, replay_cpu, sentences / max(replay_wall, 1e-9)),
         "served / replay: %.2fx wall, %.2fx CPU"

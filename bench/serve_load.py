@@ -63,9 +63,8 @@ class ResponseError(Exception):
     """An answer this client cannot read; it counts as a connection failure."""
 
 
-# What a request can fail with short of an answer: the connection (OSError,
-# which includes TimeoutError; EOFError when the server closes it mid-answer),
-# an answer head over the stream's 64 KiB limit, or an unreadable answer.
+# Short of an answer: the connection (OSError, TimeoutError included; EOFError: closed
+# mid-answer), an answer head over the stream's 64 KiB limit, or an unreadable answer.
 CONNECTION_FAILURES = (OSError, EOFError, asyncio.LimitOverrunError, ResponseError)
 
 
@@ -361,14 +360,14 @@ def served_copy(model_dir, directory, hparams, batch_log):
     return directory
 
 
-def keep_batch_log(path, kept_path):
-    """Moves a server's batch log (if it logged a call) to `kept_path`: the next phase's
+def keep_batch_log(path, suffix):
+    """Moves a server's batch log (if it logged a call) to PATH-SUFFIX.jsonl: the next phase's
     calls go to a new file, which the server opens for each line."""
     if os.path.exists(path):
-        os.replace(path, kept_path)
+        os.replace(path, path.replace(".jsonl", "-%s.jsonl" % suffix))
 
 
-def parse_args(argv):
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model_dir", required=True, help="a model directory written by train.py")
     parser.add_argument("--input", help="test sentences, one a line (default: the model's "
@@ -386,11 +385,7 @@ def parse_args(argv):
                         help='settings over the model\'s config.yaml, e.g. "serve.batch_hold_ms=0"')
     parser.add_argument("--batch_log", help="a directory for the servers' batch logs, one file "
                                             "per mode and phase (bench.replay_batches reads them)")
-    return parser.parse_args(argv)
-
-
-def main(argv=None):
-    args = parse_args(argv)
+    args = parser.parse_args(argv)
     model_dir = os.path.abspath(args.model_dir)
     sentences = harness.read_sentences(args.input or harness.model_test_source(model_dir))
     modes = args.modes.split(",")
@@ -398,10 +393,11 @@ def main(argv=None):
     os.makedirs(log_dir, exist_ok=True)
     copies_dir = os.path.join(log_dir, "serve_load_models")
     shutil.rmtree(copies_dir, ignore_errors=True)
-    batch_logs = {mode: os.path.join(os.path.abspath(args.batch_log), mode + ".jsonl")
-                  for mode in modes} if args.batch_log else {}
+    batch_logs = {}
     if args.batch_log:
         os.makedirs(args.batch_log, exist_ok=True)
+        batch_logs = {mode: os.path.join(os.path.abspath(args.batch_log), mode + ".jsonl")
+                      for mode in modes}
     servers = {}
     try:
         for mode in modes:
@@ -415,7 +411,7 @@ def main(argv=None):
         references = {mode: reference_answers(server.port, sentences)
                       for mode, server in servers.items()}
         for mode, path in batch_logs.items():
-            keep_batch_log(path, path.replace(".jsonl", "-reference.jsonl"))
+            keep_batch_log(path, "reference")
         results = []
         plan = plan_requests(sentences, args.requests)
         for clients in (int(count) for count in args.clients.split(",")):
@@ -427,11 +423,9 @@ def main(argv=None):
                 result = run_phase(mode, servers[mode], plan[round_index::args.rounds], clients,
                                    references[mode])
                 if mode in batch_logs:
-                    keep_batch_log(batch_logs[mode], batch_logs[mode].replace(
-                        ".jsonl", "-%dclients-round%d.jsonl" % (clients, round_index + 1)))
+                    keep_batch_log(batch_logs[mode],
+                                   "%dclients-round%d" % (clients, round_index + 1))
                 return result
-            # The modes take turns, each round in the other order, so that load from other
-            # processes on the machine falls on both alike.
             rounds = harness.time_rounds({mode: functools.partial(phase, mode) for mode in modes},
                                          args.rounds, warmup=0)
             for mode in modes:

@@ -63,7 +63,7 @@ def benchmark_sentences(model_dir, count):
     return (sentences * (count // len(sentences) + 1))[:count]
 
 
-def parse_args(argv):
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model_dir", required=True, help="a model directory written by train.py")
     parser.add_argument("--settings", default="0/0,-1/1",
@@ -72,11 +72,7 @@ def parse_args(argv):
     parser.add_argument("--sentences", type=int, default=96)
     parser.add_argument("--child", help=argparse.SUPPRESS)  # measure this setting here
     parser.add_argument("--json", help=argparse.SUPPRESS)  # where the child writes it
-    return parser.parse_args(argv)
-
-
-def main(argv=None):
-    args = parse_args(argv)
+    args = parser.parse_args(argv)
     model_dir = os.path.abspath(args.model_dir)
     if args.child:
         sentences = benchmark_sentences(model_dir, args.sentences)
