@@ -161,8 +161,7 @@ def build_corpus(wheel_paths, target, out_dir, licences=None, verbose=True):
                            "%s" % (target, target, len(wheel_paths),
                                    " ".join(sorted(languages)) or "none"))
     votes, first = collections.defaultdict(collections.Counter), {}  # source -> target -> entries
-    # package -> catalogs, entries per reason, pairs
-    stats = collections.defaultdict(collections.Counter)
+    stats = collections.defaultdict(collections.Counter)  # package -> catalogs, reasons, pairs
     for package, path, name in tqdm(catalogs, desc="reading catalogs", unit=" .po",
                                     disable=not verbose):
         with zipfile.ZipFile(path) as wheel:  # Babel fails on the template's date "YEAR-MO-DA"

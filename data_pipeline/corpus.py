@@ -73,7 +73,8 @@ def read_corpus(spec):
 
 def format_skipped(skipped):
     """``Counter({"no_tab": 2})`` -> ``"no_tab 2"``; "" when nothing was skipped."""
-    return ", ".join("%s %d" % item for item in sorted(skipped.items()) if item[1])
+    return ", ".join("%s %d" % (reason, count) for reason, count in sorted(skipped.items())
+                     if count)
 
 
 def read_text_lines(path):

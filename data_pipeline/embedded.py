@@ -177,7 +177,8 @@ def dates(rng, locale):
         english = _DATE_FORMS[form - 4]
         skeleton = "yMMMMd" if "{y}" in english else "MMMMd"
         target = _plain_spaces(format_skeleton(skeleton, day, locale=locale))
-        suffix = {1: "st", 2: "nd", 3: "rd"}.get(day.day % 10, "th") if day.day // 10 != 1 else "th"
+        teens = 10 <= day.day <= 20
+        suffix = "th" if teens else {1: "st", 2: "nd", 3: "rd"}.get(day.day % 10, "th")
         english = english.format(m=_month(day.month, ENGLISH), d=day.day, y=day.year,
                                  o="%d%s" % (day.day, suffix), w=spell_ordinal(day.day, ENGLISH))
     if day.day == 1:

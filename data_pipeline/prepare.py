@@ -167,11 +167,10 @@ def _install(staging, data_dir, previous, manifest):
             os.remove(os.path.join(data_dir, name))
     for name in _listed_files(manifest):
         os.replace(os.path.join(staging, name), os.path.join(data_dir, name))
-    temporary = os.path.join(data_dir, MANIFEST + ".tmp")
-    with open(temporary, "w", encoding="utf-8") as f:
+    with open(os.path.join(staging, MANIFEST), "w", encoding="utf-8") as f:
         json.dump(manifest, f, indent=2, ensure_ascii=False, sort_keys=True)
         f.write("\n")
-    os.replace(temporary, os.path.join(data_dir, MANIFEST))
+    os.replace(os.path.join(staging, MANIFEST), os.path.join(data_dir, MANIFEST))
 
 
 def _embedded_splits(data):
