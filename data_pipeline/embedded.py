@@ -160,8 +160,7 @@ def names(rng, locale):
 
 
 def dates(rng, locale):
-    """A date as people write it: "March 3, 2021", "3/3/2021", "the 3rd of March"... ->
-    "3 de março de 2021"."""
+    """A date as people write it: "March 3, 2021", "3/3/2021", "the 3rd of March", "March 2021"."""
     day = datetime.date.fromordinal(rng.randint(_FIRST_DAY, _LAST_DAY))
     form = rng.randrange(len(_DATE_FORMS) + 4)
     if form == 2:
@@ -229,8 +228,7 @@ def times(rng, locale):
 
 
 def noun_phrases(rng, locale):
-    """A noun phrase with agreement, maybe in a sentence: "the two red cars" -> "os dois carros
-    vermelhos"."""
+    """A noun phrase, maybe framed: "the two red cars" -> "os dois carros vermelhos"."""
     noun, count = rng.choice(NOUNS), None
     plural = rng.random() < 0.5
     if not plural:
@@ -259,8 +257,7 @@ def ordinals(rng, locale):
 
 
 def weekdays(rng, locale):
-    """"next Saturday at 3:45 PM" -> "no próximo sábado às 15:45"; "last Monday" -> "na
-    segunda-feira passada"."""
+    """"next Saturday at 3:45 PM" -> "no próximo sábado às 15:45", "last Monday", "on Mondays"."""
     weekday, phrase = rng.randrange(7), rng.choice(WEEKDAY_PHRASES)
     english_day, target_day = _both(locale, _weekday, weekday)
     if phrase.plural:  # "segunda-feira" -> "segundas-feiras"
@@ -348,9 +345,9 @@ def _in_frame(rng, frames, english, target, **target_fields):
     return english_frame.format(english), target_frame.format(target, **target_fields)
 
 
-def _both(locale, spell, *args):
-    """`spell(*args, locale=...)` in English and in `locale`, with plain spaces."""
-    return tuple(_plain_spaces(spell(*args, locale=each)) for each in (ENGLISH, locale))
+def _both(locale, render, *args):
+    """`render(*args, locale=...)` in English and in `locale`, with plain spaces."""
+    return tuple(_plain_spaces(render(*args, locale=each)) for each in (ENGLISH, locale))
 
 
 def _weekday(index, locale):
