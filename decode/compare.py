@@ -13,6 +13,7 @@ standard error, the tables to standard output.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -35,14 +36,12 @@ STEADY_COLUMNS = (
     ("build s", "build_seconds", "%.2f"), ("ops", "num_ops", "%d"),
     ("first ms (incl. build)", "first_call_ms", "%.1f"), ("steady ms", "steady_ms", "%.1f"),
     ("sent/s", "sentences_per_second", "%.1f"), ("tok/s", "tokens_per_second", "%.0f"),
-    ("out len", "mean_output_tokens", "%.1f"), ("BLEU", "bleu", "%.2f"),
-)
+    ("out len", "mean_output_tokens", "%.1f"), ("BLEU", "bleu", "%.2f"))
 AGREEMENT_COLUMNS = (
     ("variant", "variant", "%s"), ("against", "against", "%s"),
     ("same text %", "identical_texts_percent", "%.1f"),
     ("same ids %", "identical_ids_percent", "%.1f"),
-    ("max |score diff|", "max_score_difference", "%.2g"),
-)
+    ("max |score diff|", "max_score_difference", "%.2g"))
 
 
 def parse_args(argv):
@@ -228,8 +227,7 @@ def compare(args, translator, report, token_ids, references, options):
                                  else ([], []))
     results, report["results"], report["sentence_latency"] = {}, [], []
     for number, (decoder, width) in enumerate(variants, start=1):
-        fresh = Translator(args.model_dir)
-        try:
+        with contextlib.closing(Translator(args.model_dir)) as fresh:
             row, results[decoder, width] = measure(
                 fresh, token_ids, references, decoder, width, args.runs, options)
             if decoder == "greedy" or width == args.beam_widths[-1]:
@@ -240,8 +238,6 @@ def compare(args, translator, report, token_ids, references, options):
                         "decoder": decoder, "beam_width": width, "source_tokens": len(ids),
                         "output_tokens": len(result.ids[0]),
                         "ms": 1000 * statistics.median(timings)})
-        finally:
-            fresh.close()
         report["results"].append(row)
         print(progress_line(row, number, len(variants)), file=sys.stderr, flush=True)
     report["agreement"] = [

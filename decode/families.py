@@ -12,8 +12,7 @@ import sacrebleu
 from decode import lab
 from decode.mbr import UTILITIES, oracle_choice, utility_matrix
 from decode.options import SCORING_OPTIONS
-from seq2seq.model_dir import (AVERAGED_RECORD, checkpoint_step, find_checkpoint,
-                               read_status_file)
+from seq2seq.model_dir import AVERAGED_RECORD, checkpoint_step, find_checkpoint, read_status_file
 
 FAMILIES = ("mbr", "diverse")
 BEAM_WIDTH = 5  # the baseline's width and n-best, and diverse beam search's

@@ -41,8 +41,7 @@ def check_flags(parser, args):
     """Parses and checks the lab's flags in `args` (parser.error names the first bad one)."""
     args.sweep = args.sweep or args.exact
     try:
-        args.normalisations = [parse_normalisation(text)
-                               for text in args.normalisations.split(",")]
+        args.normalisations = [parse_normalisation(text) for text in args.normalisations.split(",")]
     except ValueError as error:
         parser.error("--normalisations: %s" % error)
     if (args.differ or args.sweep_plot) and not args.sweep:

@@ -9,8 +9,7 @@ SWEEP_COLUMNS = (
     ("normalisation", "length_penalty_kind", "%s"), ("alpha", "length_penalty", "%g"),
     ("BLEU", "bleu", "%.2f"), ("chrF", "chrf", "%.2f"), ("len ratio", "length_ratio", "%.3f"),
     ("empty %", "empty_percent", "%.1f"), ("mean score", "mean_score", "%.3f"),
-    ("sent/s", "sentences_per_second", "%.1f"),
-)
+    ("sent/s", "sentences_per_second", "%.1f"))
 EXACT_COLUMNS = SWEEP_COLUMNS[2:4] + (
     ("proven %", "proven_percent", "%.1f"), ("expansions median", "expansions_median", "%.0f"),
     ("p95", "expansions_p95", "%.0f"), ("s/proven", "seconds_per_proven_sentence", "%.3f"),
