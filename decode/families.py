@@ -98,16 +98,14 @@ def open_models(args, translator):
     for name, model_dirs, checkpoints in specs:
         model = Translator(model_dirs if len(model_dirs) > 1 else model_dirs[0],
                            checkpoint=checkpoints)
-        steps, what = [checkpoint_step(path) for path in checkpoints or map(
-            find_checkpoint, model_dirs)], "step"
+        model.check_options("while_loop", BEAM_WIDTH)
+        paths, what = checkpoints or [find_checkpoint(path) for path in model_dirs], "step"
         record = os.path.join(model_dirs[0], AVERAGED_RECORD)  # what training.average averaged
         if len(model_dirs) == 1 and os.path.isfile(record):
             with open(record, encoding="utf-8") as averaged:
-                steps = [checkpoint_step(path) for path in json.load(averaged)["checkpoints"]]
-            what = "the average of step"
-        models.append(("%s (%s%s %s)" % (name, what, "s" * (len(steps) > 1), "+".join(
-            map(str, steps))), model))
-        model.check_options("while_loop", BEAM_WIDTH)
+                paths, what = json.load(averaged)["checkpoints"], "the average of step"
+        steps = "+".join(str(checkpoint_step(path)) for path in paths)
+        models.append(("%s (%s%s %s)" % (name, what, "s" * (len(paths) > 1), steps), model))
     return models
 
 

@@ -8,13 +8,12 @@ GRAPH_LENGTHS = (8, 32)  # the unrolled search's steps in its two graphs
 
 def write_graphs(translator, logdir):
     """Writes the unrolled search at GRAPH_LENGTHS steps and the while_loop search as
-    TensorBoard graphs in logdir/<name>; returns {name: op count}."""
+    TensorBoard graphs in logdir/<name>, printing each one's op count."""
     import tensorflow.compat.v1 as tf
 
     from decode.graphs import search_encoded
     from seq2seq.model import Seq2SeqModel
 
-    op_counts = {}
     for decoder, length in [("unrolled", n) for n in GRAPH_LENGTHS] + [("while_loop", None)]:
         name = "%s_%d_steps" % (decoder, length) if length else decoder
         with tf.Graph().as_default() as graph:
@@ -26,8 +25,5 @@ def write_graphs(translator, logdir):
                            source_length, translator.config["decode"], decoder,
                            translator.config["decode"]["beam_width"], unrolled_length=length)
             tf.summary.FileWriter(os.path.join(logdir, name), graph).close()
-            op_counts[name] = len(graph.get_operations())
-    for name, count in op_counts.items():
-        print("%s: %d ops" % (name, count))
+        print("%s: %d ops" % (name, len(graph.get_operations())))
     print("tensorboard --logdir %s  (then the Graphs tab)" % logdir)
-    return op_counts
