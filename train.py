@@ -29,7 +29,7 @@ from seq2seq.config import (  # noqa: E402
     ConfigError, corpus_overrides, load_config, save_config, shape_mismatches)
 from seq2seq.model_dir import (  # noqa: E402
     CONFIG_FILE, EXPORT_DIR, checkpoint_step, find_checkpoint, latest_checkpoint)
-from training.best_checkpoint import BestCheckpointExporter, format_metrics_table  # noqa: E402
+from training.best_checkpoint import BestCheckpointExporter, log_evaluation  # noqa: E402
 from training.early_stopping import EarlyStopping, evaluations_since_best  # noqa: E402
 from training.model_fn import (  # noqa: E402
     NonFiniteLossError, as_non_finite_loss_error, model_fn, serving_input_receiver_fn,
@@ -46,12 +46,11 @@ logger = logging.getLogger("seq2seq")
 def check_model_dir(config, model_dir, tokenizer):
     """Raises ConfigError if `model_dir` holds a model of another shape or vocabulary."""
     config_path = os.path.join(model_dir, CONFIG_FILE)
-    if os.path.exists(config_path):
-        mismatches = shape_mismatches(load_config(config_path), config)
-        if mismatches:
-            raise ConfigError(
-                "%s was trained with a different model shape (%s); train into a new "
-                "--model_dir or restore these values" % (model_dir, "; ".join(mismatches)))
+    mismatches = os.path.exists(config_path) and shape_mismatches(load_config(config_path), config)
+    if mismatches:
+        raise ConfigError("%s was trained with a different model shape (%s); train into a new "
+                          "--model_dir or restore these values"
+                          % (model_dir, "; ".join(mismatches)))
     try:
         trained = Tokenizer.load(model_dir)
     except FileNotFoundError:
@@ -94,8 +93,8 @@ def wait_for_chief(model_dir, chief, timeout_secs):
             if time.monotonic() >= deadline:
                 raise TimeoutError(
                     "the chief (%s) wrote no %s and tokenizer into %s within %d s: is it running, "
-                    "with this --model_dir on a file system both share? (a chief prepares the "
-                    "data first: raise --chief_timeout_secs for a large corpus)"
+                    "with this --model_dir on a file system both share? (a chief prepares the data "
+                    "first: raise --chief_timeout_secs for a large corpus)"
                     % (chief, CONFIG_FILE, model_dir, timeout_secs)) from None
             time.sleep(1.0)
 
@@ -103,45 +102,47 @@ def wait_for_chief(model_dir, chief, timeout_secs):
 def build_estimator(config, model_dir, num_towers):
     """An Estimator for `config` on `num_towers` towers (TF_CONFIG read by its RunConfig)."""
     train = config["train"]
-    towers_config, probe = session_config(num_towers), tf.estimator.RunConfig()
-    if towers_config is not None and probe.cluster_spec.jobs:
-        merged = tf.ConfigProto()  # keeps the cluster task's device filters
-        merged.CopyFrom(probe.session_config)
-        merged.MergeFrom(towers_config)
-        towers_config = merged
+    # a cluster task's own session config (TF_CONFIG's) holds its device filters: keep them
+    towers_config, task_config = session_config(num_towers), tf.estimator.RunConfig().session_config
+    if towers_config is not None and task_config is not None:
+        task_config.MergeFrom(towers_config)
+        towers_config = task_config
     run_config = tf.estimator.RunConfig(
-        model_dir=model_dir, tf_random_seed=train["seed"],
+        model_dir=model_dir, tf_random_seed=train["seed"], session_config=towers_config,
         save_checkpoints_steps=train["save_checkpoints_steps"],
         keep_checkpoint_max=train["keep_checkpoint_max"],
         save_summary_steps=train["log_step_count_steps"],
-        log_step_count_steps=train["log_step_count_steps"], session_config=towers_config)
+        log_step_count_steps=train["log_step_count_steps"])
     return tf.estimator.Estimator(
         model_fn=model_fn, config=run_config, params=dict(config, num_towers=num_towers))
 
 
-def export(estimator, model_dir):
-    """Writes the SavedModel of the checkpoint the model directory serves (the best-BLEU one,
-    else the latest) to MODEL_DIR/export/<timestamp>/: its path."""
+def _export(estimator, config, model_dir):
+    """Exports find_checkpoint's SavedModel to MODEL_DIR/export/<timestamp>/: {"export_path"}."""
     checkpoint = find_checkpoint(model_dir)
     path = estimator.export_saved_model(
         os.path.join(model_dir, EXPORT_DIR), serving_input_receiver_fn,
         assets_extra={name: os.path.join(model_dir, name) for name in model_dir_files(model_dir)},
-        checkpoint_path=checkpoint)
-    path = path.decode("utf-8") if isinstance(path, bytes) else path
+        checkpoint_path=checkpoint).decode("utf-8")
     logger.info("exported the SavedModel of %s to %s", checkpoint, path)
-    return path
+    return {"export_path": path}
 
 
 def _evaluate(estimator, config, model_dir):
     metrics = estimator.evaluate(input_fn)
-    logger.info(format_metrics_table(metrics, "evaluation at step %d" % metrics["global_step"]))
+    log_evaluation(metrics)
     return metrics
+
+
+def _trained(estimator, config, model_dir):
+    """The result of a run that trained to max_steps: its step and its export."""
+    return dict(_export(estimator, config, model_dir), stopped="max_steps",
+                global_step=estimator.get_variable_value(tf.GraphKeys.GLOBAL_STEP))
 
 
 def _train(estimator, config, model_dir):
     estimator.train(input_fn, max_steps=config["train"]["max_steps"])
-    return {"global_step": estimator.get_variable_value(tf.GraphKeys.GLOBAL_STEP),
-            "export_path": export(estimator, model_dir), "stopped": "max_steps"}
+    return _trained(estimator, config, model_dir)
 
 
 def _train_and_evaluate(estimator, config, model_dir):
@@ -151,11 +152,11 @@ def _train_and_evaluate(estimator, config, model_dir):
                        "evaluator task evaluates apart from the chief that trains")
     early_stopping = EarlyStopping(0 if cluster else train["early_stopping_evaluations"],
                                    evaluations_since_best(model_dir))
-    metrics = None
     if early_stopping.stopped:  # a rerun of a run that stopped early
         logger.info("early stopping: the last %d evaluation(s) found no better dev BLEU; raise "
                     "train.early_stopping_evaluations to train on",
                     early_stopping.evaluations_since_best)
+        metrics = _evaluate(estimator, config, model_dir)
     else:
         eval_spec = tf.estimator.EvalSpec(
             input_fn, steps=None, start_delay_secs=0, throttle_secs=train["throttle_secs"],
@@ -165,17 +166,11 @@ def _train_and_evaluate(estimator, config, model_dir):
         result = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
         if not estimator.config.is_chief:
             return {}
-        if cluster:  # a distributed chief only trains (result is None)
-            return dict(_export(estimator, config, model_dir), stopped="max_steps",
-                        global_step=estimator.get_variable_value(tf.GraphKeys.GLOBAL_STEP))
-        metrics = result[0]
-    metrics = metrics or _evaluate(estimator, config, model_dir)  # None: max_steps reached
-    return dict(metrics, export_path=export(estimator, model_dir),
-                stopped="early_stopping" if early_stopping.stopped else "max_steps")
-
-
-def _export(estimator, config, model_dir):
-    return {"export_path": export(estimator, model_dir)}
+        if cluster:  # a distributed chief only trains: its evaluator task evaluates
+            return _trained(estimator, config, model_dir)
+        metrics = result[0] or _evaluate(estimator, config, model_dir)  # None: no step trained
+    stopped = "early_stopping" if early_stopping.stopped else "max_steps"
+    return dict(metrics, **_export(estimator, config, model_dir), stopped=stopped)
 
 
 _SCHEDULES = {"train_and_evaluate": _train_and_evaluate, "train": _train,
@@ -205,10 +200,9 @@ def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=
     if schedule in ("evaluate", "export") and not latest_checkpoint(model_dir):
         raise ConfigError("%s holds no checkpoint to %s: train a model into it first"
                           % (model_dir, schedule))
-    if schedule == "export":
-        return _export(estimator, config, model_dir)
     status = None
-    if estimator.config.task_type != "ps":  # a parameter server only serves variables
+    # a parameter server only serves variables; an export needs no data
+    if estimator.config.task_type != "ps" and schedule != "export":
         if cluster and not estimator.config.is_chief:  # the chief prepares the data first
             wait_for_chief(model_dir, estimator.config.cluster_spec.job_tasks("chief")[0],
                            chief_timeout_secs)
@@ -217,16 +211,14 @@ def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=
         check_model_dir(config, model_dir, tokenizer)
         if estimator.config.is_chief and schedule in ("train_and_evaluate", "train"):
             write_model_dir(config, model_dir, tokenizer)
-            status = start_training_status(
-                model_dir, checkpoint_step(latest_checkpoint(model_dir)) or 0,
-                config["train"]["max_steps"])
+            resumed_step = checkpoint_step(latest_checkpoint(model_dir)) or 0
+            status = start_training_status(model_dir, resumed_step, config["train"]["max_steps"])
     try:
         result = _SCHEDULES[schedule](estimator, config, model_dir)
     except BaseException as error:
         if status:
             write_training_status(model_dir, running=False, eta_seconds=None, stopped="error")
-        non_finite = (as_non_finite_loss_error(error)
-                      if isinstance(error, tf.errors.InvalidArgumentError) else None)
+        non_finite = as_non_finite_loss_error(error)
         if non_finite is None:
             raise
         raise non_finite from None
@@ -258,16 +250,14 @@ def config_path(args):
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config",
-                        help="YAML config (default: MODEL_DIR/config.yaml to evaluate or export "
-                             "a trained model, else configs/default.yaml)")
+    parser.add_argument("--config", help="YAML config (default: MODEL_DIR/config.yaml to evaluate "
+                                         "or export a trained model, else configs/default.yaml)")
     parser.add_argument("--model_dir", help="model directory (default: runs/<config name>)")
     parser.add_argument("--hparams", default="", help="overrides: section.key=value,...")
     parser.add_argument("--train_data", help="TSV file (source<TAB>target) or src_file,tgt_file")
     parser.add_argument("--dev_data", help="TSV file or src_file,tgt_file")
-    parser.add_argument("--num_gpus", type=positive_int, default=1,
-                        help="towers per batch: GPUs, or virtual CPU devices without GPUs "
-                             "(1: the CPU or one GPU)")
+    parser.add_argument("--num_gpus", type=positive_int, default=1, help="towers per batch: "
+                        "GPUs, or virtual CPU devices without GPUs (1: the CPU or one GPU)")
     parser.add_argument("--max_steps", type=positive_int, help="overrides train.max_steps")
     parser.add_argument("--schedule", choices=tuple(_SCHEDULES), default="train_and_evaluate")
     parser.add_argument("--chief_timeout_secs", type=positive_int, default=CHIEF_TIMEOUT_SECS,

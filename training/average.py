@@ -2,12 +2,8 @@
 
     python -m training.average --model_dir D [--last N] [--out D/averaged]
 
-writes a model directory of its own (config.yaml, the SentencePiece model(s), one checkpoint,
-averaged.json naming the checkpoints averaged) that decode.translate and serve.py load like any
-other. The model's trainable variables are averaged and global_step is the newest's. The
-optimizer's slots are dropped: the directory decodes, it does not resume training, and neither
-the newest's moments (fairseq's average_checkpoints.py keeps the first's) nor their mean
-(tensor2tensor's avg_checkpoints.py) belong to the averaged weights.
+writes a model directory that decode.translate and serve.py load like any other (what it
+holds, and why: docs/TRAINING-NOTES.md, "Checkpoint averaging").
 """
 
 import argparse
@@ -25,18 +21,17 @@ from seq2seq.model import Seq2SeqModel
 from seq2seq.model_dir import AVERAGED_DIR, AVERAGED_RECORD, CONFIG_FILE, checkpoint_step
 
 
-
 def last_checkpoints(model_dir, count):
-    """The last `count` checkpoint prefixes in `model_dir`, oldest first (found as files: the
-    `checkpoint` state lists only the latest when train.keep_checkpoint_max is 0, keep all)."""
+    """The last `count` checkpoint prefixes in `model_dir`, oldest first, found as files."""
     if count < 1:
         raise ValueError("--last must be at least 1, got %d" % count)
     paths = sorted((path[:-len(".index")] for path in glob.glob(
         os.path.join(glob.escape(model_dir), "model.ckpt-*.index"))), key=checkpoint_step)
     if len(paths) < count:
-        raise ValueError("%s holds %d checkpoint(s), fewer than the %d to average: %s" % (
-            model_dir, len(paths), count, "pass --last %d or less, or train with a larger "
-            "train.keep_checkpoint_max" % len(paths) if paths else "train a model into it first"))
+        advice = ("pass --last %d or less, or train with a larger train.keep_checkpoint_max"
+                  % len(paths) if paths else "train a model into it first")
+        raise ValueError("%s holds %d checkpoint(s), fewer than the %d to average: %s"
+                         % (model_dir, len(paths), count, advice))
     return paths[-count:]
 
 
@@ -61,14 +56,14 @@ def average_checkpoints(model_dir, count=5, out=None):
                              tokenizer.target_vocab_size)
         ids = tf.zeros([1, 1], tf.int32)  # a call of every layer makes every variable
         model.teacher_forced_logits(model.encode(ids, tf.ones([1], tf.int32), False), ids, False)
-        for variable in model.variables:  # float64 sums: N copies of a value average to it
+        for variable in model.variables:
             name = variable.op.name
             missing = [path for path, reader in zip(paths, readers) if not reader.has_tensor(name)]
             if missing:
                 raise ValueError("checkpoint %s has no variable %s: was it trained with a "
                                  "different model config?" % (missing[0], name))
             mean = sum(reader.get_tensor(name).astype(np.float64) for reader in readers) / count
-            variable.load(mean.astype(np.float32), session)  # the model's variables: float32
+            variable.load(mean.astype(np.float32), session)
         step = tf.train.get_or_create_global_step()
         step.load(readers[-1].get_tensor(tf.GraphKeys.GLOBAL_STEP), session)
         saver = tf.train.Saver(model.variables + [step], save_relative_paths=True)

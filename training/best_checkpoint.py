@@ -4,7 +4,6 @@ import glob
 import logging
 import numbers
 import os
-import re
 import shutil
 
 import tensorflow.compat.v1 as tf
@@ -16,18 +15,18 @@ logger = logging.getLogger("seq2seq")
 
 BEST_RECORD = "best.yaml"
 _STAGING_SUFFIX = ".tmp"
-_DATA_SHARD = re.compile(r"\.data-(\d+)-of-(\d+)$")
 
 
-def format_metrics_table(metrics, title):
-    """{name: number} -> a two-column table under `title`, as a multi-line string."""
+def log_evaluation(metrics):
+    """Logs an evaluation's {name: number} metrics as a two-column table."""
     rows = [(name, str(value) if isinstance(value, numbers.Integral) else "%.4g" % value)
             for name, value in sorted(metrics.items()) if not isinstance(value, bytes)]
     name_width = max(len(name) for name, _ in rows)
     value_width = max(len(value) for _, value in rows)
     rule = "  " + "-" * (name_width + value_width + 3)
-    return "\n".join([title, rule] + ["  %-*s   %*s" % (name_width, name, value_width, value)
-                                      for name, value in rows] + [rule])
+    title = "evaluation at step %d" % metrics[tf.GraphKeys.GLOBAL_STEP]
+    logger.info("\n".join([title, rule] + ["  %-*s   %*s" % (name_width, name, value_width, value)
+                                           for name, value in rows] + [rule]))
 
 
 def read_best(best_dir):
@@ -40,31 +39,27 @@ def read_best(best_dir):
 
 
 def _copy_checkpoint(checkpoint_path, model_dir_files, record, best_dir):
-    """Copies the checkpoint, `model_dir_files` and the record into `best_dir` (via best.tmp);
-    False, best_dir left as it was, if its .index or a .data shard is gone."""
+    """Copies it all into `best_dir` via best.tmp; False, best_dir untouched, if a file is gone."""
     best_dir = os.path.abspath(best_dir)  # update_checkpoint_state records the bare name
     staging = best_dir + _STAGING_SUFFIX
     files = sorted(glob.glob(glob.escape(checkpoint_path) + ".*"))
     suffixes = [path[len(checkpoint_path):] for path in files]
-    shards = sorted((int(match.group(1)), int(match.group(2)))
-                    for match in map(_DATA_SHARD.match, suffixes) if match)
+    shards = [suffix for suffix in suffixes if suffix.startswith(".data-")]
     if ".index" not in suffixes or not shards or shards != [
-            (index, shards[0][1]) for index in range(shards[0][1])]:
-        logger.warning("checkpoint %s has no .index or misses a .data shard (deleted by "
-                       "the trainer's keep_checkpoint_max?): %s kept as it was",
+            ".data-%05d-of-%05d" % (index, len(shards)) for index in range(len(shards))]:
+        logger.warning("checkpoint %s has no .index or misses a .data shard (deleted by the "
+                       "trainer's keep_checkpoint_max?): %s kept as it was",
                        checkpoint_path, best_dir)
         return False
     os.makedirs(staging)
     try:
-        for path in files:
+        for path in files + list(model_dir_files):
             shutil.copy2(path, staging)
     except FileNotFoundError as error:
         shutil.rmtree(staging, ignore_errors=True)
         logger.warning("checkpoint %s disappeared while being copied (%s): %s kept as it was",
                        checkpoint_path, error, best_dir)
         return False
-    for path in model_dir_files:
-        shutil.copy2(path, staging)
     tf.train.update_checkpoint_state(staging, os.path.basename(checkpoint_path))
     with open(os.path.join(staging, BEST_RECORD), "w", encoding="utf-8") as f:
         yaml.safe_dump(record, f, sort_keys=False)
@@ -84,18 +79,17 @@ def _improves(value, perplexity, best):
 
 
 class BestCheckpointExporter(tf.estimator.Exporter):
-    """Logs each evaluation; copies the checkpoint to best/ if its `metric` is the best, with
+    """Logs each evaluation; copies the checkpoint to best/ if its dev BLEU is the best, with
     the files `model_dir_files(model_dir)` names."""
 
     name = "best_checkpoint"
 
-    def __init__(self, model_dir_files, metric="bleu"):
-        self._model_dir_files, self._metric = model_dir_files, metric
+    def __init__(self, model_dir_files):
+        self._model_dir_files = model_dir_files
 
     def export(self, estimator, export_path, checkpoint_path, eval_result,
                is_the_final_export):
-        step = int(eval_result[tf.GraphKeys.GLOBAL_STEP])
-        logger.info(format_metrics_table(eval_result, "evaluation at step %d" % step))
+        log_evaluation(eval_result)
         best_dir = os.path.join(estimator.model_dir, BEST_DIR)
         previous = best_dir + PREVIOUS_SUFFIX  # an update interrupted between its renames
         if not os.path.exists(best_dir) and os.path.isdir(previous):
@@ -104,20 +98,17 @@ class BestCheckpointExporter(tf.estimator.Exporter):
                            best_dir, previous)
         shutil.rmtree(previous, ignore_errors=True)
         shutil.rmtree(best_dir + _STAGING_SUFFIX, ignore_errors=True)
-        value = float(eval_result[self._metric])
-        best = read_best(best_dir)
-        if best is not None and not _improves(value, float(eval_result["perplexity"]), best):
-            logger.info("%s %.2f, not better than %.2f at step %d (kept in %s)",
-                        self._metric, value, best["value"], best["global_step"], best_dir)
+        metrics = {name: float(v) for name, v in eval_result.items() if not isinstance(v, bytes)}
+        value, best = metrics["bleu"], read_best(best_dir)
+        if best is not None and not _improves(value, metrics["perplexity"], best):
+            logger.info("bleu %.2f, not better than %.2f at step %d (kept in %s)",
+                        value, best["value"], best["global_step"], best_dir)
             return None
-        record = {"metric": self._metric, "value": value, "global_step": step,
-                  "checkpoint": os.path.basename(checkpoint_path),
-                  "metrics": {name: float(v) for name, v in eval_result.items()
-                              if not isinstance(v, bytes)}}
+        record = {"metric": "bleu", "value": value, "global_step": int(metrics["global_step"]),
+                  "checkpoint": os.path.basename(checkpoint_path), "metrics": metrics}
         files = [os.path.join(estimator.model_dir, name)
                  for name in self._model_dir_files(estimator.model_dir)]
         if not _copy_checkpoint(checkpoint_path, files, record, best_dir):
             return None
-        logger.info("%s %.2f is the best so far: checkpoint copied to %s",
-                    self._metric, value, best_dir)
+        logger.info("bleu %.2f is the best so far: checkpoint copied to %s", value, best_dir)
         return best_dir

@@ -62,4 +62,3 @@ class EarlyStopping(tf.estimator.Exporter):
     def export(self, estimator, export_path, checkpoint_path, eval_result,
                is_the_final_export):
         self.record(int(eval_result[tf.GraphKeys.GLOBAL_STEP]), best_step(estimator.model_dir))
-        return None

@@ -31,8 +31,7 @@ def bleu_references(labels, tokenizer):
 
 
 def _first_rows(limit, tensors_fn, names):
-    """(string vectors named `names` in the local metric variables, the op appending tensors_fn()'s
-    [n] strings to them): they keep the first `limit` rows (0: all); tensors_fn runs until then."""
+    """(local string vectors `names`, an op appending tensors_fn() until `limit` (0: all) rows)."""
     collections = [tf.GraphKeys.LOCAL_VARIABLES, tf.GraphKeys.METRIC_VARIABLES]
     variables = [tf.Variable(tf.constant([], tf.string), trainable=False, name=name,
                              validate_shape=False, collections=collections) for name in names]
@@ -48,8 +47,7 @@ def _first_rows(limit, tensors_fn, names):
 
 
 def spread_by_length(texts, count):
-    """Indices of `count` of `texts`, evenly spaced from the shortest to the longest (ties in
-    order)."""
+    """Indices of `count` of `texts`, evenly spaced from the shortest to the longest."""
     order = sorted(range(len(texts)), key=lambda index: len(texts[index]))
     if len(order) <= count:
         return order
@@ -93,21 +91,22 @@ def bleu_and_examples(hypotheses_fn, references, sources_fn, max_sentences=0,
 def attention_images(features, labels, attention, tokenizer, count):
     """(serialized image Summary, update_op): attention [batch, tgt_time, src_time] of the
     first `count` dev sentences as heatmaps, target pieces down, source pieces across."""
-    def render(source_ids, source_length, target_ids, target_length, weights):
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
+    def render(sources, source_lengths, targets, target_lengths, weights):
         from matplotlib.figure import Figure
         pngs = []
-        for s, sl, t, tl, w in zip(source_ids, source_length, target_ids, target_length, weights):
+        for source, source_length, target, target_length, sentence_weights in zip(
+                sources, source_lengths, targets, target_lengths, weights):
             figure = Figure(figsize=(4, 4), dpi=IMAGE_SIZE / 4)
             axes = figure.add_subplot(1, 1, 1)
-            axes.imshow(w[:tl, :sl], cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
-            axes.set_xticks(range(sl))
-            axes.set_xticklabels(tokenizer.source_pieces(s[:sl]), rotation=90, fontsize=7)
-            axes.set_yticks(range(tl))
-            axes.set_yticklabels(tokenizer.target_pieces(t[:tl]), fontsize=7)
+            axes.imshow(sentence_weights[:target_length, :source_length], cmap="viridis",
+                        vmin=0.0, vmax=1.0, aspect="auto")
+            axes.set_xticks(range(source_length), rotation=90, fontsize=7,
+                            labels=tokenizer.source_pieces(source[:source_length]))
+            axes.set_yticks(range(target_length), fontsize=7,
+                            labels=tokenizer.target_pieces(target[:target_length]))
             figure.tight_layout()
             buffer = io.BytesIO()
-            FigureCanvasAgg(figure).print_png(buffer)
+            figure.savefig(buffer, format="png")
             pngs.append(buffer.getvalue())
         return np.array(pngs, dtype=object)
 

@@ -21,15 +21,13 @@ logger = logging.getLogger("seq2seq")
 
 
 def logical_gpus():
-    """Per physical GPU, the memory limits (MB) of the logical GPUs that tf.config's virtual
-    device configuration splits it into ([]: not split), read without starting the runtime."""
+    """Per physical GPU, the memory limits (MB) of its logical GPUs ([]: not split)."""
     return [[device.memory_limit for device in tf.config.get_logical_device_configuration(gpu)
              or ()] for gpu in tf.config.list_physical_devices("GPU")]
 
 
 def tower_devices(num_towers):
-    """["/gpu:i"] with GPUs (each logical one counts), else ["/cpu:i"]; a ConfigError on a GPU
-    build with too few GPUs."""
+    """["/gpu:i"] with GPUs (logical ones count), else ["/cpu:i"]; ConfigError: too few GPUs."""
     gpus = sum(len(limits) or 1 for limits in logical_gpus())
     if num_towers > 1 and tf.test.is_built_with_cuda() and gpus < num_towers:
         raise ConfigError("--num_gpus %d, but TensorFlow sees %d GPU(s) (CUDA_VISIBLE_DEVICES=%s)"
@@ -71,7 +69,7 @@ def parallel_gradients(loss_fn, inputs, num_towers):
             loss = loss_sum / weight
         variables = tf.trainable_variables()
         return loss, list(zip(tf.gradients(loss, variables), variables))
-    tower_sums, tower_weights, tower_gradients = [], [], []
+    tower_losses, tower_gradients = [], []
     for index, (device, tower_inputs) in enumerate(
             zip(tower_devices(num_towers), split_batch(inputs, num_towers))):
         with tf.device(device), tf.name_scope("tower_%d" % index):
@@ -83,8 +81,8 @@ def parallel_gradients(loss_fn, inputs, num_towers):
                                  "share them across calls (tf.make_template)" % index)
             tower_gradients.append(tf.gradients(
                 loss_sum, variables, colocate_gradients_with_ops=True))
-        tower_sums.append(loss_sum)
-        tower_weights.append(weight)
+        tower_losses.append((loss_sum, weight))
+    tower_sums, tower_weights = zip(*tower_losses)
     with tf.name_scope("average_towers"):
         total_weight = tf.add_n(tower_weights)
         loss = tf.add_n(tower_sums) / total_weight
@@ -131,10 +129,9 @@ def clip_gradients(gradients, clip_norm):
                 values = tf.math.unsorted_segment_sum(gradient.values, slice_rows, tf.size(rows))
                 gradients[index] = tf.IndexedSlices(values, rows, gradient.dense_shape)
         global_norm = tf.global_norm(gradients)
-        if clip_norm <= 0:
-            return gradients, global_norm
-        clipped, _ = tf.clip_by_global_norm(gradients, clip_norm, use_norm=global_norm)
-        return clipped, global_norm
+        if clip_norm > 0:
+            gradients, _ = tf.clip_by_global_norm(gradients, clip_norm, use_norm=global_norm)
+        return gradients, global_norm
 
 
 class NonFiniteLossError(RuntimeError):
@@ -154,19 +151,18 @@ def assert_finite_step(loss, gradient_norm, global_step):
 
 
 def as_non_finite_loss_error(error):
-    """A tf.errors.OpError -> a NonFiniteLossError if `assert_finite_step` raised it, else None."""
-    if error.op is None or _GUARD_NAME not in error.op.name:
+    """An exception -> a NonFiniteLossError if `assert_finite_step` raised it, else None."""
+    op = error.op if isinstance(error, tf.errors.InvalidArgumentError) else None
+    if op is None or _GUARD_NAME not in op.name:
         return None
     what = re.search(r"assertion failed: \[(.*?)\]", error.message).group(1)
-    return NonFiniteLossError(
-        "training stopped: %s. The last checkpoint holds the weights before it; "
-        "lower train.learning_rate or train.clip_gradient_norm." % what)
+    return NonFiniteLossError("training stopped: %s. The last checkpoint holds the weights before "
+                              "it; lower train.learning_rate or train.clip_gradient_norm." % what)
 
 
 class ProgressHook(tf.train.SessionRunHook):
     """Logs step, loss, lr, steps/s, tokens/s and ETA; with chief_dir, also writes a
-    "tokens_per_sec" summary and the progress into chief_dir's training status file.
-    Built in the training graph, after its global step."""
+    "tokens_per_sec" summary and the progress into chief_dir's training status file."""
 
     def __init__(self, loss, num_tokens, learning_rate, max_steps, every_n_steps, chief_dir=None):
         self._fetches = {"loss": loss, "tokens": num_tokens, "learning_rate": learning_rate}
@@ -175,10 +171,12 @@ class ProgressHook(tf.train.SessionRunHook):
         self._chief_dir = chief_dir
         self._writer = chief_dir and tf.summary.FileWriterCache.get(chief_dir)
 
+    def _start_interval(self, step):
+        self._last_step = self._expected_step = step
+        self._last_time, self._loss_sum, self._tokens = time.time(), 0.0, 0
+
     def after_create_session(self, session, coord):
-        self._last_step = self._expected_step = session.run(self._global_step)
-        self._last_time = time.time()
-        self._loss_sum, self._tokens, self._steps = 0.0, 0, 0
+        self._start_interval(session.run(self._global_step))
 
     def before_run(self, run_context):
         return tf.train.SessionRunArgs(self._fetches)
@@ -187,56 +185,52 @@ class ProgressHook(tf.train.SessionRunHook):
         results = run_values.results
         self._loss_sum += results["loss"]
         self._tokens += int(results["tokens"])
-        self._steps += 1
-        self._expected_step += 1
+        self._expected_step += 1  # without fetching the global step at every step
         if self._expected_step // self._every_n_steps <= self._last_step // self._every_n_steps:
             return
-        step = int(run_context.session.run(self._global_step))
+        mean_loss = self._loss_sum / (self._expected_step - self._last_step)
+        step = int(run_context.session.run(self._global_step))  # past _last_step: ours are in it
         elapsed = max(time.time() - self._last_time, 1e-9)
         steps_per_sec, tokens_per_sec = (step - self._last_step) / elapsed, self._tokens / elapsed
-        eta_seconds = max(self._max_steps - step, 0) / steps_per_sec if steps_per_sec > 0 else None
-        eta = "?"
-        if eta_seconds is not None:
-            hours, rest = divmod(int(round(eta_seconds)), 3600)
-            minutes, seconds = divmod(rest, 60)
-            eta = ("%dh%02dm" % (hours, minutes) if hours else
-                   "%dm%02ds" % (minutes, seconds) if minutes else "%ds" % seconds)
-        logger.info("step %d/%d  loss %.3f  lr %.2e  %.2f steps/s  %.0f tokens/s  ETA %s",
-                    step, self._max_steps, self._loss_sum / self._steps, results["learning_rate"],
-                    steps_per_sec, tokens_per_sec, eta)
+        eta_seconds = max(self._max_steps - step, 0) / steps_per_sec
+        hours, rest = divmod(int(round(eta_seconds)), 3600)
+        minutes, seconds = divmod(rest, 60)
+        eta = ("%dh%02dm" % (hours, minutes) if hours else
+               "%dm%02ds" % (minutes, seconds) if minutes else "%ds" % seconds)
+        logger.info("step %d/%d  loss %.3f  lr %.2e  %.2f steps/s  %.0f tokens/s  ETA %s", step,
+                    self._max_steps, mean_loss, results["learning_rate"], steps_per_sec,
+                    tokens_per_sec, eta)
         if self._chief_dir:
             self._writer.add_summary(tf.Summary(value=[tf.Summary.Value(
                 tag="tokens_per_sec", simple_value=tokens_per_sec)]), step)
             write_training_status(self._chief_dir, running=True, step=step,
                                   max_steps=self._max_steps, steps_per_second=steps_per_sec,
                                   eta_seconds=eta_seconds)
-        self._last_step, self._last_time, self._expected_step = step, time.time(), step
-        self._loss_sum, self._tokens, self._steps = 0.0, 0, 0
+        self._start_interval(step)
 
 
 def _train_spec(model, features, labels, params, run_config):
-    train_params = params["train"]
+    train = params["train"]
 
     def tower_loss(inputs):
         tower_features, tower_labels = inputs
-        encoder_output = model.encode(
-            tower_features["source_ids"], tower_features["source_length"], training=True)
-        logits = model.teacher_forced_logits(
-            encoder_output, tower_labels["target_input"], training=True)
+        encoded = model.encode(tower_features["source_ids"], tower_features["source_length"],
+                               training=True)
+        logits = model.teacher_forced_logits(encoded, tower_labels["target_input"], training=True)
         cross_entropy = losses.sequence_cross_entropy(
             logits, tower_labels["target_output"], tower_labels["target_length"],
-            train_params["label_smoothing"])
+            train["label_smoothing"])
         return cross_entropy.loss_sum, cross_entropy.num_tokens
 
     loss, grads_and_vars = parallel_gradients(
         tower_loss, (features, labels), params.get("num_towers", 1))
     global_step = tf.train.get_or_create_global_step()
     with tf.name_scope("optimization"):
-        learning_rate = learning_rate_schedule(
-            global_step, train_params["learning_rate"], train_params["warmup_steps"],
-            train_params["decay"], train_params["max_steps"])
+        learning_rate = learning_rate_schedule(global_step, train["learning_rate"],
+                                               train["warmup_steps"], train["decay"],
+                                               train["max_steps"])
         gradients, variables = zip(*grads_and_vars)
-        clipped, gradient_norm = clip_gradients(gradients, train_params["clip_gradient_norm"])
+        clipped, gradient_norm = clip_gradients(gradients, train["clip_gradient_norm"])
         with tf.control_dependencies([assert_finite_step(loss, gradient_norm, global_step)]):
             optimizer = tf.train.AdamOptimizer(learning_rate, beta1=0.9, beta2=0.98, epsilon=1e-9)
             train_op = optimizer.apply_gradients(zip(clipped, variables), global_step=global_step)
@@ -246,9 +240,9 @@ def _train_spec(model, features, labels, params, run_config):
         num_tokens = (tf.reduce_sum(features["source_length"])
                       + tf.reduce_sum(labels["target_length"]))
     chief_dir = run_config.model_dir if run_config.is_chief else None
-    hooks = [ProgressHook(loss, num_tokens, learning_rate, train_params["max_steps"],
-                          train_params["log_step_count_steps"], chief_dir=chief_dir)]
-    if chief_dir and train_params["histogram_steps"] > 0:
+    hooks = [ProgressHook(loss, num_tokens, learning_rate, train["max_steps"],
+                          train["log_step_count_steps"], chief_dir=chief_dir)]
+    if chief_dir and train["histogram_steps"] > 0:
         with tf.name_scope("histograms"):  # weights and (clipped) gradients
             summaries = []
             for gradient, variable in zip(clipped, variables):
@@ -258,16 +252,14 @@ def _train_spec(model, features, labels, params, run_config):
                     values = gradient.values if isinstance(gradient, tf.IndexedSlices) else gradient
                     summaries.append(tf.summary.histogram("gradients/" + name, values,
                                                           collections=[]))
-        hooks.append(tf.train.SummarySaverHook(save_steps=train_params["histogram_steps"],
-                                               output_dir=chief_dir,
+        hooks.append(tf.train.SummarySaverHook(train["histogram_steps"], output_dir=chief_dir,
                                                summary_op=tf.summary.merge(summaries)))
     return tf.estimator.EstimatorSpec(
         tf.estimator.ModeKeys.TRAIN, loss=loss, train_op=train_op, training_hooks=hooks)
 
 
-def _eval_spec(model, tokenizer, encoder_output, features, labels, params):
-    """Dev loss, perplexity and token accuracy, teacher-forced; BLEU, examples and heatmaps
-    (training/evaluation.py) of the while_loop search's best translations."""
+def _eval_spec(model, tokenizer, encoder_output, search, features, labels, params):
+    """Teacher-forced loss, perplexity and accuracy; BLEU, examples and heatmaps of search()."""
     logits, attention = model.teacher_forced_logits(
         encoder_output, labels["target_input"], training=False, with_attention=True)
     target_output, target_length = labels["target_output"], labels["target_length"]
@@ -280,17 +272,14 @@ def _eval_spec(model, tokenizer, encoder_output, features, labels, params):
     accuracy, _ = losses.batch_token_accuracy(logits, target_output, target_length)
 
     def translations():
-        ids, _, lengths = search_encoded(model, encoder_output, features["source_length"],
-                                         params["decode"], "while_loop",
-                                         params["decode"]["beam_width"])
+        ids, _, lengths = search()
         return ids_to_text(ids[:, 0], lengths[:, 0], tokenizer.decode_target)
 
     with tf.name_scope("metrics"):
         mean_nll, nll_update = tf.metrics.mean(nll, weights=num_tokens, name="perplexity")
-        metric_ops = {
-            "perplexity": (tf.exp(mean_nll), nll_update),
-            "token_accuracy": tf.metrics.mean(accuracy, weights=num_tokens, name="token_accuracy"),
-        }
+        perplexity = tf.exp(mean_nll)
+        token_accuracy = tf.metrics.mean(accuracy, weights=num_tokens, name="token_accuracy")
+        metric_ops = {"perplexity": (perplexity, nll_update), "token_accuracy": token_accuracy}
         metric_ops.update(bleu_and_examples(
             translations, bleu_references(labels, tokenizer),
             lambda: ids_to_text(features["source_ids"], features["source_length"],
@@ -322,13 +311,17 @@ def model_fn(features, labels, mode, params, config):
         return _train_spec(model, features, labels, params, config)
     source_length = features["source_length"]
     encoded = model.encode(features["source_ids"], source_length, training=False)
+
+    def search():
+        return search_encoded(model, encoded, source_length, params["decode"], "while_loop",
+                              params["decode"]["beam_width"])
+
     if mode == tf.estimator.ModeKeys.PREDICT:
-        ids, scores, lengths = search_encoded(model, encoded, source_length, params["decode"],
-                                              "while_loop", params["decode"]["beam_width"])
+        ids, scores, lengths = search()
         predictions = {"ids": ids, "scores": scores, "lengths": lengths}
         return tf.estimator.EstimatorSpec(mode, predictions=predictions, export_outputs={
             SERVING_SIGNATURE: tf.estimator.export.PredictOutput(predictions)})
-    return _eval_spec(model, tokenizer, encoded, features, labels, params)
+    return _eval_spec(model, tokenizer, encoded, search, features, labels, params)
 
 
 def serving_input_receiver_fn():

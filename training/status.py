@@ -1,18 +1,12 @@
 """MODEL_DIR/training_status.json: what training is doing, for the server's training panel.
 
-The format (docs/API.md, "HTTP API", GET /v1/training; why: docs/TRAINING-NOTES.md):
-{"running": bool, "pid": int, "started_at": unix s, "updated_at": unix s, "step": int,
- "max_steps": int, "steps_per_second": float|null, "eta_seconds": float|null,
- "stopped": null|"max_steps"|"early_stopping"|"error",
- "evaluations": [{"step", "loss", "dev_bleu", "dev_perplexity",
-                  "examples": [{"source", "translation"}]}]}
+Its fields, and when each is written: docs/TRAINING-NOTES.md, "The training status file".
 """
 
 import fcntl
 import json
 import logging
 import os
-import tempfile
 import time
 
 import tensorflow.compat.v1 as tf
@@ -46,18 +40,15 @@ def write_training_status(model_dir, evaluation=None, **fields):
         fcntl.flock(descriptor, fcntl.LOCK_EX)  # released by os.close
         now = time.time()
         status = read_training_status(model_dir) or {
-            "running": True, "pid": os.getpid(), "started_at": now, "updated_at": now, "step": 0,
-            "max_steps": 0, "steps_per_second": None, "eta_seconds": None, "stopped": None,
-            "evaluations": []}
+            "running": True, "pid": os.getpid(), "started_at": now, "step": 0, "max_steps": 0,
+            "steps_per_second": None, "eta_seconds": None, "stopped": None, "evaluations": []}
         status.update(fields, updated_at=now)
         if evaluation is not None:
-            status["evaluations"] = sorted(
-                [other for other in status["evaluations"] if other["step"] != evaluation["step"]]
-                + [evaluation], key=lambda entry: entry["step"])
-        handle, temporary = tempfile.mkstemp(prefix=".%s-" % STATUS_FILE, dir=model_dir)
-        with os.fdopen(handle, "w", encoding="utf-8") as f:
+            kept = [other for other in status["evaluations"] if other["step"] != evaluation["step"]]
+            status["evaluations"] = sorted(kept + [evaluation], key=lambda entry: entry["step"])
+        temporary = os.path.join(model_dir, ".%s.tmp" % STATUS_FILE)  # ours while we hold the lock
+        with open(temporary, "w", encoding="utf-8") as f:
             json.dump(status, f, ensure_ascii=False)
-        os.chmod(temporary, 0o644)
         os.replace(temporary, os.path.join(model_dir, STATUS_FILE))
     finally:
         os.close(descriptor)
@@ -75,8 +66,7 @@ def start_training_status(model_dir, step, max_steps):
 
 
 def read_examples(serialized):
-    """The "examples" eval metric (a serialized text Summary of (source, translation) rows, by
-    training/evaluation.py's bleu_and_examples) -> [{"source": str, "translation": str}]."""
+    """bleu_and_examples' "examples" metric -> [{"source": str, "translation": str}]."""
     rows = tf.make_ndarray(tf.Summary.FromString(serialized).value[0].tensor)
     return [{"source": source.decode("utf-8"), "translation": translation.decode("utf-8")}
             for source, translation in rows]
@@ -91,8 +81,7 @@ class StatusExporter(tf.estimator.Exporter):
     def export(self, estimator, export_path, checkpoint_path, eval_result,
                is_the_final_export):
         write_training_status(estimator.model_dir, evaluation={
-            "step": int(eval_result[tf.GraphKeys.GLOBAL_STEP]),
-            "loss": float(eval_result["loss"]), "dev_bleu": float(eval_result["bleu"]),
+            "step": int(eval_result[tf.GraphKeys.GLOBAL_STEP]), "loss": float(eval_result["loss"]),
+            "dev_bleu": float(eval_result["bleu"]),
             "dev_perplexity": float(eval_result["perplexity"]),
             "examples": read_examples(eval_result["examples"])})
-        return None
