@@ -25,7 +25,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
-from tensorflow.core.protobuf import rewriter_config_pb2  # noqa: E402
 
 from bench import harness  # noqa: E402
 from data_pipeline.tokenizer import BOS_ID, EOS_ID, Tokenizer  # noqa: E402
@@ -63,19 +62,15 @@ def build(model_dir, beam_width, against=None, sample=False):
         variants = {"on": (search, Seq2SeqModel.beam_update_fn, {"compact": True}),
                     "off": (search, Seq2SeqModel.beam_update_fn, {})}
         if against:
-            from bench.decode_speed import load_checkout
-            package, beam_update_fn = load_checkout(against)
+            package, beam_update_fn = harness.load_checkout(against)
             variants["against"] = (package.while_loop_beam_search, beam_update_fn, {})
         searches = {}
         for name, (search, beam_update_fn, options) in variants.items():
             update_fn, initial_state = beam_update_fn(model, encoded, beam_width)
             searches[name] = search(update_fn, initial_state, tf.reduce_max(limits), beam_width,
                                     BOS_ID, EOS_ID, scoring, max_lengths=limits, **options)
-        session = tf.Session(graph=graph, config=tf.ConfigProto(  # as the Translator's
-            inter_op_parallelism_threads=decode_params["inter_op_threads"],
-            intra_op_parallelism_threads=decode_params["intra_op_threads"],
-            graph_options=tf.GraphOptions(rewrite_options=rewriter_config_pb2.RewriterConfig(
-                disable_meta_optimizer=True))))
+        session = tf.Session(graph=graph, config=harness.session_config(  # the Translator's
+            decode_params["inter_op_threads"], decode_params["intra_op_threads"], grappler=False))
         tf.train.Saver(model.variables).restore(session, find_checkpoint(model_dir))
     return session, (source_ids, source_length), searches, tokenizer, decode_params
 
@@ -162,6 +157,7 @@ def main():
         mixed["sentences_per_second"] / ordered["sentences_per_second"],
         ordered["cpu_seconds"] / mixed["cpu_seconds"]))
     harness.write_json(args.json, report)
+
 
 if __name__ == "__main__":
     main()

@@ -1,25 +1,23 @@
 """Decoding speed: both beam searches, greedy, a floor, and tfa's BeamSearchDecoder.
 
-Every variant decodes the same random-weight model (seq2seq.model.Seq2SeqModel, configs/lab.yaml's
-sizes or --config's) on the same random source batch, the end token's logit masked to -inf so
-that every variant runs exactly `length` steps (--natural_lengths: not masked), in one session,
-timed side by side (harness.time_rounds); the table gives the median sentences/s and ratios to tfa:
+Every variant decodes the same random-weight model (configs/lab.yaml's sizes or --config's) on
+the same random source batch, the end token's logit masked to -inf so that every variant runs
+exactly `length` steps (--natural_lengths: not masked), in one session, timed side by side; the
+table gives the median sentences/s and ratios to tfa:
 - while_loop / unrolled / greedy: decode.while_loop_beam_search, decode.rnn_beam_search,
-  decode.greedy_search over model.beam_update_fn; "while_loop, compact" with compact=True (no
-  sentence ends here: what compaction costs when nothing leaves).
+  decode.greedy_search over model.beam_update_fn; "while_loop, compact" with compact=True.
 - floor: the same per-step arithmetic (the model step, log-softmax, one top_k over beam x
-  vocab) in a bare tf.while_loop without any beam bookkeeping; "floor, chunked top-k" selects
-  as decode.beam_search.select_best does; "model only" feeds back each row's argmax.
-- tfa: tfa.seq2seq.BeamSearchDecoder (tensorflow-addons 0.23) driving the very same decoder
-  step, wrapped as a Keras cell (it returns the while_loop search's hypotheses); "tfa, own
-  AttentionWrapper": tfa's own decoder of the same sizes, what its users write.
-Other sections: the search as decode.translate runs it against tfa ("translate"), graph build
-time and op count against the decode length ("build"), the scoring step alone ("scoring") and
-the whole while_loop search with each selection ("selection"); docs/BENCHMARKS.md.
---isolated N runs each of --variants in a process of its own (throughput, translate), N rounds.
-TF_ENABLE_ONEDNN_OPTS and ONEDNN_MAX_CPU_ISA in the environment choose TensorFlow's kernels.
+  vocab) in a bare tf.while_loop; "floor, chunked top-k" selects as select_best does; "model
+  only" feeds back each row's argmax.
+- tfa: tfa.seq2seq.BeamSearchDecoder driving the very same decoder step as a Keras cell; "tfa,
+  own AttentionWrapper": tfa's own decoder of the same sizes, what its users write.
+Other sections: "translate" (the search as decode.translate runs it, against tfa), "build"
+(graph build time and op count by decode length), "scoring" (the scoring step alone) and
+"selection" (the whole search with each selection); docs/BENCHMARKS.md. --isolated N runs each
+of --variants in a process of its own, N rounds. TF_ENABLE_ONEDNN_OPTS and ONEDNN_MAX_CPU_ISA
+in the environment choose TensorFlow's kernels.
 
-Usage (about 6 minutes on 2 cores; tfa from requirements-bench.txt):
+Usage (tfa from requirements-bench.txt):
   .venv/bin/python -m bench.decode_speed [--repeats 7] [--sections selection,throughput,...]
       [--variants while_loop,tfa [--isolated 2]] [--json bench/out/decode_speed.json]
 """
@@ -37,7 +35,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
-from tensorflow.core.protobuf import rewriter_config_pb2  # noqa: E402
 from tensorflow.python.util import _pywrap_util_port  # noqa: E402
 
 from bench import harness  # noqa: E402
@@ -89,16 +86,12 @@ def encoded_batch(model, batch_size, seed=1):
 def build_our_search(search, model, encoded, beam_width, length, beam_update_fn=None,
                      **options):
     """`search` over the model's step (`beam_update_fn`: another checkout's
-    Seq2SeqModel.beam_update_fn instead of the model's own), `options` its keywords."""
+    Seq2SeqModel.beam_update_fn instead of the model's own), `options` its keywords; a greedy
+    `search` takes no beam width: `beam_width` None."""
     update_fn, initial_state = (beam_update_fn or Seq2SeqModel.beam_update_fn)(
-        model, encoded, beam_width)
-    return search(never_ending(update_fn), initial_state, length, beam_width, BEGIN, END,
-                  LENGTH_PENALTY, **options)[:2]
-
-
-def build_greedy(model, encoded, length, search=greedy_search, beam_update_fn=None, **options):
-    update_fn, initial_state = (beam_update_fn or Seq2SeqModel.beam_update_fn)(model, encoded, 1)
-    return search(never_ending(update_fn), initial_state, length, BEGIN, END,
+        model, encoded, beam_width or 1)
+    widths = [beam_width] if beam_width else []
+    return search(never_ending(update_fn), initial_state, length, *widths, BEGIN, END,
                   LENGTH_PENALTY, **options)[:2]
 
 
@@ -200,9 +193,8 @@ def build_floor(model, encoded, batch_size, beam_width, length, select):
 def tfa_decode(decoder, batch_size, initial_state):
     """The predicted_ids [batch, time, beam] of tfa's BeamSearchDecoder `decoder`.
 
-    Its compiled gather_tree needs CUDA symbols that tensorflow-cpu lacks; the Python one runs
-    once per decode, after the loop, and compares tensors with ==, which in graph mode compares
-    the objects: every id would come out as the end token. Here == compares elements."""
+    Its compiled gather_tree needs CUDA symbols that tensorflow-cpu lacks; its Python one
+    compares tensors with ==, object identity in graph mode: here == compares elements."""
     import tensorflow_addons as tfa
     tfa.options.disable_custom_kernel()
     with mock.patch.object(tf.Tensor, "__eq__", tf.equal):
@@ -264,30 +256,6 @@ def build_tfa_own_cell(encoded, batch_size, beam_width, length):
                       initial_state.clone(cell_state=tile(encoded.initial_state["h"])))
 
 
-def load_checkout(checkout):
-    """(the decode package, Seq2SeqModel.beam_update_fn) of another checkout (say a git worktree
-    of an older commit): the package as `against_decode`, its files copied with "decode"
-    renamed; the function to call on our model (the same templates, so the same variables)."""
-    import importlib.util
-    import sys
-    import tempfile
-    root = tempfile.mkdtemp()
-    os.makedirs(os.path.join(root, "against_decode"))
-    for name in os.listdir(os.path.join(checkout, "decode")):
-        if name.endswith(".py"):
-            with open(os.path.join(checkout, "decode", name), encoding="utf-8") as f:
-                text = re.sub(r"\bdecode\b", "against_decode", f.read())
-            with open(os.path.join(root, "against_decode", name), "w", encoding="utf-8") as f:
-                f.write(text)
-    sys.path.insert(0, root)
-    import against_decode
-    spec = importlib.util.spec_from_file_location(
-        "against_model", os.path.join(checkout, "seq2seq", "model.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return against_decode, module.Seq2SeqModel.beam_update_fn
-
-
 AGAINST = None  # --against: the other checkout's decode package and beam_update_fn
 SESSION_CONFIG = None  # --threads, --no_grappler: the throughput session's ConfigProto
 FORCED_LENGTHS = True  # False with --natural_lengths
@@ -338,7 +306,7 @@ def throughput(batch_size, beam_width, length, repeats):
             "while_loop": lambda: ours(while_loop_beam_search),
             "while_loop, compact": lambda: ours(while_loop_beam_search, compact=True),
             "unrolled": lambda: ours(rnn_beam_search),
-            "greedy": lambda: build_greedy(model, encoded, length),
+            "greedy": lambda: ours(greedy_search, beam_width=None),
             "floor": lambda: floor(one_stage_top_k),
             "model only": lambda: floor(
                 lambda logits, *_: tf.argmax(logits, axis=-1, output_type=tf.int32)),
@@ -350,12 +318,12 @@ def throughput(batch_size, beam_width, length, repeats):
         }
         if AGAINST:
             searches, beam_update_fn = AGAINST
-            for name, search in (("while_loop", searches.while_loop_beam_search),
-                                 ("unrolled", searches.rnn_beam_search)):
+            for name, search, width in (
+                    ("while_loop", searches.while_loop_beam_search, beam_width),
+                    ("unrolled", searches.rnn_beam_search, beam_width),
+                    ("greedy", searches.greedy_search, None)):
                 builders[name + " (--against)"] = functools.partial(
-                    ours, search, beam_update_fn=beam_update_fn)
-            builders["greedy (--against)"] = functools.partial(
-                build_greedy, model, encoded, length, searches.greedy_search, beam_update_fn)
+                    ours, search, beam_width=width, beam_update_fn=beam_update_fn)
         return chosen(builders)
     return time_builds(batch_size, repeats, build, SESSION_CONFIG)
 
@@ -387,10 +355,7 @@ def as_translate_runs_it(batch_size, beam_width, length, repeats):
         # process of its own (--isolated).
         runs = {"tfa": functools.partial(session().run, fetches["tfa"])} if "tfa" in fetches else {}
         if "while_loop" in fetches:
-            translator_session = session(tf.ConfigProto(
-                inter_op_parallelism_threads=-1, intra_op_parallelism_threads=1,
-                graph_options=tf.GraphOptions(rewrite_options=rewriter_config_pb2.RewriterConfig(
-                    disable_meta_optimizer=True))))
+            translator_session = session(harness.session_config(-1, 1, grappler=False))
             pool = stack.enter_context(concurrent.futures.ThreadPoolExecutor(threads))
             runs["while_loop"] = lambda: list(pool.map(
                 lambda _: translator_session.run(fetches["while_loop"]), range(chunks)))
@@ -530,13 +495,10 @@ def main():
                         help="the throughput session without Grappler, as the Translator's")
     args = parser.parse_args()
     if args.threads or args.no_grappler:
-        inter, intra = (int(n) for n in (args.threads or "0/0").split("/"))
-        SESSION_CONFIG = tf.ConfigProto(
-            inter_op_parallelism_threads=inter, intra_op_parallelism_threads=intra,
-            graph_options=tf.GraphOptions(rewrite_options=rewriter_config_pb2.RewriterConfig(
-                disable_meta_optimizer=args.no_grappler)))
+        threads = (int(n) for n in (args.threads or "0/0").split("/"))
+        SESSION_CONFIG = harness.session_config(*threads, grappler=not args.no_grappler)
     if args.against:
-        AGAINST = load_checkout(args.against)
+        AGAINST = harness.load_checkout(args.against)
     FORCED_LENGTHS = not args.natural_lengths
     if args.variants:
         VARIANTS = re.split(r",(?! )", args.variants)

@@ -1,7 +1,8 @@
 """What each decoding option does to quality and speed, on one model and one test set.
 
     .venv/bin/python -m bench.decoding_options --model_dir runs/lab \
-        --input data/catalogs-pt_BR/test.src --reference data/catalogs-pt_BR/test.ref [--rounds 3] [--json F]
+        --input data/catalogs-pt_BR/test.src --reference data/catalogs-pt_BR/test.ref \
+        [--rounds 3] [--json F]
 
 Every variant decodes the same sentences with one Translator (its graphs built and run
 once before timing); the variants are then timed in round-robin rounds, so that load
@@ -71,8 +72,8 @@ def main(argv=None):
         ([row["variant"], "%.2f" % row["bleu"], "%.2f" % row["chrf"], "%.3f" % row["length_ratio"],
           "%.1f" % row["repeated_bigram_percent"], "%.1f" % row["sentences_per_second"],
           "%.2fx" % row["speed_vs_plain"]] for row in rows)))
-    harness.write_json(args.json, {"sentences": len(sources), "rounds": args.rounds,
-                                   "rows": rows})
+    harness.write_json(args.json, {"sentences": len(sources), "rounds": args.rounds, "rows": rows})
+
 
 if __name__ == "__main__":
     main()

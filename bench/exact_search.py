@@ -54,5 +54,6 @@ def main(argv=None):
             "%.0f%%" % (100.0 * np.mean([e.score > b.score + 1e-4 for e, b in zip(exact, beams)])),
             "%.0f%%" % (100.0 * np.mean([e.text == "" for e in exact]))]), flush=True)
 
+
 if __name__ == "__main__":
     main()

@@ -3,6 +3,7 @@ markdown tables, one way each (docs/BENCHMARKS.md takes the tables as printed)."
 
 import collections
 import http.client
+import importlib.util
 import json
 import os
 import re
@@ -161,6 +162,27 @@ def session_config(inter_op_threads=0, intra_op_threads=0, grappler=True):
         intra_op_parallelism_threads=intra_op_threads,
         graph_options=tf.GraphOptions(rewrite_options=rewriter_config_pb2.RewriterConfig(
             disable_meta_optimizer=not grappler)))
+
+
+def load_checkout(checkout):
+    """(the decode package, Seq2SeqModel.beam_update_fn) of another checkout (say a git worktree
+    of an older commit): the package as `against_decode`, its files copied with "decode"
+    renamed; the function to call on our model (the same templates, so the same variables)."""
+    root = tempfile.mkdtemp()
+    os.makedirs(os.path.join(root, "against_decode"))
+    for name in os.listdir(os.path.join(checkout, "decode")):
+        if name.endswith(".py"):
+            with open(os.path.join(checkout, "decode", name), encoding="utf-8") as f:
+                text = re.sub(r"\bdecode\b", "against_decode", f.read())
+            with open(os.path.join(root, "against_decode", name), "w", encoding="utf-8") as f:
+                f.write(text)
+    sys.path.insert(0, root)
+    import against_decode
+    spec = importlib.util.spec_from_file_location(
+        "against_model", os.path.join(checkout, "seq2seq", "model.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return against_decode, module.Seq2SeqModel.beam_update_fn
 
 
 def get_json(port, path, timeout_s=60):

@@ -32,5 +32,6 @@ def main():
     harness.time_rounds({"offline": lambda: translator.translate(lines)}, args.passes, warmup=0,
                         after_round=report)
 
+
 if __name__ == "__main__":
     main()

@@ -108,7 +108,8 @@ def report(records, rows, replay_step):
            sum(bool(r.get("graphs_built")) for r in records), sentences),
         "served: %.3f s wall, %.3f s CPU in calls (%.1f sentences per call-second); %s%s"
         % (served_wall, served_cpu, sentences / max(served_wall, 1e-9),
-           "slots idle %.3f s between them" % sum(idles) if seen_slots else "no slots (no batching)",
+           "slots idle %.3f s between them" % sum(idles) if seen_slots
+           else "no slots (no batching)",
            "" if span is None else "; %.1f sentences/s over the log's %.2f s" % (
                sum(len(r["source_ids"]) for r in records) / max(span, 1e-9), span)),
         "sentences per call (calls): " + ", ".join(

@@ -27,8 +27,7 @@ class Encoder(nn.Module):
         packed = pack_padded_sequence(self.dropout(embedded), lengths, batch_first=True,
                                       enforce_sorted=False)
         output, hidden = self.rnn(packed)
-        memory, _ = pad_packed_sequence(output, batch_first=True,
-                                        total_length=embedded.shape[1])
+        memory, _ = pad_packed_sequence(output, batch_first=True, total_length=embedded.shape[1])
         final = torch.cat([hidden[0], hidden[1]], dim=-1)  # [forward; backward], unsorted back
         return self.dropout(memory), final
 

@@ -8,22 +8,20 @@ saved; each variant trains on them in a process of its own, the variants taking 
   keras      a tf.keras peer of the same sizes and architecture (keras_model), model.fit in TF2
              mode; favoured: no label smoothing, a constant learning rate.
   ours_4k    ours_1 with a 4000-wide vocabulary, as the PyTorch peer's (the ids stay below the
-             config's 1000; the wide output layer costs what it costs); ours_peer: ours_4k at
-             the peer's sizes (PEER_MODEL).
-  torch      bench/torch_peer.py, vocabulary 4000, torch.set_num_threads(2), PyTorch's default
-             here; torch_1t: one thread, the peer's better case on a busy machine.
+             config's 1000); ours_peer: ours_4k at the peer's sizes (PEER_MODEL).
+  torch      bench/torch_peer.py, vocabulary 4000, torch.set_num_threads(2); torch_1t: one
+             thread.
 Tokens are real source + target tokens (target with its EOS), as the training progress line
 counts them, and source tokens alone (the PyTorch toolkit's unit); the first `--warmup` steps
 are not timed; rates per wall-clock second and per CPU-second of the process (all threads).
+--baseline DIR also runs each "ours" variant from another checkout (e.g. a git worktree of an
+older commit) as "<variant>@base", on the same batches, with DIR's config file of the same
+name and this tree's prepared data_dir.
 
 Usage (the torch variants need requirements-bench.txt):
   .venv/bin/python -m bench.train_speed [--config configs/default.yaml]
       [--steps 20] [--warmup 5] [--repeats 1] [--variants ours_4k,ours_peer,torch,torch_1t]
       [--baseline ../baseline] [--json bench/out/train_speed.json]
-
---baseline DIR also runs each "ours" variant from another checkout (e.g. a git worktree of an
-older commit) as "<variant>@base", on the same batches, with DIR's config file of the same
-name and this tree's prepared data_dir.
 """
 
 import argparse
@@ -41,12 +39,8 @@ from bench import harness
 
 VARIANTS = ("ours_1", "ours_2", "keras", "ours_4k", "ours_peer", "torch", "torch_1t")
 PEER_VOCAB_SIZE = 4000
-# ours_peer's overrides of the config's "model" section.
-PEER_MODEL = {"embedding_size": 256, "encoder_units": 256, "num_units": 256,
-              "attention_size": 256}
-# bench/torch_peer.RecurrentModel's sizes.
-TORCH_SIZES = {"embedding_size": 256, "encoder_size": 256, "hidden_size": 256,
-               "attention_size": 256}
+# ours_peer's overrides of the config's "model" section: bench/torch_peer.RecurrentModel's sizes.
+PEER_MODEL = {"embedding_size": 256, "encoder_units": 256, "num_units": 256, "attention_size": 256}
 BATCH_KEYS = ("source_ids", "source_length", "target_input", "target_output", "target_length")
 
 
@@ -141,7 +135,7 @@ def run_torch(config, batches, num_threads):
     model, train_step = torch_peer.make_trainer(
         PEER_VOCAB_SIZE, config["train"]["learning_rate"], config["train"]["clip_gradient_norm"],
         seed=config["train"]["seed"], label_smoothing=config["train"]["label_smoothing"],
-        dropout=config["model"]["dropout"], **TORCH_SIZES)
+        dropout=config["model"]["dropout"])
     times = []
     for batch in batches:
         train_step(batch)
@@ -194,8 +188,7 @@ def run_keras(config, batches):
             yield (batch["source_ids"], batch["target_input"]), batch["target_output"]
 
     matrix = tf2.TensorSpec([None, None], tf2.int32)
-    dataset = tf2.data.Dataset.from_generator(
-        examples, output_signature=((matrix, matrix), matrix))
+    dataset = tf2.data.Dataset.from_generator(examples, output_signature=((matrix, matrix), matrix))
     times = []
 
     class StepTimes(tf2.keras.callbacks.Callback):
@@ -308,6 +301,7 @@ def main():
     harness.write_json(args.json, {"config": args.config, "hparams": args.hparams,
                                    "steps": args.steps, "warmup": args.warmup,
                                    "variants": variants, "runs": results, "median": median})
+
 
 if __name__ == "__main__":
     main()
