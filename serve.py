@@ -1,10 +1,8 @@
 """Serves a trained model, or an ensemble of models, over HTTP: docs/API.md's JSON API and a page.
 
 /healthz answers 503 until a model is loaded ("ready: URL" is printed then); the server waits
-for training's first checkpoint and switches to each better one (docs/SERVING-NOTES.md). An
-ensemble (several --model_dir) is loaded once, from each directory's best checkpoint: its
-members train apart, and no one dev score says when another combination is better.
-SIGTERM or SIGINT stops it once the requests in flight are answered.
+for training's first checkpoint and switches to each better one, an ensemble is loaded once.
+SIGTERM or SIGINT stops it once the requests in flight are answered (docs/SERVING-NOTES.md).
 """
 
 import argparse
@@ -19,7 +17,7 @@ from seq2seq.config import ConfigError, load_config
 from seq2seq.model_dir import CONFIG_FILE
 from server.app import DEFAULT_MAX_UNROLLED_TOKENS, create_app
 from server.graceful_server import GracefulServer
-from server.model_slot import ModelSlot
+from server.model_slot import STILL_LOADING, ModelSlot, Reloader, build_translator
 from server.training_status import waiting_message
 
 LOG = logging.getLogger("seq2seq.serve")
@@ -49,8 +47,7 @@ def parse_args(argv):
                         help="port (0: any free port)")
     parser.add_argument("--export_dir", default=None,
                         help="serve this exported SavedModel instead of the best-BLEU checkpoint "
-                             "(MODEL_DIR/best/, else the latest); a newer export beside it "
-                             "is taken up when it appears")
+                             "(MODEL_DIR/best/, else the latest), then each newer export beside it")
     parser.add_argument("--no_watch", action="store_true",
                         help="load the model once, exiting if there is none (default: wait "
                              "for it, then switch to each better one or newer export)")
@@ -59,9 +56,8 @@ def parse_args(argv):
     parser.add_argument("--warm_up_source_tokens",
                         type=bounded_int(0, float("inf"), "a number of tokens is 0 or more"),
                         default=DEFAULT_MAX_UNROLLED_TOKENS,
-                        help="the unrolled decoder serves sources of up to N tokens, its graphs "
-                             "built before 'ready' (default: %(default)s; 0: none built, "
-                             "16 served)")
+                        help="the unrolled decoder serves sources of up to N tokens, built "
+                             "before 'ready' (default: %(default)s; 0: none built, 16 served)")
     args = parser.parse_args(argv)
     args.ensemble = len(args.model_dir) > 1
     if args.export_dir and args.ensemble:
@@ -75,7 +71,7 @@ def not_ready_message(model, args):
     if waiting is None and model.reload_error:
         return "cannot load %s (%s); waiting for a newer model" % (
             model.reload_error["path"], model.reload_error["message"])
-    return waiting or "the model is still loading; retry shortly"
+    return waiting or STILL_LOADING
 
 
 def serve_models(model, args, config, server, stopping):
@@ -83,7 +79,7 @@ def serve_models(model, args, config, server, stopping):
     one, until `stopping` is set; an ensemble once. Stops `server` if that finds nothing."""
     try:
         import tensorflow.compat.v1 as tf  # seconds: /healthz already answers 503 meanwhile
-        from server.reloader import Reloader, build_translator
+        import decode.translator  # noqa: F401 (the decoders: a failure here stops the server)
     except Exception:
         LOG.exception("cannot import TensorFlow or the decoders")
         server.request_stop()
@@ -103,7 +99,7 @@ def serve_models(model, args, config, server, stopping):
         return
     reloader = Reloader(model, args.model_dir[0], args.export_dir, build)
     last_failure = None
-    while not stopping.is_set():
+    while True:
         was_ready = model.ready
         try:
             reloader.poll()
@@ -114,9 +110,8 @@ def serve_models(model, args, config, server, stopping):
                 last_failure = repr(error)
         if model.ready and not was_ready:
             print("ready: %s" % server.url, flush=True)
-        if args.no_watch:
+        if args.no_watch or stopping.wait(WATCH_INTERVAL_S):
             break
-        stopping.wait(WATCH_INTERVAL_S)
     if args.no_watch and not model.ready:
         LOG.error("nothing to serve from %s; stopping (--no_watch)", args.model_dir[0])
         server.request_stop()
@@ -145,11 +140,10 @@ def main(argv=None):
             return 2
     if args.no_batching:
         config["serve"]["batching"] = False
-    model = ModelSlot(waiting=lambda: not_ready_message(model, args),
-                      lab_dir=None if args.ensemble else args.model_dir[0])
-    app = create_app(model, config, max_unrolled_tokens=(args.warm_up_source_tokens
-                                                         or DEFAULT_MAX_UNROLLED_TOKENS),
-                     model_dir=None if args.ensemble else args.model_dir[0])
+    lab_dir = None if args.ensemble else args.model_dir[0]
+    model = ModelSlot(waiting=lambda: not_ready_message(model, args), lab_dir=lab_dir)
+    app = create_app(model, config, args.warm_up_source_tokens or DEFAULT_MAX_UNROLLED_TOKENS,
+                     model_dir=lab_dir)
     try:
         server = GracefulServer(app, args.host, args.port,
                                 threads=config["serve"]["max_batch_sentences"] + SPARE_THREADS,

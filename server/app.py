@@ -6,7 +6,7 @@ import os
 import re
 import time
 
-from flask import Flask, Response, g, jsonify, request
+from flask import Flask, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from decode.options import OPTIONS, TABLE, bounds, draws_samples, limits, shown, takes_option
@@ -67,28 +67,25 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
     limits = Limits(serve["max_body_bytes"], serve["max_texts"], serve["max_chars"],
                     serve["max_tokens"], max_unrolled_tokens)
 
-    def translate_items(key, items):
-        prefixes = [item.prefix for item in items]
-        with model.holding() as translator, translator.recording_builds() as built:
-            translations = translator.translate_tokens(
-                [item.ids for item in items], decoder=key.decoder, beam_width=key.beam_width,
-                n_best=max(item.n_best for item in items), trace=key.trace,
-                options=dict(key.options), target_prefixes=prefixes if any(prefixes) else None)
-        return [ItemResult(translation._replace(n_best=translation.n_best[:item.n_best]),
-                           len(built), translator.step)
-                for translation, item in zip(translations, items)]
-
     def run_batch(key, items):
-        """translate_items; a prefix the Translator refuses (a ValueError naming it) is that
-        item's result, the batch's other items translated without it."""
+        """Translates a batch's items; a target prefix the Translator refuses (a ValueError
+        naming it) is that item's result, the batch's other items translated without it."""
+        prefixes = [item.prefix for item in items]
         try:
-            return translate_items(key, items)
+            with model.holding() as translator, translator.recording_builds() as built:
+                translations = translator.translate_tokens(
+                    [item.ids for item in items], decoder=key.decoder, beam_width=key.beam_width,
+                    n_best=max(item.n_best for item in items), trace=key.trace,
+                    options=dict(key.options), target_prefixes=prefixes if any(prefixes) else None)
         except ValueError as error:
-            if not any(item.prefix for item in items):
+            if not any(prefixes):
                 raise
             if len(items) == 1:
                 return [ItemResult(None, 0, None, str(error))]
-        return [result for item in items for result in run_batch(key, [item])]
+            return [result for item in items for result in run_batch(key, [item])]
+        return [ItemResult(translation._replace(n_best=translation.n_best[:item.n_best]),
+                           len(built), translator.step)
+                for translation, item in zip(translations, items)]
 
     concurrency = serve["concurrent_batches"] or os.cpu_count() or 1
     batcher = app.extensions["batcher"] = Batcher(
@@ -100,9 +97,7 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
 
     @app.get("/")
     def index():
-        response = Response(page, mimetype="text/html")
-        response.headers["Content-Security-Policy"] = PAGE_POLICY
-        return response
+        return page, {"Content-Security-Policy": PAGE_POLICY}
 
     @app.get("/healthz")
     def healthz():
@@ -159,12 +154,17 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
 
     @app.post("/score")
     def score():
-        sources, targets, pieces, target_names, options = parse_score_request(
+        sources, targets, pieces, names, options = parse_score_request(
             request_fields(), limits, model.loaded().translator)
         g.sentences = len(sources)
         with model.holding() as translator:
-            scores = scored_pairs(translator, sources, targets, pieces, target_names, options)
-        for name, scored in zip(target_names, scores):  # the character limit bounded the work
+            try:
+                scores = translator.score(sources, targets, options, target_pieces=pieces if any(
+                    given is not None for given in pieces) else None)
+            except ValueError as error:  # a bad piece: name the request's field
+                raise ApiError(400, re.sub(r"^target_pieces\[(\d+)\]", lambda found: names[int(
+                    found.group(1))], str(error))) from None
+        for name, scored in zip(names, scores):  # the character limit bounded the work
             if scored["length"] - 1 > limits.max_tokens:
                 raise ApiError(400, "%s has %d tokens; the limit is %d"
                                % (name, scored["length"] - 1, limits.max_tokens))
@@ -181,8 +181,7 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
             message = "no such path: %s; the paths are %s" % (shown(request.path), ROUTES)
         elif error.code == 405:
             method = request.method
-            if not (len(method) <= MAX_METHOD_CHARS and method.isascii()
-                    and method.replace("-", "").replace("_", "").isalnum()):
+            if not re.fullmatch(r"[A-Za-z0-9_-]{1,%d}" % MAX_METHOD_CHARS, method):
                 method = shown(method, MAX_METHOD_CHARS)
             useful = sorted(set(error.valid_methods) - {"HEAD", "OPTIONS"})
             message = "%s is not allowed on %s; use %s" % (method, request.path, ", ".join(useful))
@@ -240,26 +239,16 @@ def translation_answer(translation, pooled=False):
         answer.update(proven=bool(translation.proven), expansions=int(translation.expansions))
     if translation.expected_utility is not None:
         order = [candidate.index for candidate in translation.candidates]
+        columns = order if pooled else range(len(translation.utilities[0]))
         answer.update(expected_utility=float(translation.expected_utility), candidates=[
             {"text": candidate.text, "score": float(candidate.score),
              "expected_utility": float(candidate.expected_utility)}
-            for candidate in translation.candidates],
-            utilities=[[round(float(translation.utilities[row][column]), 2) for column in (
-                order if pooled else range(len(translation.utilities[row])))] for row in order])
+            for candidate in translation.candidates], utilities=[
+            [round(float(translation.utilities[row][column]), 2) for column in columns]
+            for row in order])
     if translation.trace is not None:
         answer["trace"] = translation.trace
     return answer
-
-
-def scored_pairs(translator, sources, targets, pieces, names, options):
-    """Translator.score of pairs each given a target text or its pieces (parse_score_request's);
-    a bad piece is an ApiError naming the request's field (names[i])."""
-    try:
-        return translator.score(sources, targets, options, target_pieces=pieces if any(
-            given is not None for given in pieces) else None)
-    except ValueError as error:
-        raise ApiError(400, re.sub(r"^target_pieces\[(\d+)\]", lambda found: names[int(
-            found.group(1))], str(error))) from None
 
 
 def _loggable(text):

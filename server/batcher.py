@@ -1,19 +1,17 @@
-"""Continuous batching: concurrent requests of the same settings share model calls.
-
-Rules and reasons: docs/BENCHMARKS.md, "Serving: continuous batching" and, for the hold,
-"Batches without fragments: the fair-share hold".
-"""
+"""Continuous batching: concurrent requests of the same settings share model calls, each call
+logged on request (docs/BENCHMARKS.md, "Serving: continuous batching" and the sections after)."""
 
 import collections
+import json
+import logging
 import math
 import threading
 import time
 
-from server.batch_log import BatchLog
-
+LOG = logging.getLogger("seq2seq.serve")
 # call_seconds: the wall time of the batch's model call, without the wait before it.
 Answer = collections.namedtuple("Answer", "results call_seconds")
-# One model call as the batch log records it (server/batch_log.py).
+# One model call as the batch log records it.
 Call = collections.namedtuple("Call", "started slot idle_seconds wall_seconds cpu_seconds error")
 
 
@@ -67,7 +65,7 @@ class Batcher:
       step_overhead: `length_groups`' fixed cost of a model step, in sentence-steps.
       hold_seconds: the longest a free slot beside busy ones waits for its share (0: it
         takes every queued request of the oldest one's group at once).
-      batch_log: a path that gets one JSON line per model call (server/batch_log.py); "": none.
+      batch_log: a path that gets one JSON line per model call (`BatchLog`); "": none.
     """
 
     def __init__(self, run_batch, concurrency, max_batch_items, step_overhead,
@@ -85,12 +83,12 @@ class Batcher:
         created = time.perf_counter()  # free slots: [index, freed at], longest free first
         self._free_slots = [] if math.isinf(concurrency) else [
             [index, created] for index in range(concurrency)]
-        self._totals = {"calls": 0, "items": 0, "seconds": 0.0, "running": 0}
+        self._totals = {"calls": 0, "items": 0, "seconds": 0.0}
 
     def totals(self):
         """The model calls so far: calls, items, seconds (overlapping calls add up), running."""
         with self._lock:
-            return dict(self._totals)
+            return dict(self._totals, running=self._running)
 
     def wait_until_queued(self, count, timeout):
         """Waits until `count` requests wait for a slot; returns whether they do."""
@@ -98,11 +96,8 @@ class Batcher:
             return self._queued.wait_for(lambda: len(self._queue) >= count, timeout)
 
     def submit(self, key, items, length):
-        """Returns the Answer for a request's `items` (longest source: `length` tokens).
-
-        Raises:
-          BatchFailed: if its batch's call raised (the cause).
-        """
+        """Returns the Answer for a request's `items` (longest source: `length` tokens), or
+        raises BatchFailed if its batch's call raised."""
         waiter = _Waiter(key, list(items), length)
         with self._lock:
             self._queue.append(waiter)
@@ -167,12 +162,10 @@ class Batcher:
         return batch
 
     def _run(self, runner):
-        """Runs `runner`'s batch, counted and logged, hands each of its requests its answer or
-        the error, then frees its slot."""
+        """Runs `runner`'s batch, counted and logged, frees its slot and hands each of its
+        requests its answer or the error."""
         batch = runner.batch
         items = [item for waiter in batch for item in waiter.items]
-        with self._lock:
-            self._totals["running"] += 1
         started_at, started, started_cpu = time.time(), time.perf_counter(), time.thread_time()
         results = error = None
         try:
@@ -182,9 +175,14 @@ class Batcher:
         seconds = time.perf_counter() - started
         call = Call(started_at, *runner.slot, seconds, time.thread_time() - started_cpu, error)
         with self._lock:
-            self._totals["running"] -= 1
-            for name, value in (("calls", 1), ("items", len(items)), ("seconds", seconds)):
-                self._totals[name] += value
+            self._totals["calls"] += 1
+            self._totals["items"] += len(items)
+            self._totals["seconds"] += seconds
+            self._running -= 1
+            self._running_items -= len(items)
+            if call.slot is not None:
+                self._free_slots.append([call.slot, time.perf_counter()])
+            self._dispatch(None)
         start = 0
         for waiter in batch:
             waiter.error = error
@@ -194,11 +192,45 @@ class Batcher:
             if waiter is not runner:
                 waiter.done = True
                 waiter.wake.set()
-        with self._lock:
-            self._running -= 1
-            self._running_items -= len(items)
-            if call.slot is not None:
-                self._free_slots.append([call.slot, time.perf_counter()])
-            self._dispatch(None)
         if self._log is not None:
             self._log.write(runner.key, items, results or [], call)
+
+
+class BatchLog:
+    """Appends a JSON line per model call to `path` (opened per line: it may be moved away),
+    for `python -m bench.replay_batches`; a ValueError if it cannot be appended to."""
+
+    def __init__(self, path):
+        try:
+            open(path, "a", encoding="utf-8").close()
+        except OSError as error:
+            raise ValueError("serve.batch_log: cannot append to %s: %s" % (path, error)) from None
+        self.path = path
+        self._lock = threading.Lock()
+
+    def write(self, key, items, results, call):
+        """Appends the line of a `Call` of a BatchKey's Items, which gave ItemResults (none if it
+        failed); a failed write is logged, not raised."""
+        translations = [result.translation for result in results if not result.refused]
+        traces = [translation.trace for translation in translations if translation.trace]
+        record = dict(
+            time=round(call.started, 6), slot=call.slot,
+            idle_seconds=None if call.idle_seconds is None else round(call.idle_seconds, 6),
+            wall_seconds=round(call.wall_seconds, 6), cpu_seconds=round(call.cpu_seconds, 6),
+            **{name: value for name, value in key._asdict().items() if name != "n_best"},
+            n_best=max(item.n_best for item in items), size=len(items),
+            source_lengths=[len(item.ids) for item in items],
+            output_words=[len(translation.text.split()) for translation in translations],
+            steps=max(len(trace["steps"]) for trace in traces) if traces else None,
+            graphs_built=results[0].graphs_built if results else None,
+            model_step=results[0].step if results else None,
+            error=None if call.error is None else repr(call.error),
+            source_ids=[[int(token) for token in item.ids] for item in items],
+            **({"target_prefixes": [item.prefix for item in items]}
+               if any(item.prefix for item in items) else {}))
+        with self._lock:
+            try:
+                with open(self.path, "a", encoding="utf-8") as log_file:
+                    log_file.write(json.dumps(record) + "\n")
+            except OSError as error:
+                LOG.warning("serve.batch_log: cannot append to %s: %s", self.path, error)

@@ -16,9 +16,9 @@ from server.request_checks import BODY_OVER_LIMIT, error_document
 LOG = logging.getLogger("seq2seq.serve")
 POLL_TIMEOUT_S = 1.0
 DRAIN_POLL_TIMEOUT_S = 0.05
-LINGER_BYTES = 64 * 1024 * 1024
-LINGER_S = 30.0
 DRAIN_TIMEOUT_S = 30.0  # the longest a stop waits for in-flight requests
+LINGER_BYTES = 64 * 1024 * 1024  # the most of a refused body read and discarded
+LINGER_S = 30.0
 
 
 class JsonErrorTask(ErrorTask):
@@ -56,7 +56,6 @@ class JsonErrorChannel(HTTPChannel):
                 return
             except OSError:
                 pass
-        self.linger = False
         super().handle_close()
 
     def readable(self):
@@ -74,7 +73,6 @@ class JsonErrorChannel(HTTPChannel):
             data = b""
         self.drained += len(data)
         if not data or self.drained > LINGER_BYTES or time.monotonic() > self.linger_until:
-            self.linger = False
             super().handle_close()
 
 
@@ -109,11 +107,11 @@ class GracefulServer:
         wasyncore.dispatcher.close(self._server)  # the listening socket, not the trigger
         LOG.info("stopping: new connections are refused; finishing the requests in flight")
         deadline = time.monotonic() + DRAIN_TIMEOUT_S
-        busy = True
-        while busy and time.monotonic() <= deadline:
+        while time.monotonic() <= deadline:
             wasyncore.loop(timeout=DRAIN_POLL_TIMEOUT_S, map=self._socket_map, use_poll=True,
                            count=1)
-            busy = any(channel.requests or channel.total_outbufs_len
-                       for channel in list(self._server.active_channels.values()))
+            if not any(channel.requests or channel.total_outbufs_len
+                       for channel in list(self._server.active_channels.values())):
+                break
         self._server.task_dispatcher.shutdown()
         wasyncore.close_all(self._socket_map)

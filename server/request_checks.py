@@ -1,6 +1,5 @@
 """What a request may hold: its JSON body read and every field checked, or an ApiError saying
-which field is wrong and why, sent as docs/API.md's JSON error ("HTTP API", "Scoring a
-translation")."""
+which field is wrong and why (docs/API.md, "HTTP API" and "Scoring a translation")."""
 
 import collections
 import json
@@ -21,7 +20,6 @@ TYPED_FIELDS = (("trace", bool, "true or false"), ("beam_width", int, "an intege
                 ("n_best", int, "an integer"))
 MAX_INTEGER_DIGITS = 100  # longer integers read as +-10**100: out of every range alike
 ALLOWED_CONTROLS = frozenset("\t\n\r")  # whitespace a pasted paragraph may carry
-# A lone surrogate ("\ud800") parses as JSON but cannot be encoded.
 REFUSED_CHARACTERS = {"Cc": "the control character", "Cs": "an unpaired surrogate"}
 CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "payload_too_large",
          415: "unsupported_media_type", 431: "request_header_fields_too_large",
@@ -30,13 +28,12 @@ BODY_OVER_LIMIT = "the body is over the limit of %d bytes"  # also waitress's 41
 JSON_TYPE_NAMES = {type(None): "null", bool: "a boolean", int: "a number", float: "a number",
                    str: "a string", list: "an array", dict: "an object"}
 
-Limits = collections.namedtuple(
-    "Limits", "max_body_bytes max_texts max_chars max_tokens max_unrolled_tokens")
+Limits = collections.namedtuple("Limits",
+                                "max_body_bytes max_texts max_chars max_tokens max_unrolled_tokens")
 # beam_width: as the Translator takes it (None where it takes none: sample, exact, mbr of samples);
 # options: (name, value) pairs of every decoding option the decoder uses, resolved.
 BatchKey = collections.namedtuple("BatchKey", "decoder beam_width trace n_best options")
-# One text of a request: its source ids, the hypotheses wanted, its target prefix ("": none) and
-# the field that gave it.
+# One text of a request: source ids, hypotheses wanted, target prefix ("": none) and its field.
 Item = collections.namedtuple("Item", "ids n_best prefix prefix_name")
 
 
@@ -71,7 +68,7 @@ def parse_json_object(body):
     def reject_constant(name):  # NaN, Infinity: Python's, not JSON
         raise ValueError("%s is not a JSON value" % name)
 
-    def parse_int(text):
+    def parse_int(text):  # a huge integer costs nothing to parse
         if len(text.lstrip("-")) <= MAX_INTEGER_DIGITS:
             return int(text)
         return (-1 if text.startswith("-") else 1) * 10 ** MAX_INTEGER_DIGITS
@@ -136,12 +133,12 @@ def parse_translate_request(fields, limits, translator):
         raise ApiError(400, "trace: this server serves a SavedModel, which returns no trace")
     decoder = DEFAULT_DECODER if fields.get("decoder") is None else fields["decoder"]
     given = {name: fields[name] for name in OPTIONS if name in fields}
-    expansions, most_expansions = given.get("max_expansions"), served_max_expansions(
+    expansions, most = given.get("max_expansions"), served_max_expansions(
         translator.config["decode"])
     if decoder == "exact" and decoder in translator.decoders and type(expansions) is int and \
-            not 1 <= expansions <= most_expansions:
+            not 1 <= expansions <= most:
         raise ApiError(400, "max_expansions must be in 1..%d on this server, got %s"
-                       % (most_expansions, shown(expansions)))
+                       % (most, shown(expansions)))
     try:
         width = translator.check_options(decoder, beam_width, n_best, given)
         options = translator.resolve_options(decoder, given)

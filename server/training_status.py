@@ -1,8 +1,5 @@
-"""What training is doing, as the server reports it: MODEL_DIR/training_status.json read back.
-
-training/status.py writes the file; nothing here imports TensorFlow: it answers while the
-model loads.
-"""
+"""What training is doing, as the server reports it: MODEL_DIR/training_status.json (written by
+training/status.py) read back, without TensorFlow, so that it answers while the model loads."""
 
 import os
 
@@ -81,18 +78,17 @@ def waiting_message(model_dir):
     if not (status and status.get("running")):
         return ("%s has no checkpoint yet and no training is running: start it with "
                 "python train.py --model_dir %s" % (model_dir, model_dir))
-    step = status.get("step") or 0
+    step, speed = status.get("step") or 0, status.get("steps_per_second")
     try:
-        first_step = load_config(os.path.join(model_dir, CONFIG_FILE))["train"][
-            "save_checkpoints_steps"]
+        first = load_config(os.path.join(model_dir, CONFIG_FILE))["train"]["save_checkpoints_steps"]
     except (ConfigError, OSError):
-        first_step = None
-    when, speed = " shortly", status.get("steps_per_second")
-    if first_step and step < first_step:
-        when = " at step %d" % first_step
+        first = None
+    when = " shortly"
+    if first and step < first:
+        when = " at step %d" % first
         if speed:
-            seconds = (first_step - step) / speed
+            seconds = (first - step) / speed
             when = " in about %s (step %d)" % ("%d s" % round(seconds) if seconds < 90 else
-                                               "%d min" % round(seconds / 60.0), first_step)
+                                               "%d min" % round(seconds / 60.0), first)
     return ("training has started (step %d of %s) and has written no checkpoint yet: the first "
             "model will be ready%s" % (step, status.get("max_steps", "?"), when))
