@@ -163,11 +163,11 @@ def _number(value):
 def _coerce(path, value, default):
     """`value` as the type of `default` ("0123": 123 for an int key, "0123" for a str key)."""
     if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
         if isinstance(value, str) and value.lower() in _TRUE + _FALSE:
             return value.lower() in _TRUE
-        if not isinstance(value, bool):
-            raise ConfigError("%s must be a boolean, got %r" % (path, value))
-        return value
+        raise ConfigError("%s must be a boolean, got %r" % (path, value))
     if isinstance(default, int):
         number = _number(value)
         if isinstance(number, float) and number.is_integer():
