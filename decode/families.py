@@ -78,13 +78,9 @@ def best_checkpoints(model_dir, count):
 
 
 def open_models(args, translator):
-    """Checks the families' options on the lab's `translator`; opens the other models.
-
-    Returns:
-      [(variant name, Translator)] of --compare_models, then --ensemble_best's ensemble.
-    Raises:
-      ValueError: a bad option, model directory or ensemble (the message names it).
-    """
+    """Checks the families' options on the lab's `translator`; opens the other models: a
+    (variant name, Translator) each of --compare_models, then --ensemble_best's ensemble.
+    ValueError names a bad option, model directory or ensemble."""
     from decode.translator import Translator
 
     if "mbr" in args.families:

@@ -112,11 +112,8 @@ def quality(texts, references):
 
 
 def decode(translator, name, sources, references, decoder, beam_width, n_best=1, options=None):
-    """Decodes `sources`, timed once WARM_UP of them have built the graphs; prints the BLEU.
-
-    Returns:
-      (the Translations, their `quality`, the seconds they took).
-    """
+    """(the Translations of `sources`, their `quality`, the seconds they took), timed once
+    WARM_UP of them have built the graphs; prints the BLEU."""
     translator.translate(sources[:WARM_UP], decoder, beam_width, n_best, options=options)
     started = time.perf_counter()
     translations = translator.translate(sources, decoder, beam_width, n_best, options=options)
@@ -129,8 +126,8 @@ def decode(translator, name, sources, references, decoder, beam_width, n_best=1,
 def exact_run(normalisation, translations, scores, seconds, max_expansions):
     """One normalisation's "exact" object (docs/API.md) from the exact search's translations
     and their `quality`."""
-    proven, expansions = ([getattr(t, key) for t in translations]
-                          for key in ("proven", "expansions"))
+    proven = [t.proven for t in translations]
+    expansions = [t.expansions for t in translations]
     return dict(
         normalisation, max_expansions=max_expansions, proven_percent=percent(proven),
         expansions_median=float(np.median(expansions)),
