@@ -87,8 +87,7 @@ class BestCheckpointExporter(tf.estimator.Exporter):
     def __init__(self, model_dir_files):
         self._model_dir_files = model_dir_files
 
-    def export(self, estimator, export_path, checkpoint_path, eval_result,
-               is_the_final_export):
+    def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
         log_evaluation(eval_result)
         best_dir = os.path.join(estimator.model_dir, BEST_DIR)
         previous = best_dir + PREVIOUS_SUFFIX  # an update interrupted between its renames

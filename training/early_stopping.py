@@ -59,6 +59,5 @@ class EarlyStopping(tf.estimator.Exporter):
             logger.info("early stopping at step %d: %d evaluation(s) in a row without a better "
                         "dev BLEU than step %s's", step, self.evaluations_since_best, best_step)
 
-    def export(self, estimator, export_path, checkpoint_path, eval_result,
-               is_the_final_export):
+    def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
         self.record(int(eval_result[tf.GraphKeys.GLOBAL_STEP]), best_step(estimator.model_dir))

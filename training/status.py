@@ -78,8 +78,7 @@ class StatusExporter(tf.estimator.Exporter):
 
     name = "training_status"
 
-    def export(self, estimator, export_path, checkpoint_path, eval_result,
-               is_the_final_export):
+    def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
         write_training_status(estimator.model_dir, evaluation={
             "step": int(eval_result[tf.GraphKeys.GLOBAL_STEP]), "loss": float(eval_result["loss"]),
             "dev_bleu": float(eval_result["bleu"]),
