@@ -5,7 +5,8 @@ the same random source batch, the end token's logit masked to -inf so that every
 exactly `length` steps (--natural_lengths: not masked), in one session, timed side by side; the
 table gives the median sentences/s and ratios to tfa:
 - while_loop / unrolled / greedy: decode.while_loop_beam_search, decode.rnn_beam_search,
-  decode.greedy_search over model.beam_update_fn; "while_loop, compact" with compact=True.
+  decode.greedy_search over model.beam_update_fn; "while_loop, compact" with compact=True
+  (what compaction costs when no sentence leaves).
 - floor: the same per-step arithmetic (the model step, log-softmax, one top_k over beam x
   vocab) in a bare tf.while_loop; "floor, chunked top-k" selects as select_best does; "model
   only" feeds back each row's argmax.

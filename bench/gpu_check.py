@@ -162,10 +162,6 @@ def run_part(name, spec, work_dir, on_gpu):
                               os.path.join(work_dir, name + ".log"), env)
 
 
-def speedup(value, baseline):
-    return cell(ratio(value, baseline), "%.2fx")
-
-
 def report(trained, decoded, devices_kind):
     """The check's table lines and its placement verdict (passed, why)."""
     rates = {name: trained[name]["tokens_per_second"] for name in trained}
@@ -173,13 +169,13 @@ def report(trained, decoded, devices_kind):
     lines = [harness.markdown_table(
         ["training (%d steps)" % trained["cpu"]["steps"], "devices", "tokens/s", "against the CPU"],
         ([label, ", ".join(trained[name]["tower_devices"]) if name != "cpu" else "CPU",
-          cell(rates[name], "%.0f"), speedup(rates[name], rates["cpu"])]
+          cell(rates[name], "%.0f"), cell(ratio(rates[name], rates["cpu"]), "%.2fx")]
          for name, label in (("two_towers", "--num_gpus 2"), ("one_tower", "--num_gpus 1"),
                              ("cpu", "--num_gpus 1, CPU"))), left=2), "", harness.markdown_table(
         ["decoding %d test sentences" % decoded["cpu"]["sentences"],
          "%s sentences/s" % devices_kind, "CPU sentences/s", "%s / CPU" % devices_kind],
-        ([decoder, "%.1f" % on[decoder], "%.1f" % off[decoder], speedup(on[decoder], off[decoder])]
-         for decoder in DECODERS))]
+        ([decoder, "%.1f" % on[decoder], "%.1f" % off[decoder],
+          cell(ratio(on[decoder], off[decoder]), "%.2fx")] for decoder in DECODERS))]
     passed, why = towers_on_their_devices(trained["two_towers"]["ops_by_tower"], devices_kind)
     return lines, passed, why
 
