@@ -30,6 +30,7 @@ class InstantTranslator(Translator):
                                             pieces=pieces))
         return translations
 
+
 if __name__ == "__main__":
     # serve.py's loader imports Translator from decode.translator when it runs.
     decode.translator.Translator = InstantTranslator
