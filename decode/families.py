@@ -32,13 +32,11 @@ def add_flags(parser):
                        help="MBR's epsilon sampling (default: %(default)s)")
     group.add_argument("--mbr_utility", default="chrf", choices=sorted(UTILITIES),
                        help="MBR's utility (default: %(default)s)")
-    group.add_argument("--compare_models", nargs="+", default=[], metavar="MODEL",
-                       help="other models decoded at beam %d against --model_dir's: each a "
-                            "model directory (e.g. training.average's) or an ensemble, its "
-                            "model directories joined by +" % BEAM_WIDTH)
+    group.add_argument("--compare_models", nargs="+", default=[], metavar="MODEL", help="other "
+                       "models: each a model directory (e.g. training.average's) or an ensemble, "
+                       "its model directories joined by +")
     group.add_argument("--ensemble_best", type=int, metavar="N", help="also the ensemble of "
-                       "--model_dir's N best checkpoints (by the dev BLEU in its "
-                       "training_status.json)")
+                       "--model_dir's N best checkpoints (by dev BLEU, training_status.json)")
 
 
 def check_flags(parser, args):

@@ -27,8 +27,7 @@ def add_flags(parser):
     lab.add_argument("--sweep_beam_widths", default="1,2,4,8,16,32,64",
                      help="the sweep's beam widths (default: %(default)s)")
     lab.add_argument("--normalisations", default="none,average,gnmt:0.6,gnmt:1.0",
-                     help="the sweep's length normalisations, gnmt with its alpha "
-                          "(default: %(default)s)")
+                     help="the sweep's length normalisations (default: %(default)s)")
     lab.add_argument("--exact", action="store_true",
                      help="the exact search and each variant's search errors (implies --sweep)")
     lab.add_argument("--sweep_plot", help="write BLEU and length ratio against beam width here")
