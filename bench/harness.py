@@ -1,5 +1,6 @@
-"""What the benchmarks share: timing rounds, a server to load, test sentences, percentiles and
-markdown tables, one way each (docs/BENCHMARKS.md takes the tables as printed)."""
+"""What the benchmarks share: timing rounds, child processes, a server to load, test sentences,
+sessions, another checkout's search, percentiles and markdown tables, one way each
+(docs/BENCHMARKS.md takes the tables as printed)."""
 
 import collections
 import http.client
@@ -77,8 +78,8 @@ def child_json(args, log_path=None, env=None):
     (`env`: its environment); what it prints is dropped, its stderr kept in `log_path` if
     given. RuntimeError with the end of its stderr if it fails."""
     with tempfile.TemporaryDirectory() as directory:
-        path, log_path = os.path.join(directory, "out.json"), log_path or os.path.join(
-            directory, "stderr.log")
+        path = os.path.join(directory, "out.json")
+        log_path = log_path or os.path.join(directory, "stderr.log")
         with open(log_path, "w", encoding="utf-8") as log:
             child = subprocess.run([sys.executable, *args, "--json", path], cwd=REPO, env=env,
                                    stdout=subprocess.DEVNULL, stderr=log)
