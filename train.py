@@ -229,13 +229,10 @@ def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=
 
 
 def positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected an integer >= 1, got %r" % text) from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("expected an integer >= 1, got %d" % value)
-    return value
+    """The argparse type of the counts: an integer >= 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError("expected an integer >= 1, got %s" % text)
+    return int(text)
 
 
 def config_path(args):

@@ -73,8 +73,7 @@ def average_checkpoints(model_dir, count=5, out=None):
     tokenizer.copy_to(staging)
     with open(os.path.join(staging, AVERAGED_RECORD), "w", encoding="utf-8") as record:
         json.dump({"checkpoints": [os.path.basename(path) for path in paths]}, record)
-    if os.path.exists(out):
-        shutil.rmtree(out)
+    shutil.rmtree(out, ignore_errors=True)  # a previous average
     os.replace(staging, out)
     return os.path.join(out, os.path.basename(saved))
 

@@ -1,7 +1,5 @@
-"""MODEL_DIR/training_status.json: what training is doing, for the server's training panel.
-
-Its fields, and when each is written: docs/TRAINING-NOTES.md, "The training status file".
-"""
+"""MODEL_DIR/training_status.json: what training is doing, for the server's training panel
+(its fields, and when each is written: docs/TRAINING-NOTES.md, "The training status file")."""
 
 import fcntl
 import json
