@@ -40,6 +40,7 @@ from tensorflow.python.util import _pywrap_util_port  # noqa: E402
 
 from bench import harness  # noqa: E402
 from decode import beam_search, greedy_search, rnn_beam_search, while_loop_beam_search  # noqa: E402
+from decode import scoring  # noqa: E402
 from decode.batching import call_batch_size  # noqa: E402
 from seq2seq.common import batch_gather, get_shape, merge_beams, tile_beams  # noqa: E402
 from seq2seq.config import DEFAULTS, load_config  # noqa: E402
@@ -142,8 +143,7 @@ def textbook_select_best(logits, beam, step, end_token_id, alpha, max_lengths=No
     carried = tf.where_v2(is_end, beam.log_probs[..., None], -np.inf)         # [b, k, v]
     log_probs = tf.where_v2(beam.finished[..., None], carried, log_probs)     # [b, k, v]
     lengths = tf.where_v2(beam.finished, beam.lengths, step + 1)              # [b, k]
-    scores = log_probs / beam_search.scoring_lib.length_normaliser(
-        lengths, beam_search.scoring_lib.as_scoring(alpha))[..., None]
+    scores = log_probs / scoring.length_normaliser(lengths, scoring.as_scoring(alpha))[..., None]
     best_scores, best = tf.nn.top_k(tf.reshape(scores, [batch_size, -1]), k=beam_width)
     parent_ids, token_ids = best // vocab_size, best % vocab_size             # [b, k]
     new_beam = beam_search.Beam(
