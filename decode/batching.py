@@ -1,15 +1,11 @@
-"""A call's sentences in length-sorted batches, several batches at once on threads.
-
-Sorting by length pads less; a call too small for a full batch per thread is split evenly
-over the threads. Why and the timings: docs/DECODING-NOTES.md.
-"""
+"""A call's sentences in length-sorted batches (less padding), several at once on threads."""
 
 import concurrent.futures
 
 
 def call_batch_size(sentences, batch_size, concurrent_batches):
-    """The batch size for a call of `sentences`: `batch_size`, or less when the call is too
-    small to give each of the `concurrent_batches` threads a full batch (then even ones)."""
+    """`batch_size`, or less for a call too small to give each of the `concurrent_batches`
+    threads a full batch of its `sentences` (then even ones)."""
     return min(batch_size, max(1, -(-sentences // concurrent_batches)))
 
 
@@ -20,9 +16,8 @@ def length_sorted_batches(lengths, batch_size):
 
 
 def in_batches(lengths, run, batch_size, threads):
-    """`run(batch)`'s results (a list per list of indices) put back in input order: one per
-    index of `lengths`, over `length_sorted_batches`, `threads` batches at once (a call of
-    one batch runs in the caller's thread)."""
+    """`run(batch)`'s results over `length_sorted_batches` (a list per list of indices), one per
+    index of `lengths` in input order; `threads` batches at once (one batch: in this thread)."""
     results = [None] * len(lengths)
     batches = length_sorted_batches(lengths, batch_size)
     with concurrent.futures.ThreadPoolExecutor(threads) as pool:

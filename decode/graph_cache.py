@@ -1,5 +1,5 @@
 """One graph and session for a model's decoder graphs, each built on first use and its new
-variables restored from the checkpoint; thread-safe. Why one graph: docs/DECODING-NOTES.md."""
+variables restored from the checkpoint; thread-safe."""
 
 import collections
 import contextlib
@@ -15,8 +15,7 @@ Variant = collections.namedtuple(
 
 class CheckpointValues:
     """A checkpoint's values, loaded into the variables under `scope` as builds create them,
-    each from its name with `scope` replaced by `saved_scope` (an ensemble: one per member,
-    e.g. "member_1/" from "seq2seq/")."""
+    each from its name with `scope` replaced by `saved_scope` (e.g. "member_1/" by "seq2seq/")."""
 
     def __init__(self, checkpoint, scope="", saved_scope=""):
         self.checkpoint, self._scopes = checkpoint, (scope, saved_scope)
@@ -25,8 +24,8 @@ class CheckpointValues:
         self._restored = set()
 
     def restore_new(self, session):
-        """Loads the values of the variables under the scope not yet restored; ValueError names
-        one the checkpoint lacks or holds in another shape."""
+        """Loads the variables under the scope not yet restored; ValueError names one the
+        checkpoint lacks or holds in another shape."""
         scope, saved_scope = self._scopes
         for variable in session.graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES):
             name = variable.op.name
@@ -47,7 +46,7 @@ class CheckpointValues:
 
 class GraphCache:
     """Graphs by key, each built once into `session`'s graph and restored from `checkpoints`
-    (a list of `CheckpointValues`; the ones of the graph built so far are restored at once)."""
+    (`CheckpointValues`; the graph built so far is restored at once)."""
 
     def __init__(self, session, checkpoints=()):
         self._session, self._checkpoints = session, list(checkpoints)
@@ -67,8 +66,8 @@ class GraphCache:
 
     @contextlib.contextmanager
     def recording_builds(self):
-        """Yields a list that receives the `Variant` of every graph that this thread's calls
-        inside the block needed and found not yet built (built, or waited for); blocks nest."""
+        """Yields a list of the `Variant` of each graph this thread's calls in the block needed
+        unbuilt (built, or waited for); blocks nest."""
         built = []
         recordings = self._recordings.__dict__.setdefault("lists", [])
         recordings.append(built)
@@ -88,8 +87,7 @@ class GraphCache:
 
     def fetches(self, key, build):
         """The fetches of graph `key` (decoder, width, unrolled_length, trace, GraphShape), made
-        by `build()` in the graph on first use; a graph not yet built goes (once) to this
-        thread's `recording_builds` lists."""
+        by `build()` on first use and recorded (once) in this thread's `recording_builds`."""
         built = self._built.get(key)
         if built is None:
             with self._lock:  # a graph enters _built only once built and restored
@@ -104,5 +102,6 @@ class GraphCache:
                     self._restore_new()
                     built = self._built[key] = (fetches, variant)
                 for recording in getattr(self._recordings, "lists", ()):  # under the lock: once
-                    recording.extend([] if built[1] in recording else [built[1]])
+                    if built[1] not in recording:
+                        recording.append(built[1])
         return built[0]

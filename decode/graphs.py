@@ -1,8 +1,6 @@
-"""The decoder graphs of an encoded batch: the searches, teacher-forced scoring, and their outputs.
+"""The decoder graphs of an encoded batch: the searches, teacher-forced scoring, their outputs.
 
-Each sentence has its own length limit, so its translation never depends on its batch; the
-unrolled search is built for a few length buckets. A graph is keyed by what shapes it
-(`GraphShape`); the other decoding options are fed to it. Why: docs/DECODING-NOTES.md.
+A graph is keyed by what shapes it (`GraphShape`); the other decoding options are fed to it.
 """
 
 import collections
@@ -18,7 +16,6 @@ from decode.scoring import Scoring, tracks_coverage
 from seq2seq.common import sequence_mask
 
 UNROLLED_LENGTH_STEP = 8  # the unrolled search is built for lengths rounded up to a multiple
-# The decoding options fed to a graph (placeholders with the config's value as default).
 FED_OPTIONS = {"length_penalty": np.float32, "coverage_penalty": np.float32,
                "min_length": np.int32, "temperature": np.float32, "top_k": np.int32,
                "top_p": np.float32, "epsilon": np.float32, "seed": np.int64,
@@ -26,9 +23,8 @@ FED_OPTIONS = {"length_penalty": np.float32, "coverage_penalty": np.float32,
 # What shapes a graph: length_penalty_kind, no_repeat_ngram_size, whether the coverage penalty
 # and minimum length are on, diverse_beam_groups, and whether a target prefix is fed.
 GraphShape = collections.namedtuple("GraphShape", "kind ngram coverage min_length groups prefix")
-# One sentence's beam, best first, without the impossible (-inf) hypotheses: target id
-# lists (end token left out) and scores; the exact decoder's proven and expansions; mbr's
-# MbrResult (its ids and scores: the candidates, best first).
+# One sentence's beam, best first, without -inf hypotheses: target id lists (no end token) and
+# scores; exact's proven and expansions; mbr's MbrResult (ids and scores: its candidates).
 SearchResult = collections.namedtuple("SearchResult", "ids scores proven expansions mbr",
                                       defaults=(None, None, None))
 
@@ -41,8 +37,8 @@ def graph_shape(options, prefix=False):
 
 
 def graph_options(fed_options, shape):
-    """The options a graph of `shape` is built with: `fed_options` (name -> scalar tensor, as
-    FED_OPTIONS) and the shape's Python values; an option the shape turns off is 0."""
+    """`fed_options` (name -> scalar tensor) with the shape's Python values; an option the
+    shape turns off is 0."""
     options = dict(fed_options, length_penalty_kind=shape.kind, no_repeat_ngram_size=shape.ngram,
                    diverse_beam_groups=shape.groups)
     if not shape.coverage:
@@ -53,8 +49,8 @@ def graph_options(fed_options, shape):
 
 
 def fields_of(kind, options):
-    """A namedtuple `kind` (Scoring, Sampling) of the options of its fields' names (a field
-    `options` lacks, as one the decoder does not take: its default)."""
+    """A namedtuple `kind` (Scoring, Sampling) of `options`' values of its fields (else their
+    defaults)."""
     return kind(**{name: options[name] for name in kind._fields if name in options})
 
 
@@ -73,8 +69,7 @@ def output_length_limits(source_length, decode_params):
 
 
 def unrolled_length_bucket(max_source_length, decode_params, min_length=0):
-    """The unrolled search's steps for a batch whose longest source has this many tokens (at
-    least `min_length`: a target prefix's pieces and the end token)."""
+    """The unrolled search's steps for a batch's longest source (at least `min_length`)."""
     length = max(output_length_limit(max_source_length, decode_params), min_length)
     return -(-length // UNROLLED_LENGTH_STEP) * UNROLLED_LENGTH_STEP
 
@@ -90,11 +85,10 @@ def search_encoded(model, encoder_output, source_length, decode_params, decoder,
       unrolled_length: the unrolled search's steps, else None; trace: also return the trace.
       options: decoding options over decode_params' (values or scalar tensors; the kind and n
         Python values); sample also needs "sentence_keys" ([batch] int64, decode/sampling.py).
-      target_prefix: None or [batch, P] int32, each sentence's forced first pieces, -1 after
-        them (decode/beam_search.py); its length limit is raised to fit them and the end token.
+      target_prefix: None or [batch, P] int32, each sentence's forced first pieces, -1 after.
     Returns:
-      ids [batch, K, time] int32, scores [batch, K] float32 best first, lengths
-      [batch, K] int32 counting the end token, and with `trace` the trace dict.
+      ids [batch, K, time] int32, scores [batch, K] float32 best first, lengths [batch, K]
+      int32 counting the end token, and with `trace` the trace dict.
     """
     params = dict(decode_params, **(options or {}))
     scoring = fields_of(Scoring, params)
@@ -112,7 +106,7 @@ def search_encoded(model, encoder_output, source_length, decode_params, decoder,
         if decoder == "unrolled":
             return rnn_beam_search(update_fn, initial_state, unrolled_length, beam_width,
                                    BOS_ID, EOS_ID, scoring, trace=trace, **common)
-        max_length = tf.reduce_max(limits, name="max_output_length")  # every sentence's bound
+        max_length = tf.reduce_max(limits, name="max_output_length")
         if decoder == "sample":
             return sample_search(update_fn, initial_state, max_length, beam_width, BOS_ID, EOS_ID,
                                  scoring, fields_of(Sampling, params), params["sentence_keys"],
@@ -131,10 +125,9 @@ def score_encoded(model, encoder_output, target_ids, target_length, scoring):
       model, encoder_output: a `Seq2SeqModel` and its `encode(..., training=False)`.
       target_ids: [batch, tgt_time] int32, the target pieces and the end token, 0-padded.
       target_length: [batch] int32, pieces counting the end token.
-      scoring: a decode.scoring.Scoring (its blocking and minimum length are not used).
+      scoring: a decode.scoring.Scoring (its blocking and minimum length unused).
     Returns:
-      (piece_log_probs [batch, tgt_time] float32 (0 after the end), log_probs [batch],
-      scores [batch]).
+      piece_log_probs [batch, tgt_time] float32 (0 after the end), log_probs, scores [batch].
     """
     with tf.name_scope("score"):
         begin = tf.fill([tf.shape(target_ids)[0], 1], BOS_ID)
@@ -174,8 +167,7 @@ def search_result(ids, scores, lengths):
 
 def sentence_trace(trace, row, source_ids, ids, scores, lengths, tokenizer):
     """docs/API.md's search trace of batch row `row` (source_ids unpadded; its ids [K, time],
-    scores [K], lengths [K]), its steps up to the first at which every slot has finished;
-    `tokenizer` names the pieces."""
+    scores [K], lengths [K]) up to the step where every slot has finished."""
     pieces = tokenizer.target_pieces
     finite = np.isfinite(trace["scores"][row])                              # [time, K]
     done = np.all(trace["finished"][row] | ~finite, axis=1)                 # [time]

@@ -1,10 +1,7 @@
-"""The decoding options at the entry points: the flags, a request's values resolved over the
-config, and the words of their errors.
+"""The decoding options at the entry points: flags, values resolved over the config, errors.
 
-Each option's kind, default, allowed values, decoders and hint are declared once, in
-seq2seq/decoding_options.py's TABLE (the config reads it there). A request (`POST /translate`)
-or a flag (`decode.translate`, `decode.compare`) overrides the config's default; `resolve` is
-the one place that checks a value, so every entry point refuses the same values alike.
+Each option is declared once, in seq2seq/decoding_options.py's TABLE; `resolve` is the one
+place that checks a value, so every entry point refuses the same values alike.
 """
 
 import json
@@ -32,8 +29,9 @@ def add_flags(parser, names=OPTIONS):
     group = parser.add_argument_group("decoding options (default: the model's config)")
     for name in names:
         option = TABLE[name]
+        choices = option.low if option.kind == "choice" else None
         group.add_argument("--" + name, type={"int": int, "number": float}.get(option.kind, str),
-                           help=option.hint, choices=option.low if option.kind == "choice" else None)
+                           help=option.hint, choices=choices)
 
 
 def from_flags(args, names=OPTIONS):
@@ -42,8 +40,8 @@ def from_flags(args, names=OPTIONS):
 
 
 def shown(value, limit=40):
-    """A value as an error message shows it: its JSON (or repr) cut to `limit` characters;
-    an integer of more than 15 digits described, not written out."""
+    """A value as an error message shows it: its JSON (or repr) cut to `limit` characters; an
+    integer of more than 15 digits described, not written out."""
     if is_int(value):
         return "an integer of more than 15 digits" if abs(value) >= 10 ** 15 else str(int(value))
     try:

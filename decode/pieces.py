@@ -1,9 +1,6 @@
 """What callers hand the Translator, as ids: texts, target pieces (a translation's own `pieces`,
 to score) and target prefixes; bad input is a ValueError naming the argument, index and value.
-
-A text prefix is cut into pieces by the target SentencePiece model, so the translation starts
-with exactly its words (its last word may still go on: "Eu" may become "Eugénio"); a list of
-pieces is taken as it is."""
+"""
 
 from data_pipeline.tokenizer import EOS_ID, UNK_ID, model_text
 from decode.options import shown
@@ -49,9 +46,8 @@ class Pieces:
                 for index, (ids, pieces) in enumerate(zip(texts, given))]
 
     def ids(self, pieces, name, may_end=True):
-        """A list of target pieces -> their ids, without a last "</s>" (`may_end`: allowed;
-        a scored target always ends with it). Any piece of the target vocabulary may come
-        elsewhere but "</s>" (a model may emit "<pad>" or "<s>": its search's own pieces score)."""
+        """A list of target pieces -> their ids, without a last "</s>" (`may_end`: allowed).
+        Any target piece but "</s>" may come elsewhere (a model may emit "<pad>" or "<s>")."""
         if isinstance(pieces, str) or not isinstance(pieces, (list, tuple)):
             raise ValueError("%s must be a list of target pieces, got %s" % (name, shown(pieces)))
         pieces = list(pieces)[:-1] if may_end and list(pieces[-1:]) == [END_PIECE] else pieces
@@ -66,8 +62,8 @@ class Pieces:
 
     def prefixes(self, target_prefixes, count):
         """None (no prefixes), or the ids of `count` target prefixes, each None or "" (none),
-        a text (its pieces; a character the target vocabulary lacks is an error: it would be
-        <unk>) or a list of target pieces (`ids`, no "</s>")."""
+        a text (no character the target vocabulary lacks) or a list of target pieces (no "</s>").
+        """
         if target_prefixes is not None and (isinstance(target_prefixes, str) or
                                             len(target_prefixes) != count):
             raise ValueError("target_prefixes must be a list of one prefix per sentence (%d), "

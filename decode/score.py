@@ -3,12 +3,7 @@
     python -m decode.score --model_dir D --input SRC --targets TGT [--output F] [--target_pieces]
         [--length_penalty A] [--length_penalty_kind gnmt|average|none] [--coverage_penalty B]
 
-writes one JSON object per line pair (docs/API.md "HTTP API", POST /score): the total
-log-probability, the contract's score under the options (what the searches rank by), the
-length counting the end token, and each piece with its log-probability. With --target_pieces
-each target line is the pieces to score, space-separated (a translation's `pieces`: then its
-score is the search's; its text may cut into other pieces). Several --model_dir: an ensemble.
-The graph: decode/graphs.py's `score_encoded`.
+writes one JSON object per line pair, as POST /score answers (docs/API.md).
 """
 
 import argparse

@@ -1,12 +1,8 @@
-"""The decoding options: how a hypothesis is scored and which pieces it may take next.
-
-Every decoder reads them through `select_best` or `sample_next` (decode/beam_search.py,
-decode/sampling.py), so a beam search, greedy decoding and sampling score alike:
+"""How a hypothesis is scored and which pieces it may take next, alike in every decoder:
 
     score = log p / normaliser(length) + beta * sum_src log(min(attention received, 1))
 
-Repetition blocking and the minimum length remove candidates (-inf) before the search ranks
-them. The options: docs/API.md "Decoding options"; the choices: docs/DECODING-NOTES.md.
+Repetition blocking and the minimum length remove candidates (-inf) before the search ranks them.
 """
 
 import collections
@@ -23,12 +19,11 @@ Scoring = collections.namedtuple(
     "Scoring", "length_penalty length_penalty_kind coverage_penalty no_repeat_ngram_size "
     "min_length diverse_beam_groups diverse_beam_strength",
     defaults=(0.0, "gnmt", 0.0, 0, 0, 1, 0.5))
-Scoring.__doc__ = """The scoring options of a search: alpha (float or scalar tensor), the
-normalisation kind (Python str), beta (float or scalar tensor; coverage is tracked only when
-the Scoring says `tracks_coverage`), n of repetition blocking (Python int, 0: off), the
-minimum length (int or scalar tensor), and the beam searches' diverse groups G (Python int
-dividing the beam; 1: plain) and their strength lambda >= 0 (float or scalar tensor;
-decode/diverse.py: it steers the ranking, never a score)."""
+Scoring.__doc__ = """A search's scoring options: alpha, the normalisation kind (Python str), beta
+(coverage is tracked only when `tracks_coverage`), n of repetition blocking (Python int, 0: off),
+the minimum length, the beam searches' diverse groups G (Python int dividing the beam; 1: plain)
+and their strength lambda >= 0 (it steers the ranking, never a score). The others: a number or
+scalar tensor."""
 
 
 def as_scoring(scoring):
@@ -60,8 +55,8 @@ def initial_coverage(source_mask, beam_width):
 
 
 def scores(log_probs, lengths, coverage, scoring):
-    """The score above: [...] log_probs and lengths, [..., src] coverage (the attention each
-    source piece received, padding 1; () when not tracked) -> [...] float32."""
+    """The score above: [...] log_probs and lengths, [..., src] coverage (attention received,
+    padding 1; () when not tracked) -> [...] float32."""
     normalised = log_probs / length_normaliser(lengths, scoring)
     if isinstance(coverage, tuple):
         return normalised
@@ -82,7 +77,8 @@ def repeated_ngram_mask(tokens, n, vocab_size):
         padded = tf.pad(tokens, [[0, 0], [0, 0], [n - 1, 0]], constant_values=-1)
         follows_suffix = tf.ones([batch_size, beam_width, time], tf.bool)    # [b, k, t]
         for i in range(n - 1):  # window j's i-th piece against the suffix's i-th piece
-            follows_suffix &= tf.equal(padded[:, :, i:i + time], padded[:, :, time + i:time + i + 1])
+            follows_suffix &= tf.equal(padded[:, :, i:i + time],
+                                       padded[:, :, time + i:time + i + 1])
         rows = tf.range(batch_size * beam_width)[:, None] * vocab_size       # [b * k, 1]
         positions = rows + tf.reshape(tokens, [batch_size * beam_width, -1])  # [b * k, t]
         counts = tf.math.unsorted_segment_sum(
@@ -124,7 +120,8 @@ def allowed_logits(logits, step, end_token_id, scoring, tokens=(), target_prefix
     with tf.name_scope("allowed"):
         model_logits = logits
         if scoring.no_repeat_ngram_size:
-            blocked = repeated_ngram_mask(tokens, scoring.no_repeat_ngram_size, get_shape(logits)[2])
+            blocked = repeated_ngram_mask(tokens, scoring.no_repeat_ngram_size,
+                                          get_shape(logits)[2])
             logits = tf.where_v2(blocked, -np.inf, logits)
         if isinstance(scoring.min_length, tf.Tensor) or scoring.min_length > 0:
             is_end = tf.equal(tf.range(get_shape(logits)[2]), end_token_id)    # [vocab]

@@ -1,9 +1,7 @@
 """Translation with a trained model: loaded once, then any number of batches.
 
-From a checkpoint every decoder graph (decode/graphs.py) is built on first use into one
-graph run by one session (decode/graph_cache.py); a SavedModel serves the search it was
-exported with. Calls are split into length-sorted batches run on threads. The reasons and
-timings behind the choices: docs/DECODING-NOTES.md.
+From a checkpoint each decoder graph (decode/graphs.py) is built on first use into one graph
+and session (decode/graph_cache.py); a SavedModel serves the search it was exported with.
 """
 
 import collections
@@ -35,22 +33,20 @@ EXACT_ROWS_PER_CALL = 512  # prefixes per model call of the exact search (docs/B
 Translation = collections.namedtuple(
     "Translation", "text score n_best unfamiliar trace proven expansions pieces expected_utility "
     "candidates utilities", defaults=(False,) + (None,) * 7)
-Translation.__doc__ = """The best hypothesis's text and score, the n-best `Hypothesis`es, whether
-the source is unlike the training data, the docs/API.md search trace (or None); for the exact
-decoder whether the best is proven and how many prefixes it expanded; the best's pieces; for
-mbr its expected utility, the candidates and utilities (decode/mbr.py's `mbr_fields`)."""
+Translation.__doc__ = """The best's text and score, the n-best `Hypothesis`es, whether the source
+is unfamiliar, the docs/API.md trace (or None); exact's proven and expansions; the best's pieces;
+mbr's expected utility, candidates and utilities (decode/mbr.py's `mbr_fields`)."""
 Hypothesis = collections.namedtuple("Hypothesis", "text score pieces", defaults=(None,))
-Hypothesis.__doc__ = """A translation's text, score and target pieces as searched (the end token
-"</s>" last): what `Translator.score(..., target_pieces=)` scores to the same score."""
+Hypothesis.__doc__ = """A translation's text, score and target pieces ("</s>" last), which
+`Translator.score(..., target_pieces=)` scores to the same score."""
 
 
 class Translator:
     """Translates with a model, or an ensemble of models; thread-safe (builds take a lock).
 
     Attributes:
-      config, model_name, step (of the checkpoint or SavedModel): the first model's; members:
-      {"name", "step"} of each model (decode/ensemble.py; one unless an ensemble);
-      source_vocab_size, target_vocab_size;
+      config, model_name, step: the first model's; members: {"name", "step"} of each model;
+      source_vocab_size, target_vocab_size, default_beam_width;
       decoders: all of DECODERS from a checkpoint, ("while_loop",) from a SavedModel;
       beam_widths: a range, 1..decode.max_beam_width (a SavedModel: its one width);
       can_trace: False for a SavedModel, whose graph returns no trace.
@@ -60,10 +56,10 @@ class Translator:
         """Loads the config, tokenizer, graph, session and weights.
 
         Args:
-          model_dir: a directory written by train.py, or a list of them (an ensemble); export_dir:
-            a SavedModel to serve, or checkpoint: a prefix (a list: one per model directory).
-          hparams: "section.key=value,..." overrides of the config (decode's thread keys: of
-            the defaults, never of config.yaml).
+          model_dir: a directory written by train.py, or a list of them (an ensemble).
+          export_dir: a SavedModel to serve; or checkpoint: a prefix (a list: one per model_dir).
+          hparams: "section.key=value,..." config overrides (decode's thread keys override the
+            defaults, never config.yaml).
         Raises:
           ValueError: no model directory or checkpoint, one that does not fit, vocabularies differ.
         """
@@ -205,7 +201,7 @@ class Translator:
         width = self.check_options(decoder, beam_width, n_best, options)
         prefixes = self._pieces.prefixes(target_prefixes, len(token_ids))
         translations = []
-        for ids, (result, sentence_trace) in zip(token_ids, self._search(
+        for ids, (result, found_trace) in zip(token_ids, self._search(
                 token_ids, decoder, width, trace, options, prefixes)):
             hypotheses = [  # every search ends each hypothesis, at its length limit if not before
                 Hypothesis(self.detokenize(target_ids), score,
@@ -213,7 +209,7 @@ class Translator:
                 for target_ids, score in zip(result.ids[:n_best], result.scores[:n_best])]
             translations.append(Translation(
                 hypotheses[0].text, hypotheses[0].score, hypotheses,
-                self._tokenizer.is_unfamiliar(ids), sentence_trace, result.proven,
+                self._tokenizer.is_unfamiliar(ids), found_trace, result.proven,
                 result.expansions, hypotheses[0].pieces, **mbr_fields(result.mbr)))
         return translations
 
@@ -223,8 +219,8 @@ class Translator:
         return [result for result, _ in self._search(token_ids, decoder, width, False, options)]
 
     def _search(self, token_ids, decoder, width, trace, options, prefixes=None):
-        """`search` with checked options (prefixes: None or a list of target ids each): a list
-        of (SearchResult, trace or None)."""
+        """`search` at a checked width (prefixes: None or target ids each): (SearchResult,
+        trace or None) each."""
         if trace and not self.can_trace:
             raise ValueError("the exported SavedModel returns no trace (a checkpoint does)")
         if trace and decoder in ("sample", "exact", "mbr"):
@@ -253,17 +249,14 @@ class Translator:
                 return [(rerank(*pair, self.detokenize, options["mbr_utility"]), None)
                         for pair in zip(candidates, samples)]
             outputs = self._run(decoder, width, sentences, trace, options, forced)
-            return [(search_result(*(output[row] for output in outputs[:3])),
-                     sentence_trace(outputs[3], row, sentence,
-                                    *(output[row] for output in outputs[:3]), self._tokenizer)
-                     if trace else None) for row, sentence in enumerate(sentences)]
+            return [(search_result(*beam), sentence_trace(outputs[3], row, sentence, *beam,
+                                                          self._tokenizer) if trace else None)
+                    for row, (sentence, beam) in enumerate(zip(sentences, zip(*outputs[:3])))]
         # The unrolled search builds a graph per length: smaller batches would build more.
         return self._in_batches(token_ids, run, split=decoder != "unrolled")
 
     def _in_batches(self, token_ids, run, split=True):
-        """decode/batching.py's `in_batches` of `run` over `token_ids`, `concurrent_batches` at
-        once on threads that record into the caller's `recording_builds`; `split`: a call too
-        small to give every thread a full batch is split evenly over them."""
+        """decode/batching.py's `in_batches`, recording into the caller's `recording_builds`."""
         batch_size = self.config["decode"]["batch_size"]
         if split:
             batch_size = call_batch_size(len(token_ids), batch_size, self._concurrent_batches)
@@ -299,8 +292,8 @@ class Translator:
         return self._session.run(fetches, feeds)
 
     def _run_exact(self, sentences, options):
-        """The exact search of a batch (decode/exact.py), from the while_loop search's best at
-        the default beam width: an `ExactResult` per sentence."""
+        """decode/exact.py's search of a batch, from the while_loop search's best at the default
+        beam width: an `ExactResult` per sentence."""
         best = self._results("while_loop", self.default_beam_width, sentences, options, None)
         encoded = self._session.run(self._encoded, self._feeds(sentences, options))
         inputs, outputs = self._fetches(
@@ -328,8 +321,8 @@ class Translator:
             EXACT_ROWS_PER_CALL)
 
     def _fetches(self, key, build):
-        """The fetches of graph `key` (decoder, width, unrolled_length, trace, GraphShape), built
-        by `build(options)` on first use (options: `search_encoded`'s for the key)."""
+        """The fetches of graph `key` (GraphCache's), built by `build(options)` on first use
+        (options: `search_encoded`'s for the key)."""
         def build_graph():
             options = graph_options(self._fed_options, key[4])
             if key[0] == "sample":
@@ -341,13 +334,13 @@ class Translator:
         """The model's scores of given translations (docs/API.md "HTTP API", POST /score).
 
         Args:
-          sources, targets: lists of strings, pairwise (a target may be empty); options:
-            length_penalty, length_penalty_kind, coverage_penalty (None: the config's);
-            target_pieces: None, or per pair the target pieces to score in place of its target
+          sources, targets: lists of strings, pairwise (a target may be empty).
+          options: length_penalty, length_penalty_kind, coverage_penalty (None: the config's).
+          target_pieces: None, or per pair the target pieces to score in place of its target
             text's (a Translation's `pieces`; None: the text's; targets may be None if none is).
         Returns:
           A dict per pair: score, log_prob, length (end token counted), pieces [{piece,
-          log_prob}]: the pieces scored.
+          log_prob}].
         """
         return self.score_tokens(self._pieces.texts("sources", sources), self._pieces.targets(
             len(sources), targets, target_pieces), options)
