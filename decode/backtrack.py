@@ -20,9 +20,8 @@ def backtrack(parent_ids, *histories):
         _, batch_size, beam_width = get_shape(parent_ids)
         last_slots = tf.tile(tf.range(beam_width)[None], [batch_size, 1])     # [b, k]
 
-        def step_back(carry, step):
-            slots = carry[0]                                                    # [b, k]
-            return tuple(batch_gather(values, slots) for values in step)
+        def step_back(carry, step):  # carry[0]: the slots [b, k] the later step came from
+            return tuple(batch_gather(values, carry[0]) for values in step)
 
         paths = tf.scan(step_back, (parent_ids,) + histories,
                         initializer=(last_slots,) + tuple(h[0] for h in histories),
@@ -35,8 +34,7 @@ def results(history, scores, lengths, end_token_id, trace, sort=False):
 
     Args:
       history: {"token_ids", and "parent_ids" unless every slot is its own parent: [t, b, k]
-        int32; with `trace` also "scores", "finished" [t, b, k] and maybe "attention" [t, b,
-        k, src]}.
+        int32; with `trace` "scores", "finished" [t, b, k] and maybe "attention" [t, b, k, src]}.
       scores, lengths: [b, k], the final hypotheses' scores and lengths.
       sort: order each sentence's hypotheses best first (samples, diverse groups), the last
         step of the trace with them, so its parents still lead to them.

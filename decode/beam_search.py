@@ -38,11 +38,10 @@ def beam_scores(beam, scoring):
 
 
 def top_k(values, k):
-    """tf.nn.top_k(values, k) over chunks of the last axis: same values, indices and ties.
+    """tf.nn.top_k(values, k) over chunks of the last axis: the same values, indices and ties.
 
     Args:
-      values: [..., n] float; n static for chunking, else this is tf.nn.top_k.
-      k: Python int <= n (or a scalar int32 tensor: tf.nn.top_k).
+      values: [..., n] float (n unknown: tf.nn.top_k); k: a Python int <= n, or a tensor.
     Returns:
       (top_values [..., k], top_indices [..., k] int32), best first.
     """
@@ -71,10 +70,8 @@ def select_best(logits, beam, step, end_token_id, scoring, max_lengths=None, att
     """Scores every one-token continuation and keeps the best `beam_width` (WALKTHROUGH 7).
 
     Args:
-      logits: [b, k, v] float32, unnormalised.
-      beam: the Beam before this step.
-      step: int or scalar int32 tensor, tokens generated before this step.
-      end_token_id: int.
+      logits: [b, k, v] float32, unnormalised; beam: the Beam before this step.
+      step: int or scalar int32 tensor, tokens generated before this step; end_token_id: int.
       scoring: a decode.scoring.Scoring, or GNMT's alpha alone.
       max_lengths: None or [b] int32: at its limit a sentence's hypotheses must end.
       attention: [b, k, src] float32, this step's attention, when the Beam has coverage.
@@ -122,8 +119,7 @@ def select_best(logits, beam, step, end_token_id, scoring, max_lengths=None, att
 
 
 def _end_at_limit(row_logits, row_tokens, logits, step, end_token_id, max_lengths):
-    """The candidates [b, k, r] with, where a sentence reaches its limit (`max_lengths` [b],
-    or None) this step, the end token alone at its own logit: it costs its log-probability."""
+    """The candidates [b, k, r]; at a sentence's limit the end token alone, at its own logit."""
     if max_lengths is None:
         return row_logits, row_tokens
     at_limit = tf.greater_equal(step + 1, max_lengths)[:, None, None]          # [b, 1, 1]
@@ -134,9 +130,7 @@ def _end_at_limit(row_logits, row_tokens, logits, step, end_token_id, max_length
 
 
 def _carry_finished(beam, alive_log_probs, row_tokens, step, end_token_id, scoring, attention):
-    """The candidates' (log_probs, scores, tokens) [b, k, r]: an alive slot's continuations,
-    scored at this step's length; a finished slot once, as itself (its score unchanged, the
-    end token), then -inf, so that it is never copied into the beam v times."""
+    """The candidates' (log_probs, scores, tokens) [b, k, r], a finished slot's only itself."""
     coverage = beam.coverage
     if _tracked(coverage):  # every continuation of a row has the row's attention
         coverage = (coverage + attention)[:, :, None, :]                       # [b, k, 1, src]
@@ -175,19 +169,19 @@ def extend(beam, parent_ids, token_ids, log_probs, step, end_token_id, attention
 
 def _start(initial_state, beam_width, begin_token_id, max_lengths, scoring, source_mask,
            target_prefix, sequence_length, all_alive=False):
-    """The tiled state [b, k, ...], first ids [b, k], Beam, checked limits (room for each
-    prefix and the end token) and prefix; the first slot of each diverse group starts alive
-    (no duplicate first tokens), every slot if `all_alive` (sampling)."""
+    """The checked arguments, the tiled state [b, k, ...], the first ids [b, k] and Beam."""
+    sequence_length = _checked_length(sequence_length)
     _check(isinstance(beam_width, numbers.Integral) and beam_width >= 1,
            "beam_width must be an int >= 1, got %r", beam_width)
     _check(source_mask is not None or not scoring_lib.tracks_coverage(scoring),
            "a coverage penalty needs the source_mask")
-    groups = 1 if all_alive else diverse.checked_groups(scoring, beam_width)
+    groups = 1 if all_alive else diverse.checked_groups(scoring, beam_width)  # sampling: 1
     with tf.name_scope("start"):
         state = tf.nest.map_structure(lambda s: tile_beams(tf.convert_to_tensor(s), beam_width),
                                       initial_state)                           # [b, k, ...]
         batch_size = get_shape(tf.nest.flatten(state)[0])[0]
         ids = tf.fill([batch_size, beam_width], begin_token_id)               # [b, k]
+        # Each diverse group's first slot starts alive, or every slot: no duplicate first tokens.
         alive = (np.arange(beam_width) % (beam_width // groups) == 0) | all_alive  # [k]
         beam = Beam(log_probs=tf.tile(tf.where_v2(alive, 0.0, -np.inf)[None], [batch_size, 1]),
                     lengths=tf.zeros([batch_size, beam_width], tf.int32),
@@ -210,9 +204,9 @@ def _start(initial_state, beam_width, begin_token_id, max_lengths, scoring, sour
     if target_prefix is not None:
         target_prefix, prefix_lengths = scoring_lib.checked_prefix(target_prefix, batch_size,
                                                                    sequence_length)  # [b, p], [b]
-        if max_lengths is not None:
+        if max_lengths is not None:  # room for the prefix and the end token
             max_lengths = tf.maximum(max_lengths, prefix_lengths + 1)
-    return state, ids, beam, max_lengths, target_prefix
+    return sequence_length, state, ids, beam, max_lengths, target_prefix
 
 
 def _checked_length(sequence_length):
@@ -229,9 +223,8 @@ def _checked_length(sequence_length):
 
 def _advance(update_fn, state, ids, beam, step, end_token_id, scoring, max_lengths, trace,
              select, tiled_state):
-    """One step: the model, `select` (select_best's signature), the state reordered but for
-    the entries update_fn returned as they are in `tiled_state` (tiled, never changed: the
-    same in every slot of a sentence); returns (state, beam, record)."""
+    """One step: the model, `select` (select_best's signature), the state reordered; returns
+    (state, beam, record)."""
     new_state, logits = update_fn(state, ids)                                 # [b, k, vocab]
     _check(logits.shape.ndims in (None, 3), "logits must be [batch, beam, vocab]: %s", logits.shape)
     vocab_size = logits.shape.as_list()[-1] if logits.shape.ndims else None  # never ends if out
@@ -241,6 +234,7 @@ def _advance(update_fn, state, ids, beam, step, end_token_id, scoring, max_lengt
                                          new_state.get("attention") if _tracked(beam.coverage)
                                          else None)
     if parent_ids is not None and ids.shape[1] != 1:  # a beam of one has only its own parent
+        # An entry update_fn handed back as it is in tiled_state is the same in every slot.
         new_state = tf.nest.map_structure(
             lambda new, tiled: new if new is tiled else batch_gather(new, parent_ids),
             new_state, tiled_state)
@@ -258,34 +252,29 @@ def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width, begin
     """Beam search unrolled in Python: one graph step per token (docs/API.md's contract).
 
     Args:
-      update_fn: (state nested [batch, beam, ...], ids [batch, beam] int32) ->
-        (new_state, logits [batch, beam, vocab]); a tf.make_template shares its variables.
-        A coverage penalty needs the state's "attention" [batch, beam, src].
+      update_fn: (state nested [batch, beam, ...], ids [batch, beam] int32) -> (new_state,
+        logits [batch, beam, vocab]); a coverage penalty needs the state's "attention"
+        [batch, beam, src].
       initial_state: nested [batch, ...] tensors, tiled over the beam.
-      sequence_length: Python int >= 1, the most tokens; every step is built.
-      beam_width: Python int >= 1.
-      begin_token_id, end_token_id: ints.
-      length_penalty: GNMT's alpha, or a decode.scoring.Scoring with every decoding option
-        (diverse groups: decode/diverse.py; the results are then sorted across the groups).
-      name: name scope.
+      sequence_length: Python int >= 1, the most tokens; beam_width: Python int >= 1.
+      begin_token_id, end_token_id: ints; name: name scope.
+      length_penalty: GNMT's alpha, or a decode.scoring.Scoring with every decoding option.
       max_lengths: None or [batch] ints, each sentence's most tokens, end included.
       trace: also return what every step kept (docs/API.md "HTTP API", the trace).
       source_mask: [batch, src] float32, 1 on source pieces: needed by a coverage penalty.
-      target_prefix: None or [batch, p] ints, each sentence's forced first pieces, padded with
-        -1 (none: no prefix): each hypothesis takes them, each at its log-probability (scores
-        and trace count them), then searches freely. A sentence's limit is raised to its
-        prefix and the end token; sequence_length must exceed every prefix (checked when run).
+      target_prefix: None or [batch, p] ints, each sentence's forced first pieces padded with
+        -1, each taken at its log-probability; a sentence's limit is raised to hold its
+        prefix and the end token; sequence_length must exceed every prefix.
     Returns:
-      ids [batch, beam, time] int32 (end token repeated after it), scores [batch,
-      beam] float32 best first, lengths [batch, beam] int32 (end token counted);
-      with `trace` also a dict of [batch, time, beam] "token_ids", "parent_ids"
-      (int32), "scores", "finished" after each step, and "attention" [batch, beam,
-      time, src] along each hypothesis when the state holds an "attention".
+      ids [batch, beam, time] int32 (end token repeated after it), scores [batch, beam]
+      float32 best first, lengths [batch, beam] int32 (end token counted); with `trace` also
+      a dict of [batch, time, beam] "token_ids", "parent_ids" (int32), "scores", "finished"
+      after each step, and "attention" [batch, beam, time, src] along each hypothesis when
+      the state holds an "attention".
     """
     scoring = scoring_lib.as_scoring(length_penalty)
     with tf.name_scope(name):
-        sequence_length = _checked_length(sequence_length)
-        state, ids, beam, max_lengths, target_prefix = _start(
+        sequence_length, state, ids, beam, max_lengths, target_prefix = _start(
             initial_state, beam_width, begin_token_id, max_lengths, scoring, source_mask,
             target_prefix, sequence_length)
         select = functools.partial(select_best, target_prefix=target_prefix)
@@ -307,11 +296,10 @@ def while_loop_beam_search(update_fn, initial_state, sequence_length, beam_width
                            target_prefix=None):
     """Beam search in a tf.while_loop that stops once every hypothesis has finished.
 
-    Args and Returns as `rnn_beam_search`, but `sequence_length` may also be a
-    scalar int32 tensor, and time is the number of steps run (results equal
-    running all `sequence_length` steps). `compact`: a sentence's rows leave the
-    loop once all its hypotheses have finished (decode/compaction.py); update_fn
-    must then read per-sentence values from its state only, never from its closure.
+    Args and Returns as `rnn_beam_search`, but `sequence_length` may also be a scalar int32
+    tensor, and time is the number of steps run. `compact`: a sentence's rows leave the loop
+    once all its hypotheses have finished (decode/compaction.py); update_fn must then read
+    per-sentence values from its state only, never from its closure.
     """
     with tf.name_scope(name):
         return search_loop(update_fn, initial_state, sequence_length, beam_width, begin_token_id,
@@ -323,19 +311,17 @@ def search_loop(update_fn, initial_state, sequence_length, width, begin_token_id
                 scoring, max_lengths, trace, source_mask, select=None, sampling=False,
                 compact=False, select_args=None, target_prefix=None):
     """The tf.while_loop of `while_loop_beam_search` (Args and Returns as it), choosing each
-    step's tokens with `select` (select_best's signature; None: select_best); `sampling`:
-    every slot starts alive, keeps its own parent, and the results are sorted best first
-    (decode/sampling.py); `compact`: decided sentences leave the loop, so neither update_fn
-    nor `select` may read per-sentence values from its closure: `select_args`, {keyword:
-    [batch, ...]}, passes them to `select`, the live rows' only."""
-    sequence_length = _checked_length(sequence_length)
-    state, ids, beam, max_lengths, target_prefix = _start(
+    step's tokens with `select` (select_best's signature; None: select_best). `sampling`: every
+    slot starts alive and keeps its own parent, the results sorted best first. `select_args`:
+    {keyword: [batch, ...]}, per-sentence values passed to `select`, the live rows' only."""
+    sequence_length, state, ids, beam, max_lengths, target_prefix = _start(
         initial_state, width, begin_token_id, max_lengths, scoring, source_mask, target_prefix,
         sequence_length, all_alive=sampling)
     if target_prefix is not None:  # select's per-sentence values, the live rows' if compact
         select_args = dict(select_args or {}, target_prefix=target_prefix)
-    keys = {"token_ids": tf.int32, "parent_ids": tf.int32}
-    keys = keys if (width > 1 and not sampling) or trace else {"token_ids": tf.int32}  # no tree
+    keys = {"token_ids": tf.int32}
+    if (width > 1 and not sampling) or trace:  # else every slot is its own parent
+        keys["parent_ids"] = tf.int32
     if trace:
         keys.update(scores=tf.float32, finished=tf.bool)
         if isinstance(initial_state, dict) and "attention" in initial_state:
@@ -387,8 +373,8 @@ def search_loop(update_fn, initial_state, sequence_length, width, begin_token_id
 def greedy_search(update_fn, initial_state, sequence_length, begin_token_id, end_token_id,
                   length_penalty=0.0, name="greedy", max_lengths=None, trace=False,
                   source_mask=None, compact=False, target_prefix=None):
-    """Greedy decoding: `while_loop_beam_search` with a beam of one (Args and Returns
-    as it, without `beam_width`; every output's beam dimension is 1; one diverse group)."""
+    """Greedy decoding: `while_loop_beam_search` with a beam of one (Args and Returns as it,
+    without `beam_width`; every output's beam dimension is 1)."""
     scoring = scoring_lib.as_scoring(length_penalty)._replace(diverse_beam_groups=1)
     return while_loop_beam_search(update_fn, initial_state, sequence_length, 1, begin_token_id,
                                   end_token_id, scoring, name, max_lengths, trace,

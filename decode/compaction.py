@@ -1,12 +1,9 @@
 """Compaction: a decided sentence's rows leave the running batch of a tf.while_loop search.
 
-A sentence is decided once every slot of its beam has finished (a slot holding no possible
-hypothesis counts as finished): each finished hypothesis is then its slot's only candidate,
-at its own score, so its K hypotheses stay as they are until the end (docs/DECODING-NOTES.md,
-"Compaction"). The loop keeps the undecided sentences' rows and `rows`, their positions in
-the batch; each step's record and Beam are scattered back into batch-sized ones, where a
-decided sentence holds what the full-size search would write: the end token, each slot its
-own parent, its final Beam.
+A sentence is decided once every slot of its beam has finished: its K hypotheses can no longer
+change (docs/DECODING-NOTES.md, "Compaction"). The loop keeps the undecided sentences' rows and
+`rows`, their positions in the batch; each step's record and Beam are scattered back into
+batch-sized ones, holding for a decided sentence what the full-size search would write.
 """
 
 import tensorflow.compat.v1 as tf
@@ -34,11 +31,11 @@ def batch_record(record, rows, batch_size, end_token_id):
     """
     width = get_shape(record["token_ids"])[1]
     bases = {"token_ids": tf.fill([batch_size, width], end_token_id)}
-    if record["parent_ids"] is not None:  # None: sampling, every slot its own parent
+    if record["parent_ids"] is not None:
         bases["parent_ids"] = tf.tile(tf.range(width)[None], [batch_size, 1])
     if "attention" in record:
-        bases["attention"] = tf.zeros(tf.concat([[batch_size], tf.shape(record["attention"])[1:]],
-                                                0))
+        attention_shape = tf.concat([[batch_size], tf.shape(record["attention"])[1:]], 0)
+        bases["attention"] = tf.zeros(attention_shape)
     return {key: scatter_rows(base, rows, record[key]) for key, base in bases.items()}
 
 

@@ -1,9 +1,7 @@
 """Diverse beam search (Vijayakumar et al. 2018; fairseq's Hamming diversity): k slots as G
-groups of k / G, each started from the empty hypothesis; group g ranks its candidates by score
-minus lambda times the hypotheses of groups 0..g-1 that took the same token at this step (a
-carried finished one pays nothing) and keeps its own best. The penalty only ranks: scores stay
-the contract's, and the results are sorted by them across groups, as fairseq sorts its
-finished hypotheses. Shapes as in decode/beam_search.py."""
+groups of k / G; group g ranks its candidates by score minus lambda times the hypotheses of
+groups 0..g-1 that took the same token at this step. The penalty only ranks (choices:
+docs/DECODING-NOTES.md). Shapes as in decode/beam_search.py."""
 
 import numbers
 

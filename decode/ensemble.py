@@ -1,11 +1,8 @@
 """An ensemble of models decoded as one: each step's log-probabilities the mean of the members'.
 
-`Ensemble` offers what the decoders use of a `Seq2SeqModel` (encode, beam_update_fn, step,
-teacher_forced_logits), so greedy decoding, both beam searches, sampling, scoring and the exact
-search take it unchanged. Its logits are the mean of the members' log-softmax, which the
-decoders normalise again: the ensemble's distribution is the renormalised geometric mean of the
-members' (a product of experts). fairseq averages the probabilities instead (logsumexp - log N);
-Marian adds weighted log-probabilities, unnormalised. Attention is the members' mean.
+`Ensemble` offers what the decoders use of a `Seq2SeqModel`, so every decoder takes it
+unchanged. Its logits, the mean of the members' log-softmax, are normalised again by the
+decoders: a product of experts (docs/DECODING-NOTES.md, "Ensembles"). Attention is the mean.
 """
 
 import os
@@ -36,8 +33,7 @@ def load_configs(model_dirs, hparams=""):
 
 
 def build_model(configs, model_dirs, checkpoint, source_vocab_size, target_vocab_size):
-    """The model of one model directory (a Seq2SeqModel) or of several (an Ensemble), built in
-    the default graph.
+    """The model of one model directory (a Seq2SeqModel) or of several (an Ensemble).
 
     Args:
       configs, model_dirs: each model's (`load_configs`); checkpoint: None (each directory's
@@ -65,14 +61,16 @@ def _mean(tensors):
     return tf.add_n(tensors) / float(len(tensors))
 
 
+def _mean_log_probs(logits):
+    """The members' logits [..., V] -> the mean of their log-softmax [..., V]."""
+    return _mean([tf.nn.log_softmax(member_logits) for member_logits in logits])
+
+
 class Ensemble:
     """The models of `model_params_list` (each a config's "model" section) over one pair of
-    vocabularies, member i's variables under the scope "member_<i>".
-
-    Its EncoderOutput holds the members' memories [batch, src_time, M_0 + M_1 + ...] and keys
-    side by side, so the decoders gather, tile and feed it as one model's; its initial_state
-    is a tuple of the members'.
-    """
+    vocabularies, member i's variables under the scope "member_<i>". Its EncoderOutput holds
+    the members' memories [batch, src_time, M_0 + M_1 + ...] and keys side by side, so the
+    decoders handle it as one model's; its initial_state is a tuple of the members'."""
 
     def __init__(self, model_params_list, source_vocab_size, target_vocab_size):
         self.members = [Seq2SeqModel(params, source_vocab_size, target_vocab_size,
@@ -103,11 +101,6 @@ class Ensemble:
         return [EncoderOutput(*fields) for fields in zip(
             memories, keys, [encoder_output.mask] * len(self.members), states)]
 
-    @staticmethod
-    def _log_probs(logits):
-        """The members' logits [..., V] -> the mean of their log-softmax [..., V]."""
-        return _mean([tf.nn.log_softmax(member_logits) for member_logits in logits])
-
     def teacher_forced_logits(self, encoder_output, target_input, training,
                               with_attention=False):
         """As `Seq2SeqModel.teacher_forced_logits`: the mean log-probabilities [batch, tgt_time,
@@ -115,8 +108,8 @@ class Ensemble:
         logits, weights = zip(*(
             member.teacher_forced_logits(output, target_input, training, with_attention=True)
             for member, output in zip(self.members, self._split(encoder_output))))
-        return (self._log_probs(logits), _mean(weights)) if with_attention else (
-            self._log_probs(logits))
+        log_probs = _mean_log_probs(logits)
+        return (log_probs, _mean(weights)) if with_attention else log_probs
 
     def step(self, encoder_output, state, prev_ids, training=False):
         """As `Seq2SeqModel.step` (the exact search's): state a tuple of the members' states
@@ -124,7 +117,7 @@ class Ensemble:
         new_states, logits = zip(*(
             member.step(output, member_state, prev_ids, training) for member, output, member_state
             in zip(self.members, self._split(encoder_output), state)))
-        return new_states, self._log_probs(logits)
+        return new_states, _mean_log_probs(logits)
 
     def beam_update_fn(self, encoder_output, beam_width, with_attention=False):
         """As `Seq2SeqModel.beam_update_fn`: the state holds the members' beam states
@@ -140,7 +133,7 @@ class Ensemble:
                 new_state = {"members": new_states}
                 if with_attention:
                     new_state["attention"] = _mean([member["attention"] for member in new_states])
-                return new_state, self._log_probs(logits)
+                return new_state, _mean_log_probs(logits)
 
         initial_state = {"members": tuple(initial for _, initial in members)}
         if with_attention:

@@ -2,8 +2,7 @@
 
 Branch and bound, best-first by log-probability, from the beam search's best: a prefix of
 log-probability L <= 0 ends no higher than L / (the largest normaliser its length limit
-allows), so one whose bound does not beat the best found is pruned. The bound, best-first and
-its cost: docs/DECODING-NOTES.md ("The exact search").
+allows). Why, and its cost: docs/DECODING-NOTES.md ("The exact search").
 """
 
 import collections
@@ -17,9 +16,9 @@ from seq2seq.model import EncoderOutput
 
 # One sentence's best: ids (end token left out), score, proven, prefixes expanded (model rows).
 ExactResult = collections.namedtuple("ExactResult", "ids score proven expansions")
-# A prefix to expand: ids, log-probability, the decoder state before its last piece, that piece
-# (None: the empty prefix, fed the begin token), the Node it expands again (None: a new one).
-Request = collections.namedtuple("Request", "ids log_prob state_in last_id node")
+# A prefix to expand: ids, log-probability, the decoder state before its last piece (the empty
+# prefix: the initial state, fed the begin token), the Node it expands again (None: a new one).
+Request = collections.namedtuple("Request", "ids log_prob state_in node")
 FIRST_CHILDREN = 16  # children a new node lists; expanding it again lists as many as before
 
 
@@ -31,15 +30,13 @@ def normaliser(length, scoring):
 
 
 class Node:
-    """An expanded prefix and the children it lists, best first: ids, log_prob, state_in (as
-    `Request`), state (after its last piece), child_ids, child_log_probs, listed (every child
-    listed so far), rest_log_prob (the best child not listed, -inf if none may beat the best)."""
-    __slots__ = ("ids", "log_prob", "state_in", "state", "child_ids", "child_log_probs", "listed",
-                 "rest_log_prob")
+    """An expanded prefix (a `Request`'s ids, log_prob and state_in; `state` after its last
+    piece) and the children it lists, best first: child_ids, child_log_probs, listed (every
+    child listed so far), rest_log_prob (the best child not listed, -inf if none may win)."""
 
     def __init__(self, request, state):
-        self.ids, self.log_prob, self.state_in, self.state = request[:3] + (state,)
-        self.listed = np.zeros([0], np.int64)
+        self.ids, self.log_prob, self.state_in = request.ids, request.log_prob, request.state_in
+        self.state, self.listed = state, np.zeros([0], np.int64)
 
     def list_children(self, log_probs, threshold, end_token_id):
         """Lists the best children whose log-probability passes `threshold` and not yet listed,
@@ -64,8 +61,7 @@ class SentenceSearch:
     """One sentence's heap of prefixes to expand and its incumbent (best_ids, best_score).
 
     Heap entries are (-log-probability, order, Node, rank): the rank-th child a node lists, or
-    at rank len(child_ids) the node itself, to be expanded again for the children not listed;
-    a node's next entry is pushed when the one before it is popped.
+    at rank len(child_ids) the node itself, to be expanded again for the children not listed.
     """
 
     def __init__(self, initial_state, limit, lower_bound, scoring, max_expansions):
@@ -82,24 +78,22 @@ class SentenceSearch:
     def pop(self, count):
         """Up to `count` `Request`s, best first, within max_expansions."""
         requests = []
-        while self.heap and len(requests) < count and (
-                self.expansions + len(requests) < self.max_expansions):
+        count = min(count, self.max_expansions - self.expansions)
+        while self.heap and len(requests) < count:
             negative_log_prob, _, node, rank = self.heap[0]
             if not self.beats_best(-negative_log_prob):
                 self.heap = []  # best-first: no entry left can beat the incumbent
                 break
             heapq.heappop(self.heap)
             if node is None:
-                requests.append(Request((), 0.0, self.initial_state, None, None))
-                continue
-            if rank == len(node.child_ids):
-                requests.append(Request(node.ids, node.log_prob, node.state_in,
-                                        node.ids[-1] if node.ids else None, node))
-                continue
-            self._push_next(node, rank + 1)
-            child_id = int(node.child_ids[rank])
-            requests.append(Request(node.ids + (child_id,), -negative_log_prob, node.state,
-                                    child_id, None))
+                requests.append(Request((), 0.0, self.initial_state, None))
+            elif rank == len(node.child_ids):
+                requests.append(Request(node.ids, node.log_prob, node.state_in, node))
+            else:
+                self._push_next(node, rank + 1)
+                child_id = int(node.child_ids[rank])
+                requests.append(Request(node.ids + (child_id,), -negative_log_prob, node.state,
+                                        None))
         return requests
 
     def _push_next(self, node, rank):
@@ -114,15 +108,14 @@ class SentenceSearch:
         self.pushed += 1
 
     def add(self, request, state, log_probs, end_log_prob, end_token_id):
-        """Records a `Request`'s expansion: a new prefix's end-token child is scored, the
-        children that may beat the incumbent are listed. state: after the prefix; log_probs:
-        [vocab], the options' -inf applied; end_log_prob: without them (forced at the limit)."""
+        """Records a `Request`'s expansion (state after it; log_probs [vocab] with the options'
+        -inf, end_log_prob without them): scores a new prefix's end, lists the children."""
         self.expansions += 1
         node, ids, log_prob = request.node, request.ids, request.log_prob
         if node is None:
-            at_limit = len(ids) + 1 >= self.limit
-            end_score = (log_prob + (end_log_prob if at_limit else log_probs[end_token_id])) / (
-                normaliser(len(ids) + 1, self.scoring))
+            at_limit = len(ids) + 1 >= self.limit  # the end token forced, whatever the options
+            end = end_log_prob if at_limit else log_probs[end_token_id]
+            end_score = (log_prob + end) / normaliser(len(ids) + 1, self.scoring)
             if end_score > self.best_score:
                 self.best_ids, self.best_score = ids, float(end_score)
             if at_limit:
@@ -142,10 +135,9 @@ def exact_search(expand, initial_states, limits, lower_bounds, scoring, begin_to
     """The best hypothesis of each sentence under `scoring`, within its length limit.
 
     Args:
-      expand: one model step for many prefixes of many sentences (the Translator's
-        `expansion_step`, a NumPy model in tests): (sentences [n] ints, n decoder states,
-        last_ids [n] int32, n tuples of prefix ids) -> (n new states, log_probs [n, vocab]
-        with the options' -inf applied, end_log_probs [n] without them).
+      expand: one model step for prefixes of many sentences (the Translator's `expansion_step`):
+        (sentences [n] ints, n decoder states, last_ids [n] int32, n tuples of prefix ids) ->
+        (n new states, log_probs [n, vocab] with the options' -inf, end_log_probs [n] without).
       initial_states: a decoder state per sentence; limits: per sentence, the most pieces of a
         hypothesis, end token included; lower_bounds: per sentence None or (ids, score).
       scoring: a decode.scoring.Scoring of Python values (its coverage penalty is not used).
@@ -165,7 +157,7 @@ def exact_search(expand, initial_states, limits, lower_bounds, scoring, begin_to
             return [search.result() for search in searches]
         states, log_probs, end_log_probs = expand(
             [index for index, _ in requests], [request.state_in for _, request in requests],
-            np.array([begin_token_id if request.last_id is None else request.last_id
+            np.array([request.ids[-1] if request.ids else begin_token_id
                       for _, request in requests], np.int32),
             [request.ids for _, request in requests])
         for row, (index, request) in enumerate(requests):

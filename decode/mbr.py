@@ -1,9 +1,8 @@
 """Minimum Bayes risk (MBR) decoding: the candidate the model's own samples agree with most.
 
-A candidate's expected utility is its mean utility against pseudo-references drawn from the model,
-a Monte-Carlo estimate of E_{y ~ p(y|x)} u(candidate, y) (Eikema & Aziz 2020; Freitag et al.
-2022). It reranks decoded text, so it is NumPy and sacrebleu only; the choices and the reasons:
-docs/DECODING-NOTES.md.
+A candidate's expected utility is its mean utility against pseudo-references drawn from the
+model (Eikema & Aziz 2020; Freitag et al. 2022). It reranks decoded text, so it is NumPy and
+sacrebleu only; the choices and the reasons: docs/DECODING-NOTES.md.
 """
 
 import collections
@@ -43,9 +42,8 @@ def utility_matrix(candidates, references, utility="chrf"):
 
 def mbr_choose(candidates, candidate_scores, pseudo_references, utility="chrf"):
     """The candidate of highest expected utility: its mean utility against every
-    pseudo-reference, repeated ones counted as often as drawn, and itself included when the
-    pools are the same (the N x N matrix of Freitag et al. 2023 and mbrs). Ties: the higher
-    model score, then the earlier candidate.
+    pseudo-reference, each copy of a repeated one counted, itself included when the pools are
+    the same. Ties: the higher model score, then the earlier candidate.
 
     Args:
       candidates: [C] texts; candidate_scores: [C] their model scores;
@@ -58,12 +56,10 @@ def mbr_choose(candidates, candidate_scores, pseudo_references, utility="chrf"):
                          "(%d)" % (len(candidates), len(candidate_scores), len(pseudo_references)))
     utilities = utility_matrix(candidates, pseudo_references, utility)
     expected = utilities.mean(axis=1)                                            # [C]
-    order = sorted(range(len(candidates)),
-                   key=lambda c: (-expected[c], -candidate_scores[c], c))
+    order = sorted(range(len(candidates)), key=lambda c: (-expected[c], -candidate_scores[c], c))
     ranked = [MbrCandidate(c, candidates[c], float(candidate_scores[c]), float(expected[c]))
               for c in order]
-    return MbrResult(order[0], candidates[order[0]], ranked[0].expected_utility, ranked,
-                     utilities)
+    return MbrResult(order[0], candidates[order[0]], ranked[0].expected_utility, ranked, utilities)
 
 
 def oracle_choice(candidates, reference, utility="chrf"):
@@ -88,6 +84,7 @@ def rerank(candidates, pseudo_references, detokenize, utility="chrf"):
 def mbr_fields(result):
     """A Translation's mbr fields of an MbrResult (None: none): expected_utility, candidates
     (MbrCandidates, best first) and utilities (lists, the candidates in their `index` order)."""
-    return {} if result is None else dict(expected_utility=result.expected_utility,
-                                          candidates=result.candidates,
-                                          utilities=result.utilities.tolist())
+    if result is None:
+        return {}
+    return dict(expected_utility=result.expected_utility, candidates=result.candidates,
+                utilities=result.utilities.tolist())

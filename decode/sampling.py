@@ -1,9 +1,8 @@
 """Sampling: independent translations drawn from the model, the decoding options applied.
 
 Each of a sentence's `num_samples` slots extends its own hypothesis by a piece drawn from
-softmax(logits / temperature) within the `top_k` best pieces, the nucleus (mass >= `top_p`) and
-the pieces of probability >= `epsilon`, keyed by the seed, the sentence's own pieces and the step
-(docs/DECODING-NOTES.md); scores are untempered, as the beam searches score.
+softmax(logits / temperature) as restricted by `top_k`, `top_p` and `epsilon`, keyed by the
+seed, the sentence's own pieces and the step; scores are untempered, as the beam searches score.
 """
 
 import collections
@@ -33,10 +32,8 @@ def sentence_keys(source_ids, source_length):
 
 def restricted_logits(logits, sampling):
     """[batch, beam, vocab] logits -> logits / temperature, -inf outside the top_k pieces, outside
-    the nucleus and where softmax(logits / temperature) < epsilon (Hewitt et al. 2022), never at
-    the most likely piece. Epsilon is measured on the tempered distribution over the allowed
-    pieces, as Hugging Face's EpsilonLogitsWarper measures it, but before top_k and top_p
-    renormalise it (Hugging Face: after), so each option's meaning stands alone."""
+    the nucleus and where softmax(logits / temperature) < epsilon (measured before top_k and
+    top_p: docs/DECODING-NOTES.md), never at the most likely piece."""
     with tf.name_scope("restrict"):
         tempered = logits / sampling.temperature
         ranked = tf.sort(tempered, axis=-1, direction="DESCENDING")           # [b, k, v]
@@ -98,11 +95,10 @@ def sample_next(logits, beam, step, end_token_id, scoring, max_lengths, attentio
 def sample_search(update_fn, initial_state, sequence_length, num_samples, begin_token_id,
                   end_token_id, scoring, sampling, sentence_keys, name="sample", max_lengths=None,
                   source_mask=None, compact=False, target_prefix=None):
-    """Draws `num_samples` translations per sentence, best score first (the search contract,
-    with `num_samples` for beam_width; scoring: a Scoring, sampling: a Sampling,
-    sentence_keys: [batch] int64, `sentence_keys` of the batch's sources; compact: a sentence
-    whose samples have all ended leaves the running batch, decode/compaction.py;
-    target_prefix: as decode.beam_search.rnn_beam_search's)."""
+    """Draws `num_samples` translations per sentence, best score first: the search contract
+    (`rnn_beam_search`'s, `num_samples` for beam_width, `compact` as `while_loop_beam_search`'s)
+    with scoring a Scoring, sampling a Sampling and sentence_keys [batch] int64, the
+    `sentence_keys` of the batch's sources."""
     with tf.name_scope(name):
         row_seeds = tf.stack([sentence_keys, tf.fill(tf.shape(sentence_keys),
                                                      tf.cast(sampling.seed, tf.int64))], axis=1)
