@@ -240,12 +240,12 @@ def translation_answer(translation, pooled=False):
     if translation.expected_utility is not None:
         order = [candidate.index for candidate in translation.candidates]
         columns = order if pooled else range(len(translation.utilities[0]))
-        answer.update(expected_utility=float(translation.expected_utility), candidates=[
-            {"text": candidate.text, "score": float(candidate.score),
-             "expected_utility": float(candidate.expected_utility)}
-            for candidate in translation.candidates], utilities=[
-            [round(float(translation.utilities[row][column]), 2) for column in columns]
-            for row in order])
+        answer["expected_utility"] = float(translation.expected_utility)
+        answer["candidates"] = [{"text": candidate.text, "score": float(candidate.score),
+                                 "expected_utility": float(candidate.expected_utility)}
+                                for candidate in translation.candidates]
+        answer["utilities"] = [[round(float(translation.utilities[row][column]), 2)
+                                for column in columns] for row in order]
     if translation.trace is not None:
         answer["trace"] = translation.trace
     return answer

@@ -90,8 +90,8 @@ class ModelSlot:
                 translator.close()
 
 
-def read_examples(config):
-    """Up to MAX_EXAMPLES sentences of data.data_dir/test.src (else dev.src), shortest first."""
+def read_examples(config, limit=MAX_EXAMPLES):
+    """Up to `limit` sentences of data.data_dir/test.src (else dev.src), shortest to longest."""
     configured = (config.get("data") or {}).get("data_dir")
     if not configured:
         LOG.info("no example sentences for the page: the config names no data.data_dir")
@@ -108,7 +108,7 @@ def read_examples(config):
             return []
         if not sentences:
             LOG.info("no example sentences for the page: %s holds none", path)
-        count = min(MAX_EXAMPLES, len(sentences))
+        count = min(limit, len(sentences))
         return [sentences[index * len(sentences) // count] for index in range(count)]
     LOG.info("no example sentences for the page: %s holds no test.src or dev.src%s", data_dir,
              "" if os.path.isabs(configured) else
