@@ -77,12 +77,8 @@ class JsonErrorChannel(HTTPChannel):
 
 
 class GracefulServer:
-    """A waitress server of `app` on host:port (0: any free port), stopped by `request_stop`.
-
-    Args:
-      threads: waitress worker threads, i.e. requests handled at once.
-      max_body_bytes: the largest request body (larger: 413 at the headers).
-    """
+    """A waitress server of `app` on host:port (0: any free port) handling `threads` requests at
+    once, bodies of up to `max_body_bytes` (larger: 413 at the headers); see `request_stop`."""
 
     def __init__(self, app, host, port, threads, max_body_bytes):
         self._stopping = threading.Event()

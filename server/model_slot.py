@@ -182,14 +182,9 @@ def build_translator(model_dir, path, exported, intra_op_threads, warm_up_source
 
 
 class Reloader:
-    """Fills a ModelSlot with a model directory's model, then with each newer one `poll` finds.
-
-    Args:
-      slot: the server's ModelSlot.
-      model_dir: a model directory, perhaps still being trained or not yet created.
-      export_dir: serve this SavedModel (and newer ones beside it) instead of checkpoints.
-      build: (model_dir, path, exported) -> a warmed-up Translator.
-    """
+    """Fills `slot` (a ModelSlot) with the model of `model_dir` (perhaps not yet created), or
+    the SavedModel `export_dir`, then with each newer one `poll` finds; `build(model_dir, path,
+    exported)` returns a warmed-up Translator."""
 
     def __init__(self, slot, model_dir, export_dir, build):
         self._slot, self._model_dir, self._export_dir = slot, model_dir, export_dir
