@@ -39,7 +39,7 @@ def read_best(best_dir):
 
 
 def _copy_checkpoint(checkpoint_path, model_dir_files, record, best_dir):
-    """Copies it all into `best_dir` via best.tmp; False, best_dir untouched, if a file is gone."""
+    """Copies the checkpoint, `model_dir_files` and `record` to `best_dir` (False: one is gone)."""
     best_dir = os.path.abspath(best_dir)  # update_checkpoint_state records the bare name
     staging = best_dir + _STAGING_SUFFIX
     files = sorted(glob.glob(glob.escape(checkpoint_path) + ".*"))
@@ -53,7 +53,7 @@ def _copy_checkpoint(checkpoint_path, model_dir_files, record, best_dir):
         return False
     os.makedirs(staging)
     try:
-        for path in files + list(model_dir_files):
+        for path in files + model_dir_files:
             shutil.copy2(path, staging)
     except FileNotFoundError as error:
         shutil.rmtree(staging, ignore_errors=True)
@@ -72,7 +72,7 @@ def _copy_checkpoint(checkpoint_path, model_dir_files, record, best_dir):
 
 
 def _improves(value, perplexity, best):
-    """A higher metric, or the same one at a lower dev perplexity (BLEU saturates)."""
+    """A higher BLEU, or the same at a lower dev perplexity (BLEU saturates)."""
     if value != best["value"]:
         return value > best["value"]
     return perplexity < best["metrics"]["perplexity"]

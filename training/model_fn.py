@@ -189,7 +189,7 @@ class ProgressHook(tf.train.SessionRunHook):
         if self._expected_step // self._every_n_steps <= self._last_step // self._every_n_steps:
             return
         mean_loss = self._loss_sum / (self._expected_step - self._last_step)
-        step = int(run_context.session.run(self._global_step))  # past _last_step: ours are in it
+        step = int(run_context.session.run(self._global_step))  # > _last_step: it counts our steps
         elapsed = max(time.time() - self._last_time, 1e-9)
         steps_per_sec, tokens_per_sec = (step - self._last_step) / elapsed, self._tokens / elapsed
         eta_seconds = max(self._max_steps - step, 0) / steps_per_sec
