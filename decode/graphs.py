@@ -37,8 +37,7 @@ def graph_shape(options, prefix=False):
 
 
 def graph_options(fed_options, shape):
-    """`fed_options` (name -> scalar tensor) with the shape's Python values; an option the
-    shape turns off is 0."""
+    """`fed_options` (name -> scalar tensor) and the shape's values; an option it turns off: 0."""
     options = dict(fed_options, length_penalty_kind=shape.kind, no_repeat_ngram_size=shape.ngram,
                    diverse_beam_groups=shape.groups)
     if not shape.coverage:
@@ -49,8 +48,7 @@ def graph_options(fed_options, shape):
 
 
 def fields_of(kind, options):
-    """A namedtuple `kind` (Scoring, Sampling) of `options`' values of its fields (else their
-    defaults)."""
+    """A namedtuple `kind` (Scoring, Sampling) of its fields in `options` (else defaults)."""
     return kind(**{name: options[name] for name in kind._fields if name in options})
 
 

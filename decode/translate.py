@@ -133,14 +133,10 @@ def main(argv=None):
             sink = files.enter_context(open(args.output, "w", encoding="utf-8") if args.output
                                        else contextlib.nullcontext(sys.stdout))
             traces = args.trace and files.enter_context(open(args.trace, "w", encoding="utf-8"))
-        except (ValueError, OSError) as error:
-            print("error: %s" % error, file=sys.stderr)
-            return 2
-        # At a terminal each line is answered at once.
-        chunk_size = 1 if source.isatty() else (
-            BATCHES_PER_CHUNK * translator.config["decode"]["batch_size"])
-        pairs = zip(lines, prefixes)
-        try:
+            # At a terminal each line is answered at once.
+            chunk_size = 1 if source.isatty() else (
+                BATCHES_PER_CHUNK * translator.config["decode"]["batch_size"])
+            pairs = zip(lines, prefixes)
             for chunk in iter(lambda: list(itertools.islice(pairs, chunk_size)), []):
                 chunk, chunk_prefixes = map(list, zip(*chunk))
                 output, trace = translate_lines(translator, chunk, args,
@@ -149,7 +145,7 @@ def main(argv=None):
                 sink.flush()
                 if traces:
                     traces.write(trace)
-        except ValueError as error:  # not UTF-8, a bad prefix: the lines before it are translated
+        except (ValueError, OSError) as error:  # a line not UTF-8: the ones before are written
             print("error: %s" % error, file=sys.stderr)
             return 2
     return 0

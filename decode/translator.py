@@ -219,8 +219,7 @@ class Translator:
         return [result for result, _ in self._search(token_ids, decoder, width, False, options)]
 
     def _search(self, token_ids, decoder, width, trace, options, prefixes=None):
-        """`search` at a checked width (prefixes: None or target ids each): (SearchResult,
-        trace or None) each."""
+        """`search` at a checked width, with `prefixes`: (SearchResult, trace or None) each."""
         if trace and not self.can_trace:
             raise ValueError("the exported SavedModel returns no trace (a checkpoint does)")
         if trace and decoder in ("sample", "exact", "mbr"):
@@ -276,7 +275,7 @@ class Translator:
 
     def _run(self, decoder, beam_width, sentences, trace, options, prefixes=None):
         """Source id lists -> ids [batch, K, time], scores [batch, K], lengths [batch, K] (and
-        the trace dict), under resolved options; prefixes: None or target ids per sentence."""
+        the trace dict); prefixes: None or target ids per sentence."""
         fetches, feeds = self._exported, self._feeds(sentences, options)
         prefixed = any(prefixes or ())
         if prefixed:
@@ -321,8 +320,7 @@ class Translator:
             EXACT_ROWS_PER_CALL)
 
     def _fetches(self, key, build):
-        """The fetches of graph `key` (GraphCache's), built by `build(options)` on first use
-        (options: `search_encoded`'s for the key)."""
+        """GraphCache's fetches of `key`, built by `build(search_encoded's options for the key)`."""
         def build_graph():
             options = graph_options(self._fed_options, key[4])
             if key[0] == "sample":
@@ -375,10 +373,11 @@ class Translator:
         max_source_length = max_source_length or self.config["data"]["max_source_length"]
         already_built = len(self.variants)
         for decoder in decoders or self.decoders:
-            source_lengths = sorted({  # "unrolled": the shortest source of each length bucket
-                unrolled_length_bucket(length, self.config["decode"]): length
-                for length in range(max_source_length, 0, -1)}.values()) if (
-                    decoder == "unrolled") else [1]
+            source_lengths = [1]
+            if decoder == "unrolled":  # the shortest source of each length bucket
+                shortest = {unrolled_length_bucket(length, self.config["decode"]): length
+                            for length in range(max_source_length, 0, -1)}
+                source_lengths = sorted(shortest.values())
             options = {"max_expansions": 1} if decoder == "exact" else None
             widths = [None] if decoder in ("sample", "exact", "mbr") else beam_widths or [None]
             for width in sorted({self.check_options(decoder, width, options=options)
