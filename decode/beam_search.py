@@ -32,9 +32,8 @@ def _check(ok, message, *args):
 
 
 def beam_scores(beam, scoring):
-    """The contract's scores of a Beam under `scoring` (a Scoring or GNMT's alpha), [batch, beam]."""
-    return scoring_lib.scores(beam.log_probs, beam.lengths, beam.coverage,
-                              scoring_lib.as_scoring(scoring))
+    """The contract's scores [batch, beam] of a Beam under a decode.scoring.Scoring."""
+    return scoring_lib.scores(beam.log_probs, beam.lengths, beam.coverage, scoring)
 
 
 def top_k(values, k):

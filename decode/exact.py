@@ -16,9 +16,6 @@ from seq2seq.model import EncoderOutput
 
 # One sentence's best: ids (end token left out), score, proven, prefixes expanded (model rows).
 ExactResult = collections.namedtuple("ExactResult", "ids score proven expansions")
-# A prefix to expand: ids, log-probability, the decoder state before its last piece (the empty
-# prefix: the initial state, fed the begin token), the Node it expands again (None: a new one).
-Request = collections.namedtuple("Request", "ids log_prob state_in node")
 FIRST_CHILDREN = 16  # children a new node lists; expanding it again lists as many as before
 
 
@@ -30,13 +27,14 @@ def normaliser(length, scoring):
 
 
 class Node:
-    """An expanded prefix (a `Request`'s ids, log_prob and state_in; `state` after its last
-    piece) and the children it lists, best first: child_ids, child_log_probs, listed (every
-    child listed so far), rest_log_prob (the best child not listed, -inf if none may win)."""
+    """A prefix: its ids, log_prob, state_in (the decoder state before its last piece; the
+    empty prefix's is fed the begin token), state (after it, once expanded: None before) and
+    the children it lists, best first: child_ids, child_log_probs, listed (every child listed
+    so far), rest_log_prob (the best child not listed, -inf if none may win)."""
 
-    def __init__(self, request, state):
-        self.ids, self.log_prob, self.state_in = request.ids, request.log_prob, request.state_in
-        self.state, self.listed = state, np.zeros([0], np.int64)
+    def __init__(self, ids, log_prob, state_in):
+        self.ids, self.log_prob, self.state_in, self.state = ids, log_prob, state_in, None
+        self.child_ids, self.listed = (), np.zeros([0], np.int64)
 
     def list_children(self, log_probs, threshold, end_token_id):
         """Lists the best children whose log-probability passes `threshold` and not yet listed,
@@ -65,36 +63,33 @@ class SentenceSearch:
     """
 
     def __init__(self, initial_state, limit, lower_bound, scoring, max_expansions):
-        self.initial_state, self.limit, self.scoring = initial_state, limit, scoring
+        self.limit, self.scoring = limit, scoring
         self.max_expansions, self.expansions = max_expansions, 0
         self.largest_normaliser = normaliser(limit, scoring)  # each kind grows with the length
         self.best_ids, self.best_score = lower_bound if lower_bound else (None, -np.inf)
-        self.heap, self.pushed = [(-0.0, 0, None, 0)], 1  # None: the empty prefix
+        self.heap, self.pushed = [(-0.0, 0, Node((), 0.0, initial_state), 0)], 1
 
     def beats_best(self, log_prob):
         """Whether a prefix of this log-probability may still end above the incumbent."""
         return log_prob / self.largest_normaliser > self.best_score
 
     def pop(self, count):
-        """Up to `count` `Request`s, best first, within max_expansions."""
-        requests = []
+        """Up to `count` Nodes to expand, best first, within max_expansions: new prefixes, and
+        expanded ones whose children not listed may still win."""
+        nodes = []
         count = min(count, self.max_expansions - self.expansions)
-        while self.heap and len(requests) < count:
+        while self.heap and len(nodes) < count:
             negative_log_prob, _, node, rank = self.heap[0]
             if not self.beats_best(-negative_log_prob):
                 self.heap = []  # best-first: no entry left can beat the incumbent
                 break
             heapq.heappop(self.heap)
-            if node is None:
-                requests.append(Request((), 0.0, self.initial_state, None))
-            elif rank == len(node.child_ids):
-                requests.append(Request(node.ids, node.log_prob, node.state_in, node))
-            else:
+            if rank < len(node.child_ids):  # its child: a new prefix
                 self._push_next(node, rank + 1)
                 child_id = int(node.child_ids[rank])
-                requests.append(Request(node.ids + (child_id,), -negative_log_prob, node.state,
-                                        None))
-        return requests
+                node = Node(node.ids + (child_id,), -negative_log_prob, node.state)
+            nodes.append(node)
+        return nodes
 
     def _push_next(self, node, rank):
         """Pushes a node's child at `rank`, or past its listed children the node itself."""
@@ -107,22 +102,22 @@ class SentenceSearch:
         heapq.heappush(self.heap, (-log_prob, self.pushed, node, rank))
         self.pushed += 1
 
-    def add(self, request, state, log_probs, end_log_prob, end_token_id):
-        """Records a `Request`'s expansion (state after it; log_probs [vocab] with the options'
-        -inf, end_log_prob without them): scores a new prefix's end, lists the children."""
+    def add(self, node, state, log_probs, end_log_prob, end_token_id):
+        """Records a Node's expansion (state after it; log_probs [vocab] with the options' -inf,
+        end_log_prob without them): scores a new prefix's end, lists the children."""
         self.expansions += 1
-        node, ids, log_prob = request.node, request.ids, request.log_prob
-        if node is None:
-            at_limit = len(ids) + 1 >= self.limit  # the end token forced, whatever the options
+        if node.state is None:
+            length = len(node.ids) + 1
+            at_limit = length >= self.limit  # the end token forced, whatever the options
             end = end_log_prob if at_limit else log_probs[end_token_id]
-            end_score = (log_prob + end) / normaliser(len(ids) + 1, self.scoring)
+            end_score = (node.log_prob + end) / normaliser(length, self.scoring)
             if end_score > self.best_score:
-                self.best_ids, self.best_score = ids, float(end_score)
+                self.best_ids, self.best_score = node.ids, float(end_score)
             if at_limit:
                 return
-            node = Node(request, state)
-        if node.list_children(log_probs, self.best_score * self.largest_normaliser - log_prob,
-                              end_token_id):
+            node.state = state
+        threshold = self.best_score * self.largest_normaliser - node.log_prob
+        if node.list_children(log_probs, threshold, end_token_id):
             self._push_next(node, 0)
 
     def result(self):
@@ -151,17 +146,16 @@ def exact_search(expand, initial_states, limits, lower_bounds, scoring, begin_to
         unfinished = [index for index, search in enumerate(searches)
                       if search.heap and search.expansions < max_expansions]
         share = max(1, rows_per_call // max(len(unfinished), 1))
-        requests = [(index, request) for index in unfinished
-                    for request in searches[index].pop(share)]
-        if not requests:
+        nodes = [(index, node) for index in unfinished for node in searches[index].pop(share)]
+        if not nodes:
             return [search.result() for search in searches]
         states, log_probs, end_log_probs = expand(
-            [index for index, _ in requests], [request.state_in for _, request in requests],
-            np.array([request.ids[-1] if request.ids else begin_token_id
-                      for _, request in requests], np.int32),
-            [request.ids for _, request in requests])
-        for row, (index, request) in enumerate(requests):
-            searches[index].add(request, states[row], log_probs[row], end_log_probs[row],
+            [index for index, _ in nodes], [node.state_in for _, node in nodes],
+            np.array([node.ids[-1] if node.ids else begin_token_id for _, node in nodes],
+                     np.int32),
+            [node.ids for _, node in nodes])
+        for row, (index, node) in enumerate(nodes):
+            searches[index].add(node, states[row], log_probs[row], end_log_probs[row],
                                 end_token_id)
 
 
