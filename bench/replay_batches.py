@@ -2,9 +2,9 @@
 
     python -m bench.replay_batches --model_dir D --log F [F ...] [--summary]
 
-The batch log (serve.batch_log; server/batch_log.py) holds one JSON line per model call: its
-settings, its sentences' source ids, and the call's wall and CPU seconds in the server. This
-loads the model as serve.py does (one batch at a time in the calling thread,
+The batch log (serve.batch_log; `BatchLog` in server/batcher.py) holds one JSON line per model
+call: its settings, its sentences' source ids, and the call's wall and CPU seconds in the
+server. This loads the model as serve.py does (one batch at a time in the calling thread,
 serve.intra_op_threads threads in an op), runs each graph the log needs once, then every
 logged batch again, back to back, with the logged settings, and prints each call's served and
 replayed milliseconds, then the totals. As slow as serving: the batches are the cost; much
