@@ -20,7 +20,7 @@ def backtrack(parent_ids, *histories):
         _, batch_size, beam_width = get_shape(parent_ids)
         last_slots = tf.tile(tf.range(beam_width)[None], [batch_size, 1])     # [b, k]
 
-        def step_back(carry, step):  # carry[0]: the slots [b, k] the later step came from
+        def step_back(carry, step):  # carry[0]: each final hypothesis's slot at this step
             return tuple(batch_gather(values, carry[0]) for values in step)
 
         paths = tf.scan(step_back, (parent_ids,) + histories,

@@ -349,8 +349,7 @@ def search_loop(update_fn, initial_state, sequence_length, width, begin_token_id
             batch_beam = compaction.scatter_rows(batch_beam, rows, beam._replace(tokens=()))
             record.update(compaction.batch_record(record, rows, batch_size, end_token_id))
             if trace:
-                record.update(scores=beam_scores(batch_beam, scoring),
-                              finished=batch_beam.finished)
+                record.update(scores=beam_scores(batch_beam, scoring), finished=batch_beam.finished)
             state, ids, beam, rows = compaction.drop_decided((state, ids, beam, rows), beam)
             batch = (rows, batch_beam)
         history = {key: history[key].write(step, record[key]) for key in history}

@@ -155,8 +155,7 @@ def exact_search(expand, initial_states, limits, lower_bounds, scoring, begin_to
                      np.int32),
             [node.ids for _, node in nodes])
         for row, (index, node) in enumerate(nodes):
-            searches[index].add(node, states[row], log_probs[row], end_log_probs[row],
-                                end_token_id)
+            searches[index].add(node, states[row], log_probs[row], end_log_probs[row], end_token_id)
 
 
 def expansion_step(model, encoder_output, scoring, end_token_id):
