@@ -21,13 +21,13 @@ class Pieces:
         if isinstance(texts, str):
             raise ValueError("%s must be a list of strings, got one string "
                              "(wrap a single sentence in a list)" % name)
+        encode = self._tokenizer.encode_source if source else self._tokenizer.encode_target
         token_ids = []
         for index, text in enumerate(texts):
             if not isinstance(text, str):
                 raise ValueError("%s[%d] must be a string, got %s"
                                  % (name, index, type(text).__name__))
-            token_ids.append((self._tokenizer.encode_source if source else
-                              self._tokenizer.encode_target)(text))
+            token_ids.append(encode(text))
             if source and not token_ids[-1]:
                 raise ValueError("%s[%d] is empty (no source tokens)" % (name, index))
         return token_ids
