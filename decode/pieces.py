@@ -61,9 +61,8 @@ class Pieces:
         return ids
 
     def prefixes(self, target_prefixes, count):
-        """None (no prefixes), or the ids of `count` target prefixes, each None or "" (none),
-        a text (no character the target vocabulary lacks) or a list of target pieces (no "</s>").
-        """
+        """None (no prefixes), or the ids of `count` target prefixes, each None or "" (none), a
+        text (no character the target vocabulary lacks) or a list of target pieces (no "</s>")."""
         if target_prefixes is not None and (isinstance(target_prefixes, str) or
                                             len(target_prefixes) != count):
             raise ValueError("target_prefixes must be a list of one prefix per sentence (%d), "

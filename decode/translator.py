@@ -366,10 +366,9 @@ class Translator:
         return self._in_batches(source_ids, run)
 
     def warm_up(self, decoders=None, beam_widths=None, max_source_length=None):
-        """Builds the graphs of `decoders` (None: all) at `beam_widths` (None: the default;
-        sample, exact and mbr: theirs) and runs each once; "unrolled" gets every length bucket of
-        sources up to `max_source_length` tokens (None: data.max_source_length). Returns the
-        new `Variant`s."""
+        """Builds and runs once the graphs of `decoders` (None: all) at `beam_widths` (None: the
+        default; sample, exact, mbr: theirs), "unrolled" at every length bucket up to
+        `max_source_length` tokens (None: data.max_source_length); returns the new `Variant`s."""
         max_source_length = max_source_length or self.config["data"]["max_source_length"]
         already_built = len(self.variants)
         for decoder in decoders or self.decoders:
