@@ -48,18 +48,23 @@ def read_log(paths):
 
 
 def graph_key(record, decode_params):
-    """What a call's graph depends on: decoder, beam width, trace, unrolled length bucket."""
+    """What a call's graph depends on: decoder, beam width, trace, options, whether a target
+    prefix is fed, unrolled length bucket."""
     from decode.graphs import unrolled_length_bucket
     bucket = (unrolled_length_bucket(max(map(len, record["source_ids"])), decode_params)
               if record["decoder"] == "unrolled" else None)
-    return record["decoder"], record["beam_width"], record["trace"], bucket
+    options = tuple(map(tuple, record.get("options") or ()))
+    return (record["decoder"], record["beam_width"], record["trace"], options,
+            "target_prefixes" in record, bucket)
 
 
 def run_call(translator, record):
-    """Runs one logged batch; returns (wall seconds, CPU seconds of this thread, translations)."""
+    """Runs one logged batch as it was served (its options and target prefixes too); returns
+    (wall seconds, CPU seconds of this thread, translations)."""
     return harness.measure(lambda: translator.translate_tokens(
         record["source_ids"], decoder=record["decoder"], beam_width=record["beam_width"],
-        n_best=record["n_best"], trace=record["trace"]), cpu_clock=time.thread_time)
+        n_best=record["n_best"], trace=record["trace"], options=dict(record.get("options") or ()),
+        target_prefixes=record.get("target_prefixes")), cpu_clock=time.thread_time)
 
 
 def replay(translator, records):

@@ -581,6 +581,24 @@ def test_the_batch_log_records_each_model_call_and_the_replay_runs_them_again(
     assert "the same word counts in 2 of 2 calls" in printed
 
 
+def test_the_replay_runs_a_call_with_its_options_and_target_prefixes(translator):
+    from bench import replay_batches
+    source_ids = [translator.tokenize(text) for text in SENTENCES[:2]]
+    prefixes = ["casa casa casa casa", ""]
+    options = [["length_penalty", 0.0], ["no_repeat_ngram_size", 0]]
+    served = translator.translate_tokens(source_ids, options=dict(options),
+                                         target_prefixes=prefixes)
+    record = {"decoder": "while_loop", "beam_width": None, "n_best": 1, "trace": False,
+              "options": options, "target_prefixes": prefixes, "source_ids": source_ids,
+              "wall_seconds": 0.1, "cpu_seconds": 0.1,
+              "output_words": [len(translation.text.split()) for translation in served]}
+    assert record["output_words"][0] >= 4, "the prefix's words are the translation's"
+    [(_, _, _, same)] = replay_batches.replay(translator, [record])
+    assert same, "replayed with the prefixes and options it was served with"
+    unprefixed = translator.translate_tokens(source_ids)
+    assert [len(translation.text.split()) for translation in unprefixed] != record["output_words"]
+
+
 def test_a_batch_log_that_cannot_be_written_is_an_error_naming_it(tmp_path):
     path = tmp_path / "no_such_directory" / "batches.jsonl"
     with pytest.raises(ValueError, match="serve.batch_log: cannot append to .*no_such_directory"):
