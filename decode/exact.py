@@ -12,6 +12,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from decode.scoring import allowed_logits
+from seq2seq.common import get_shape
 from seq2seq.model import EncoderOutput
 
 # One sentence's best: ids (end token left out), score, proven, prefixes expanded (model rows).
@@ -167,8 +168,9 @@ def expansion_step(model, encoder_output, scoring, end_token_id):
     Returns:
       (inputs, outputs): inputs {"sentences" [n] int32 (rows of encoder_output), "states"
       ([n, ...] each), "last_ids" [n] int32, "prefixes" [n, time] int32 (-1 in front of shorter
-      ones), "prefix_lengths" [n]}; outputs {"states", "log_probs" [n, vocab] (`allowed_logits`
-      applied), "end_log_probs" [n]}.
+      ones), "prefix_lengths" [n], "forced_ids" [n] int32 (inside a target prefix its next
+      piece, else -1)}; outputs {"states", "log_probs" [n, vocab] (`allowed_logits` applied;
+      a forced row: -inf but at its piece, which keeps the model's own), "end_log_probs" [n]}.
     """
     with tf.name_scope("exact_step"):
         inputs = {"sentences": tf.placeholder(tf.int32, [None], "sentences"),
@@ -177,7 +179,8 @@ def expansion_step(model, encoder_output, scoring, end_token_id):
                       encoder_output.initial_state),
                   "last_ids": tf.placeholder(tf.int32, [None], "last_ids"),
                   "prefixes": tf.placeholder(tf.int32, [None, None], "prefixes"),
-                  "prefix_lengths": tf.placeholder(tf.int32, [None], "prefix_lengths")}
+                  "prefix_lengths": tf.placeholder(tf.int32, [None], "prefix_lengths"),
+                  "forced_ids": tf.placeholder(tf.int32, [None], "forced_ids")}
         gathered = EncoderOutput(*(tf.gather(tensor, inputs["sentences"])
                                    for tensor in encoder_output[:3]), initial_state=None)
         states, logits = model.step(gathered, inputs["states"], inputs["last_ids"])
@@ -186,5 +189,9 @@ def expansion_step(model, encoder_output, scoring, end_token_id):
         shifted = tf.pad(log_probs, [[0, 0], [1, 0]])[:, None, :]             # [n, 1, 1 + vocab]
         allowed = allowed_logits(shifted, inputs["prefix_lengths"][:, None, None],
                                  end_token_id + 1, scoring, (inputs["prefixes"] + 1)[:, None, :])
-        return inputs, {"states": states, "log_probs": allowed[:, 0, 1:],
+        forced = inputs["forced_ids"][:, None]                                 # [n, 1]
+        is_forced = tf.equal(tf.range(get_shape(log_probs)[1])[None, :], forced)  # [n, vocab]
+        allowed = tf.where_v2(forced >= 0, tf.where_v2(is_forced, log_probs, -np.inf),
+                              allowed[:, 0, 1:])
+        return inputs, {"states": states, "log_probs": allowed,
                         "end_log_probs": log_probs[:, end_token_id]}

@@ -191,7 +191,7 @@ class Translator:
         """A list of strings -> a `Translation` each, in order; decoder, beam_width, n_best,
         options: as `check_options` (fewer hypotheses only where fewer are possible);
         target_prefixes: None, or per text what its translation starts with (decode/pieces.py:
-        a text, a list of target pieces, or None or "": no prefix); not for exact."""
+        a text, a list of target pieces, or None or "": no prefix)."""
         return self.translate_tokens(self._pieces.texts("texts", texts), decoder, beam_width,
                                      n_best, trace, options, target_prefixes)
 
@@ -225,10 +225,9 @@ class Translator:
         if trace and decoder in ("sample", "exact", "mbr"):
             raise ValueError("trace: the %s decoder keeps no beams to trace; trace a beam search "
                              "or greedy" % decoder)
-        if any(prefixes or ()) and (decoder == "exact" or self._exported):
-            raise ValueError("target_prefixes: the %s takes none (a checkpoint's beam searches, "
-                             "greedy, sample and mbr do)"
-                             % ("exported SavedModel" if self._exported else "exact decoder"))
+        if any(prefixes or ()) and self._exported:
+            raise ValueError("target_prefixes: the exported SavedModel takes none (a "
+                             "checkpoint's decoders do)")
         for index, ids in enumerate(token_ids):
             if not len(ids):
                 raise ValueError("sentence %d has no source tokens" % index)
@@ -239,7 +238,7 @@ class Translator:
             forced = prefixes and [prefixes[index] for index in batch]
             if decoder == "exact":
                 return [(SearchResult([found.ids], [found.score], found.proven, found.expansions),
-                         None) for found in self._run_exact(sentences, options)]
+                         None) for found in self._run_exact(sentences, options, forced)]
             if decoder == "mbr":  # reranked here, outside any lock
                 samples = self._results("sample", options["num_samples"], sentences, options,
                                         forced)
@@ -290,22 +289,27 @@ class Translator:
                 options=graph_options, target_prefix=self._target_prefix if prefixed else None))
         return self._session.run(fetches, feeds)
 
-    def _run_exact(self, sentences, options):
+    def _run_exact(self, sentences, options, prefixes=None):
         """decode/exact.py's search of a batch, from the while_loop search's best at the default
-        beam width: an `ExactResult` per sentence."""
-        best = self._results("while_loop", self.default_beam_width, sentences, options, None)
+        beam width: an `ExactResult` per sentence; prefixes: None or target ids per sentence,
+        forced as the beam searches force them."""
+        prefixes = prefixes or [()] * len(sentences)
+        best = self._results("while_loop", self.default_beam_width, sentences, options, prefixes)
         encoded = self._session.run(self._encoded, self._feeds(sentences, options))
         inputs, outputs = self._fetches(
             ("exact", None, None, False, graph_shape(options)._replace(kind=None)),
             lambda graph_options: expansion_step(self._model, self._encoded,
                                                  fields_of(Scoring, graph_options), EOS_ID))
 
-        def expand(rows, states, last_ids, prefixes):
-            padded = pad_batch([prefix[::-1] for prefix in prefixes], -1)[0][:, ::-1]  # -1 first
+        def expand(rows, states, last_ids, hypotheses):
+            padded = pad_batch([ids[::-1] for ids in hypotheses], -1)[0][:, ::-1]  # -1 first
             feeds = dict(zip(self._encoded[:3], encoded[:3]))  # memory, keys, mask
             feeds.update({inputs["sentences"]: rows, inputs["last_ids"]: last_ids,
                           inputs["prefixes"]: padded,
-                          inputs["prefix_lengths"]: [len(prefix) for prefix in prefixes],
+                          inputs["prefix_lengths"]: [len(ids) for ids in hypotheses],
+                          inputs["forced_ids"]: [
+                              prefixes[row][len(ids)] if len(ids) < len(prefixes[row]) else -1
+                              for row, ids in zip(rows, hypotheses)],
                           self._fed_options["min_length"]: options["min_length"]})
             feeds.update(zip(tf.nest.flatten(inputs["states"]), map(np.stack, zip(*states))))
             found = self._session.run(outputs, feeds)  # a state: a tuple of its flattened rows
@@ -314,7 +318,8 @@ class Translator:
 
         return exact_search(
             expand, list(zip(*tf.nest.flatten(encoded.initial_state))),
-            [output_length_limit(len(sentence), self.config["decode"]) for sentence in sentences],
+            [max(output_length_limit(len(sentence), self.config["decode"]), len(prefix) + 1)
+             for sentence, prefix in zip(sentences, prefixes)],  # room for the prefix, the end
             [(tuple(result.ids[0]), result.scores[0]) if result.ids else None for result in best],
             fields_of(Scoring, options), BOS_ID, EOS_ID, options["max_expansions"],
             EXACT_ROWS_PER_CALL)

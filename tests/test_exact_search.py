@@ -246,6 +246,7 @@ def test_the_step_graph_masks_prefixes_of_any_length_as_the_rules_say(blocking, 
     table, memory = rng.randn(6, 6).astype(np.float32), rng.randn(2, 1, 6).astype(np.float32)
     prefixes = [(), (2,), (2, 3, 2), (3, 3, 3, 3), (0, 4, 0, 4, 0), (4, 2)]
     sentences, last_ids = [0, 1, 0, 1, 1, 0], [p[-1] if p else BEGIN for p in prefixes]
+    forced_ids = [-1, -1, 2, -1, END - 1, -1]  # a target prefix's next piece, even a blocked one
     padded = np.array([[-1] * (5 - len(p)) + list(p) for p in prefixes], np.int32)
     scoring = Scoring(0.0, "none", 0.0, blocking, min_length)
     with tf.Graph().as_default():
@@ -256,12 +257,15 @@ def test_the_step_graph_masks_prefixes_of_any_length_as_the_rules_say(blocking, 
             found = session.run(outputs, {
                 inputs["sentences"]: sentences, inputs["last_ids"]: last_ids,
                 inputs["prefixes"]: padded, inputs["prefix_lengths"]: [len(p) for p in prefixes],
+                inputs["forced_ids"]: forced_ids,
                 inputs["states"]["h"]: np.zeros([6, 3], np.float32)})
-    for row, (prefix, sentence, last_id) in enumerate(zip(prefixes, sentences, last_ids)):
+    for row, (prefix, sentence, last_id, forced_id) in enumerate(
+            zip(prefixes, sentences, last_ids, forced_ids)):
         expected = log_softmax(table[last_id] + memory[sentence, 0])
         np.testing.assert_allclose(found["end_log_probs"][row], expected[END], rtol=1e-5)
         for candidate in range(6):
-            if forbidden(prefix, candidate, scoring):
+            if forced_id >= 0 and candidate != forced_id or forced_id < 0 and forbidden(
+                    prefix, candidate, scoring):
                 expected[candidate] = -np.inf
         np.testing.assert_allclose(found["log_probs"][row], expected, rtol=1e-5)
     np.testing.assert_array_equal(found["states"]["h"], np.ones([6, 3]))
@@ -312,6 +316,24 @@ def test_translator_exact_scores_its_output_and_beats_every_beam(translator, sou
         n = options.get("no_repeat_ngram_size", 0)
         ngrams = [tuple(pieces[i:i + n]) for i in range(len(pieces) - n + 1)] if n else []
         assert len(set(ngrams)) == len(ngrams)
+
+
+def test_translator_exact_with_prefixes_is_never_below_the_beams_with_them(translator,
+                                                                          source_ids):
+    prefixes = [translator.translate_tokens([ids], "greedy")[0].pieces[:2] for ids in source_ids]
+    prefixes[0] = []
+    unnormalised = {"length_penalty_kind": "none"}  # proven within the cap (OPTION_CASES)
+    exact = translator.translate_tokens(source_ids, "exact", options=dict(
+        unnormalised, max_expansions=3000), target_prefixes=prefixes)
+    for width in (1, translator.default_beam_width, 8):
+        beams = translator.translate_tokens(source_ids, "while_loop", width,
+                                            options=unnormalised, target_prefixes=prefixes)
+        for found, beam in zip(exact, beams):
+            assert found.proven and found.score >= beam.score - 1e-5
+    for found, prefix in zip(exact, prefixes):
+        assert found.pieces[:len(prefix)] == prefix
+    unforced = translator.translate_tokens(source_ids[:1], "exact", options=unnormalised)[0]
+    assert exact[0].pieces == unforced.pieces, "no prefix: the search as without prefixes"
 
 
 def test_translator_cap_reports_unproven_and_the_beams_best_or_better(translator, source_ids):

@@ -7,6 +7,7 @@ limit.
 
 import glob
 import os
+import re
 import shutil
 
 import numpy as np
@@ -90,6 +91,17 @@ def test_saved_model_translates_every_sentence_as_the_checkpoint_does(
     reached_limit = [len(result.ids[0]) + 1 == output_length_limit(len(ids), tiny_config["decode"])
                      for ids, result in zip(dev_token_ids, results["checkpoint"])]
     assert any(reached_limit), "no best translation reached its limit: nothing compared there"
+
+
+def test_saved_model_refuses_a_target_prefix_naming_what_takes_one(tiny_model_dir):
+    translator = Translator(tiny_model_dir, export_dir=_latest_export(tiny_model_dir))
+    try:
+        with pytest.raises(ValueError, match=re.escape(
+                "target_prefixes: the exported SavedModel takes none (a checkpoint's decoders")):
+            translator.translate(["one"], target_prefixes=["um"])
+        assert translator.translate(["one"], target_prefixes=[""])[0].text, "no prefix: fine"
+    finally:
+        translator.close()
 
 
 def test_saved_model_carries_config_and_sentencepiece(tiny_model_dir):

@@ -13,7 +13,7 @@ from decode.graphs import output_length_limit
 from tests.same_hypotheses import SCORE_TOLERANCE, assert_same_hypotheses, n_best
 
 DECODERS = [("while_loop", {}), ("unrolled", {}), ("greedy", {}),
-            ("sample", {"num_samples": 3, "seed": 4}), ("mbr", {"num_samples": 3})]
+            ("sample", {"num_samples": 3, "seed": 4}), ("mbr", {"num_samples": 3}), ("exact", {})]
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,7 @@ def test_translations_start_with_their_prefix_and_score_as_searched(translator, 
     np.testing.assert_allclose([s["score"] for s in scored], [t.score for t in found], atol=1e-4)
 
 
-@pytest.mark.parametrize("decoder", ["while_loop", "unrolled", "greedy"])
+@pytest.mark.parametrize("decoder", ["while_loop", "unrolled", "greedy", "exact"])
 def test_a_searchs_own_output_as_prefix_gives_it_back_with_its_score(translator, sources,
                                                                      decoder):
     plain = translator.translate(sources, decoder)
@@ -63,7 +63,7 @@ def test_a_searchs_own_output_as_prefix_gives_it_back_with_its_score(translator,
                                atol=SCORE_TOLERANCE)
 
 
-@pytest.mark.parametrize("decoder", ["while_loop", "unrolled", "greedy", "sample"])
+@pytest.mark.parametrize("decoder", ["while_loop", "unrolled", "greedy", "sample", "exact"])
 def test_a_prefix_longer_than_the_length_limit_is_kept_whole(translator, decoder):
     limit = output_length_limit(len(translator.tokenize("one")), translator.config["decode"])
     prefix = (pieces_of(translator, "um dois") * limit)[:limit + 3]
@@ -73,8 +73,6 @@ def test_a_prefix_longer_than_the_length_limit_is_kept_whole(translator, decoder
 
 def test_bad_prefixes_are_refused_naming_them(translator):
     for kwargs, message in [
-            ({"decoder": "exact", "target_prefixes": ["um"]},
-             "target_prefixes: the exact decoder takes none"),
             ({"target_prefixes": ["um", "dois"]},
              "target_prefixes must be a list of one prefix per sentence (1)"),
             ({"target_prefixes": "um"}, "target_prefixes must be a list of one prefix per"),

@@ -167,9 +167,7 @@ def test_a_target_prefix_starts_the_translation(client, translator):
     ({"target_prefix": ["um", None]}, "target_prefix[1] must be a string, got null"),
     ({"target_prefix": ["um", "x" * 501]}, "target_prefix[1] has 501 characters; the limit"),
     ({"target_prefix": "u\u0007m"}, "target_prefix contains the control character U+0007"),
-    ({"target_prefix": "um", "decoder": "exact"}, "the exact decoder takes none"),
-], ids=["number", "object", "too few", "too many", "null entry", "too long", "control",
-        "exact"])
+], ids=["number", "object", "too few", "too many", "null entry", "too long", "control"])
 def test_a_bad_target_prefix_is_a_400_naming_it(client, fields, message):
     assert_error(client.post("/translate", json=dict(fields, texts=["one", "two"])), 400,
                  "bad_request", message)
