@@ -169,18 +169,21 @@ def expansion_step(model, encoder_output, scoring, end_token_id):
       (inputs, outputs): inputs {"sentences" [n] int32 (rows of encoder_output), "states"
       ([n, ...] each), "last_ids" [n] int32, "prefixes" [n, time] int32 (-1 in front of shorter
       ones), "prefix_lengths" [n], "forced_ids" [n] int32 (inside a target prefix its next
-      piece, else -1)}; outputs {"states", "log_probs" [n, vocab] (`allowed_logits` applied;
-      a forced row: -inf but at its piece, which keeps the model's own), "end_log_probs" [n]}.
+      piece, else -1; default: all -1)}; outputs {"states", "log_probs" [n, vocab]
+      (`allowed_logits` applied; a forced row: -inf but at its piece, which keeps the model's
+      own), "end_log_probs" [n]}.
     """
     with tf.name_scope("exact_step"):
-        inputs = {"sentences": tf.placeholder(tf.int32, [None], "sentences"),
+        sentences = tf.placeholder(tf.int32, [None], "sentences")
+        inputs = {"sentences": sentences,
                   "states": tf.nest.map_structure(
                       lambda t: tf.placeholder(t.dtype, [None] + t.shape.as_list()[1:]),
                       encoder_output.initial_state),
                   "last_ids": tf.placeholder(tf.int32, [None], "last_ids"),
                   "prefixes": tf.placeholder(tf.int32, [None, None], "prefixes"),
                   "prefix_lengths": tf.placeholder(tf.int32, [None], "prefix_lengths"),
-                  "forced_ids": tf.placeholder(tf.int32, [None], "forced_ids")}
+                  "forced_ids": tf.placeholder_with_default(  # no target prefix: nothing to feed
+                      tf.fill(tf.shape(sentences), -1), [None], "forced_ids")}
         gathered = EncoderOutput(*(tf.gather(tensor, inputs["sentences"])
                                    for tensor in encoder_output[:3]), initial_state=None)
         states, logits = model.step(gathered, inputs["states"], inputs["last_ids"])
