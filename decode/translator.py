@@ -28,7 +28,7 @@ from decode.scoring import Scoring
 from seq2seq.config import load_config
 from seq2seq.model_dir import SERVING_SIGNATURE
 
-EXACT_ROWS_PER_CALL = 512  # prefixes per model call of the exact search (docs/BENCHMARKS.md)
+EXACT_ROWS_PER_CALL = 512  # prefixes per model call of the exact search (docs/DECODING-NOTES.md)
 
 Translation = collections.namedtuple(
     "Translation", "text score n_best unfamiliar trace proven expansions pieces expected_utility "

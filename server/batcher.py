@@ -1,5 +1,5 @@
 """Continuous batching: concurrent requests of the same settings share model calls, each call
-logged on request (docs/BENCHMARKS.md, "Serving: continuous batching" and the sections after)."""
+logged on request (the rules: docs/SERVING-NOTES.md; the figures: docs/BENCHMARKS.md)."""
 
 import collections
 import json
