@@ -146,7 +146,7 @@ def test_a_target_prefix_starts_the_translation(client, translator):
     expected = translator.translate(texts, beam_width=3, target_prefixes=prefixes)
     assert_same_hypotheses(n_best(forced), n_best(expected))
     other = "quarenta"  # one string: for every text
-    for decoder in ("greedy", "unrolled", "sample", "mbr"):
+    for decoder in ("greedy", "unrolled", "sample", "mbr", "exact"):
         answer = posted(client, "/translate", texts=texts, decoder=decoder, target_prefix=other)
         for source, translation in zip(texts, answer["translations"]):
             assert translation["text"].startswith(other), decoder
