@@ -11,7 +11,7 @@ import heapq
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from decode.scoring import allowed_logits
+from decode.scoring import allowed_logits, force_pieces
 from seq2seq.common import get_shape
 from seq2seq.model import EncoderOutput
 
@@ -192,9 +192,7 @@ def expansion_step(model, encoder_output, scoring, end_token_id):
         shifted = tf.pad(log_probs, [[0, 0], [1, 0]])[:, None, :]             # [n, 1, 1 + vocab]
         allowed = allowed_logits(shifted, inputs["prefix_lengths"][:, None, None],
                                  end_token_id + 1, scoring, (inputs["prefixes"] + 1)[:, None, :])
-        forced = inputs["forced_ids"][:, None]                                 # [n, 1]
-        is_forced = tf.equal(tf.range(get_shape(log_probs)[1])[None, :], forced)  # [n, vocab]
-        allowed = tf.where_v2(forced >= 0, tf.where_v2(is_forced, log_probs, -np.inf),
-                              allowed[:, 0, 1:])
-        return inputs, {"states": states, "log_probs": allowed,
+        forced = force_pieces(allowed[:, 0, 1:], log_probs, inputs["forced_ids"][:, None],
+                              get_shape(log_probs)[1])                         # [n, vocab]
+        return inputs, {"states": states, "log_probs": forced,
                         "end_log_probs": log_probs[:, end_token_id]}

@@ -134,7 +134,12 @@ def allowed_logits(logits, step, end_token_id, scoring, tokens=(), target_prefix
             with tf.control_dependencies([in_vocab]):  # past the prefix: -1, no piece forced
                 padded = tf.pad(target_prefix, [[0, 0], [0, 1]], constant_values=-1)
             forced = padded[:, tf.minimum(step, tf.shape(target_prefix)[1])][:, None, None]
-            is_forced = tf.equal(tf.range(vocab_size), forced)                 # [b, 1, vocab]
-            logits = tf.where_v2(forced >= 0, tf.where_v2(is_forced, model_logits, -np.inf),
-                                 logits)                                       # [b, k, vocab]
+            logits = force_pieces(logits, model_logits, forced, vocab_size)    # [b, k, vocab]
         return logits
+
+
+def force_pieces(logits, model_logits, forced_ids, vocab_size):
+    """`logits` where `forced_ids` (a target prefix's next piece, broadcast over the last axis;
+    -1: none) is >= 0: -inf on every piece but that one, which keeps its `model_logits` value."""
+    is_forced = tf.equal(tf.range(vocab_size), forced_ids)
+    return tf.where_v2(forced_ids >= 0, tf.where_v2(is_forced, model_logits, -np.inf), logits)
