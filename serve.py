@@ -22,7 +22,7 @@ from server.training_status import waiting_message
 
 LOG = logging.getLogger("seq2seq.serve")
 SPARE_THREADS = 4  # waitress threads beyond a full batch's, for /healthz and the page
-GIL_SWITCH_INTERVAL_S = 0.001  # waitress's I/O thread gets the GIL sooner (BENCHMARKS.md)
+GIL_SWITCH_INTERVAL_S = 0.001  # waitress's I/O thread gets the GIL sooner (SERVING-NOTES.md)
 WATCH_INTERVAL_S = 2.0  # between two looks at the model directory's checkpoint files
 
 
