@@ -26,9 +26,9 @@ from data_pipeline.input import input_fn  # noqa: E402
 from data_pipeline.prepare import prepare  # noqa: E402
 from data_pipeline.tokenizer import Tokenizer  # noqa: E402
 from seq2seq.config import (  # noqa: E402
-    ConfigError, corpus_overrides, load_config, save_config, shape_mismatches)
+    DEFAULT_CONFIG, ConfigError, corpus_overrides, load_config, save_config, shape_mismatches)
 from seq2seq.model_dir import (  # noqa: E402
-    CONFIG_FILE, EXPORT_DIR, checkpoint_step, find_checkpoint, latest_checkpoint)
+    AVERAGED_RECORD, CONFIG_FILE, EXPORT_DIR, checkpoint_step, find_checkpoint, latest_checkpoint)
 from training.best_checkpoint import BestCheckpointExporter, log_evaluation  # noqa: E402
 from training.early_stopping import EarlyStopping, evaluations_since_best  # noqa: E402
 from training.model_fn import (  # noqa: E402
@@ -37,20 +37,29 @@ from training.model_fn import (  # noqa: E402
 from training.status import (  # noqa: E402
     StatusExporter, start_training_status, write_training_status)
 
-DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs", "default.yaml")
 CHIEF_TIMEOUT_SECS = 600  # a cluster task's wait for the chief to write the model directory
 
 logger = logging.getLogger("seq2seq")
 
 
-def check_model_dir(config, model_dir, tokenizer):
-    """Raises ConfigError if `model_dir` holds a model of another shape or vocabulary."""
+def check_model_shape(config, model_dir, schedule):
+    """Raises ConfigError if `model_dir` holds a model of another shape, or an average that
+    `schedule` would train (checked before any data is prepared or file written)."""
+    if schedule in ("train_and_evaluate", "train") and \
+            os.path.exists(os.path.join(model_dir, AVERAGED_RECORD)):
+        raise ConfigError("%s is an average of checkpoints (training.average): it holds no "
+                          "optimizer state to resume training from; train into the model "
+                          "directory it averages, or a new --model_dir" % model_dir)
     config_path = os.path.join(model_dir, CONFIG_FILE)
     mismatches = os.path.exists(config_path) and shape_mismatches(load_config(config_path), config)
     if mismatches:
         raise ConfigError("%s was trained with a different model shape (%s); train into a new "
                           "--model_dir or restore these values"
                           % (model_dir, "; ".join(mismatches)))
+
+
+def check_tokenizer(config, model_dir, tokenizer):
+    """Raises ConfigError if `model_dir` holds SentencePiece models other than `tokenizer`'s."""
     try:
         trained = Tokenizer.load(model_dir)
     except FileNotFoundError:
@@ -99,11 +108,16 @@ def wait_for_chief(model_dir, chief, timeout_secs):
             time.sleep(1.0)
 
 
-def build_estimator(config, model_dir, num_towers):
-    """An Estimator for `config` on `num_towers` towers (TF_CONFIG read by its RunConfig)."""
+def build_estimator(config, model_dir, num_towers, chief_timeout_secs=CHIEF_TIMEOUT_SECS):
+    """An Estimator for `config` on `num_towers` towers (TF_CONFIG read by its RunConfig); a
+    cluster task waits at most `chief_timeout_secs` for the chief to make its session ready."""
     train = config["train"]
+    try:
+        task_config = tf.estimator.RunConfig().session_config
+    except ValueError as error:  # TF_CONFIG is not JSON, or names a task its cluster lacks
+        raise ConfigError("TF_CONFIG: %s" % error) from None
     # a cluster task's own session config (TF_CONFIG's) holds its device filters: keep them
-    towers_config, task_config = session_config(num_towers), tf.estimator.RunConfig().session_config
+    towers_config = session_config(num_towers)
     if towers_config is not None and task_config is not None:
         task_config.MergeFrom(towers_config)
         towers_config = task_config
@@ -112,7 +126,8 @@ def build_estimator(config, model_dir, num_towers):
         save_checkpoints_steps=train["save_checkpoints_steps"],
         keep_checkpoint_max=train["keep_checkpoint_max"],
         save_summary_steps=train["log_step_count_steps"],
-        log_step_count_steps=train["log_step_count_steps"])
+        log_step_count_steps=train["log_step_count_steps"],
+        session_creation_timeout_secs=chief_timeout_secs)
     return tf.estimator.Estimator(
         model_fn=model_fn, config=run_config, params=dict(config, num_towers=num_towers))
 
@@ -191,7 +206,7 @@ def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=
     config = copy.deepcopy(config)
     if max_steps is not None:
         config["train"]["max_steps"] = max_steps
-    estimator = build_estimator(config, model_dir, num_gpus)
+    estimator = build_estimator(config, model_dir, num_gpus, chief_timeout_secs)
     cluster = estimator.config.cluster_spec.jobs
     if cluster and schedule != "train_and_evaluate":
         raise ConfigError("TF_CONFIG describes a cluster: run the train_and_evaluate schedule "
@@ -200,6 +215,7 @@ def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=
     if schedule in ("evaluate", "export") and not latest_checkpoint(model_dir):
         raise ConfigError("%s holds no checkpoint to %s: train a model into it first"
                           % (model_dir, schedule))
+    check_model_shape(config, model_dir, schedule)
     status = None
     # a parameter server only serves variables; an export needs no data
     if estimator.config.task_type != "ps" and schedule != "export":
@@ -208,7 +224,7 @@ def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=
                            chief_timeout_secs)
         tokenizer = Tokenizer.load(prepare(config, verbose=True).data_dir)
         os.makedirs(model_dir, exist_ok=True)
-        check_model_dir(config, model_dir, tokenizer)
+        check_tokenizer(config, model_dir, tokenizer)
         if estimator.config.is_chief and schedule in ("train_and_evaluate", "train"):
             write_model_dir(config, model_dir, tokenizer)
             resumed_step = checkpoint_step(latest_checkpoint(model_dir)) or 0
@@ -218,6 +234,12 @@ def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=
     except BaseException as error:
         if status:
             write_training_status(model_dir, running=False, eta_seconds=None, stopped="error")
+        if isinstance(error, tf.errors.DeadlineExceededError) and cluster:
+            raise TimeoutError(
+                "the chief (%s) did not make the session ready within %d s: is it running, at "
+                "that address? (a chief slow to start: raise --chief_timeout_secs)"
+                % (estimator.config.cluster_spec.job_tasks("chief")[0], chief_timeout_secs)
+            ) from None
         non_finite = as_non_finite_loss_error(error)
         if non_finite is None:
             raise
@@ -259,7 +281,8 @@ def parse_args(argv):
     parser.add_argument("--schedule", choices=tuple(_SCHEDULES), default="train_and_evaluate")
     parser.add_argument("--chief_timeout_secs", type=positive_int, default=CHIEF_TIMEOUT_SECS,
                         help="in a TF_CONFIG cluster, how long a task waits for the chief to "
-                             "write the model directory (default: %(default)s)")
+                             "write the model directory, then for it to make the session ready "
+                             "(default: %(default)s)")
     return parser.parse_args(argv)
 
 

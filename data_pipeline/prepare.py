@@ -26,7 +26,8 @@ from data_pipeline.corpus import (EMPTY_SIDE, CorpusError, format_skipped, norma
                                   split_spec)
 from data_pipeline.tokenizer import (JOINT_MODEL, OPTIONS, SOURCE_MODEL, TARGET_MODEL,
                                      train_tokenizer)
-from seq2seq.config import PREPARED_DATA_KEYS, corpus_overrides, fingerprint, load_config
+from seq2seq.config import (
+    DEFAULT_CONFIG, PREPARED_DATA_KEYS, corpus_overrides, fingerprint, load_config)
 
 SPLITS = ("train", "dev", "test")
 SOURCE_IDS, TARGET_IDS, TARGET_TEXT = "source_ids", "target_ids", "target_text"
@@ -286,7 +287,8 @@ def _prepared_data(data_dir, manifest):
 def main(argv=None):
     tf.disable_v2_behavior()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default="configs/default.yaml", help="YAML config file")
+    parser.add_argument("--config", default=DEFAULT_CONFIG, help="YAML config file (default: "
+                        "configs/default.yaml)")
     parser.add_argument("--hparams", default="", help="overrides: section.key=value,...")
     parser.add_argument("--train_data", default="",
                         help="TSV file or 'source_file,target_file'; sets data.corpus=files")

@@ -90,9 +90,12 @@ class Tokenizer:
         return self._familiarity.score(source_ids) if self._familiarity else 0.0
 
     def is_unfamiliar(self, source_ids):
-        """Whether a source (ids) is unlike the training sources; False without familiarity."""
-        familiarity = self._familiarity
-        return bool(familiarity) and familiarity.score(source_ids) > familiarity.threshold
+        """Whether a source (ids) is unlike the training sources: above the calibrated threshold,
+        or half of it or more <unk> (characters training never saw: a short source's score is
+        pulled towards the prior); False without familiarity."""
+        familiarity, content = self._familiarity, _content_ids(source_ids)
+        return bool(familiarity) and (2 * content.count(UNK_ID) >= len(content) or
+                                      familiarity.score(source_ids) > familiarity.threshold)
 
     def encoding(self):
         """What decides the ids of a text: the models and the lower-casing (not the familiarity)."""
@@ -216,10 +219,11 @@ def _train_model(sentences, path, vocab_size, model_type):
             hard_vocab_limit=False, pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
             character_coverage=1.0, split_digits=True, minloglevel=2)
     except RuntimeError as e:
-        if "smaller than required_chars" in str(e):
-            raise ConfigError("data.vocab_size %d is too small for the characters of the training "
-                              "text (SentencePiece: %s)"
-                              % (vocab_size, str(e).split("] ")[-1])) from e
+        needed = re.search(r"smaller than required_chars\. \d+ vs (\d+)", str(e))
+        if needed:  # its advice names a flag of its own trainer, not of this project
+            raise ConfigError("data.vocab_size %d is too small for the training text: each of its "
+                              "characters and the special pieces needs a piece, %s in all; raise "
+                              "data.vocab_size" % (vocab_size, needed.group(1))) from e
         raise
     with open(path, "wb") as f:
         f.write(model.getvalue())

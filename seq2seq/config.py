@@ -95,6 +95,10 @@ DEFAULTS = {
     },
 }
 
+# The demo's config, where train.py and data_pipeline.prepare look without --config.
+DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                              "configs", "default.yaml")
+
 RETIRED_KEYS = {("serve", "batch_window_ms"): "serve.batch_window_ms, from an older version, is "
                                              "retired (batches form with no window); ignored"}
 

@@ -64,7 +64,7 @@ def test_two_copies_average_to_the_checkpoint_and_translate_alike(tiny_model_dir
 
 def test_two_checkpoints_average_to_their_mean(tiny_model_dir, tmp_path):
     older, newest = (values(path) for path in checkpoints_of(tiny_model_dir)[-2:])
-    out = str(tmp_path / "averaged")
+    out = str(tmp_path / "new" / "averaged")  # its parent made as it is
     main(["--model_dir", tiny_model_dir, "--last", "2", "--out", out])
     averaged = values(tf.train.latest_checkpoint(out))
     assert averaged.pop("global_step") == newest["global_step"]
@@ -77,14 +77,28 @@ def test_two_checkpoints_average_to_their_mean(tiny_model_dir, tmp_path):
 
 
 def test_too_few_checkpoints_or_a_foreign_out_is_an_error(tiny_model_dir, tmp_path, capsys):
-    count = len(checkpoints_of(tiny_model_dir))
+    count = len([path for path in checkpoints_of(tiny_model_dir) if not path.endswith("-0")])
     out = str(tmp_path / "averaged")
     with pytest.raises(SystemExit):
         main(["--model_dir", tiny_model_dir, "--last", str(count + 1), "--out", out])
-    assert "holds %d checkpoint(s), fewer than the %d" % (count, count + 1) in (
+    assert "holds %d checkpoint(s) past step 0, fewer than the %d" % (count, count + 1) in (
         capsys.readouterr().err)
     assert not os.path.exists(out)
     with pytest.raises(ValueError, match="holds 0 checkpoint.s.*train a model into it first"):
         average_checkpoints(str(tmp_path), 1, out)
     with pytest.raises(ValueError, match="was not written by training.average"):
         average_checkpoints(tiny_model_dir, 1, tiny_model_dir)
+
+
+def test_step_0_the_initial_weights_is_never_averaged(tiny_model_dir, tmp_path):
+    first, newest = checkpoints_of(tiny_model_dir)[-2:]
+    directory = model_dir_of(tiny_model_dir, str(tmp_path / "young"), [first, newest])
+    for path in glob.glob(first + ".*"):  # a young run keeps the checkpoint of step 0
+        shutil.copyfile(path, os.path.join(directory, "model.ckpt-0" + path[len(first):]))
+    with pytest.raises(ValueError, match="holds 2 checkpoint.s. past step 0, fewer than the 3"):
+        average_checkpoints(directory, 3, str(tmp_path / "three"))
+    averaged = values(average_checkpoints(directory, 2, str(tmp_path / "two")))
+    older, newer = values(first), values(newest)
+    for name, value in averaged.items():
+        if name != "global_step":
+            np.testing.assert_allclose(value, (older[name] + newer[name]) / 2, rtol=1e-6, atol=0)

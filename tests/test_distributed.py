@@ -9,6 +9,7 @@ once the chief and the worker have finished.
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -91,9 +92,15 @@ def test_chief_worker_and_ps_train_together(tiny_config, tiny_data, tmp_path, nu
     assert os.listdir(os.path.join(model_dir, "export"))
 
 
-def test_a_worker_without_its_chief_stops_naming_it(tmp_path):
+@pytest.mark.parametrize("written", [False, True], ids=["empty model_dir", "written earlier"])
+def test_a_worker_without_its_chief_stops_naming_it(written, tmp_path, request):
     """No chief at its address: the worker gives up after --chief_timeout_secs with one error
-    line that names the chief, not a hang and not a traceback."""
+    line that names the chief, not a hang and not a traceback; also when an earlier run wrote
+    the model directory, so that the worker goes on to wait for the chief's session."""
+    config = os.path.join(REPO, "configs", "tiny.yaml")
+    if written:
+        shutil.copytree(request.getfixturevalue("tiny_model_dir"), tmp_path / "model")
+        config = str(tmp_path / "model" / "config.yaml")  # its data_dir: prepared already
     chief_port, worker_port = _free_ports(2)
     chief = "127.0.0.1:%d" % chief_port
     env = dict(os.environ, TF_CONFIG=json.dumps({
@@ -101,9 +108,9 @@ def test_a_worker_without_its_chief_stops_naming_it(tmp_path):
         "task": {"type": "worker", "index": 0}}))
     started = time.monotonic()
     finished = subprocess.run(
-        [sys.executable, os.path.join(REPO, "train.py"), "--config",
-         os.path.join(REPO, "configs", "tiny.yaml"), "--model_dir", str(tmp_path / "model"),
-         "--chief_timeout_secs", "1"],
+        [sys.executable, os.path.join(REPO, "train.py"), "--config", config,
+         "--model_dir", str(tmp_path / "model"), "--chief_timeout_secs", "1",
+         "--max_steps", "100000"],  # beyond the copy's checkpoint: the worker has steps to train
         env=env, cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT_SECS)
     waited = time.monotonic() - started
     assert finished.returncode == 1, finished.stderr

@@ -274,10 +274,10 @@ def test_data_prepared_again_keeps_a_model_directory_trainable(tiny_config, tmp_
     monkeypatch.setattr(tokenizer_module, "FLAGGED_SHARE", 0.5)
     tokenizer = Tokenizer.load(prepare(config, verbose=False).data_dir)
     assert Tokenizer.load(model_dir).options["familiarity"] != tokenizer.options["familiarity"]
-    train.check_model_dir(config, model_dir, tokenizer)
+    train.check_tokenizer(config, model_dir, tokenizer)
     train.write_model_dir(config, model_dir, tokenizer)
     assert Tokenizer.load(model_dir).options == tokenizer.options
     lowercase = copy.deepcopy(config)
     lowercase["data"].update(lowercase_source=not config["data"]["lowercase_source"])
     with pytest.raises(ValueError, match="differ from those the data"):
-        train.check_model_dir(config, model_dir, Tokenizer.load(prepare(lowercase, verbose=False).data_dir))
+        train.check_tokenizer(config, model_dir, Tokenizer.load(prepare(lowercase, verbose=False).data_dir))

@@ -4,6 +4,7 @@ import collections
 import json
 import os
 import random
+import re
 import shutil
 import unicodedata
 
@@ -113,8 +114,11 @@ def test_vocab_size_is_a_soft_limit(pairs, tmp_path):
 
 
 def test_vocab_too_small_for_the_alphabet(pairs, tmp_path):
-    with pytest.raises(ValueError, match="data.vocab_size 10 is too small"):
+    with pytest.raises(ValueError, match="data.vocab_size 10 is too small") as refused:
         train_tokenizer(pairs, str(tmp_path), 10, "unigram", joint=True)
+    needed = int(re.search(r"(\d+) in all", str(refused.value)).group(1))
+    alphabet = {char for pair in pairs for text in pair for char in text if not char.isspace()}
+    assert needed > len(alphabet) and "--character_coverage" not in str(refused.value)
 
 
 @pytest.fixture(scope="module")
@@ -261,6 +265,9 @@ def test_a_score_is_the_mean_cost_of_the_pieces_and_of_prior_pieces():
 def test_out_of_domain_sources_are_flagged_and_variants_are_not(tiny_data):
     tokenizer = Tokenizer.load(tiny_data.data_dir)
     assert all(tokenizer.is_unfamiliar(tokenizer.encode_source(text)) for text in OUT_OF_DOMAIN)
+    for text in ["日本語のテキストです", "Привет", "😀"]:  # <unk> and little else
+        ids = tokenizer.encode_source(text)
+        assert UNK_ID in ids and tokenizer.is_unfamiliar(ids), text
     with open(tiny_data.raw_text["test"][0], encoding="utf-8") as f:
         sentences = [line for line in f.read().splitlines() if line[-1:] == "." and line[:1].isupper()]
     # Small changes people make: no final period, a lower-case first letter.

@@ -24,8 +24,10 @@ from data_pipeline.tokenizer import Tokenizer
 from decode.translator import Translator
 from seq2seq.config import ConfigError, load_config
 from training import best_checkpoint, evaluation, model_fn
+from training.average import average_checkpoints
 from training.best_checkpoint import read_best
 from training.model_fn import NonFiniteLossError
+from training import status as training_status
 from training.status import read_examples, read_training_status
 
 EVAL = tf.estimator.ModeKeys.EVAL
@@ -95,6 +97,20 @@ def test_model_dir_is_self_contained(trained, tiny_config):
     assert Tokenizer.load(model_dir).target_vocab_size > 0
     assert os.path.isdir(result["export_path"])
     assert os.path.dirname(result["export_path"]) == os.path.join(model_dir, "export")
+
+
+def test_a_diverging_evaluation_is_written_as_strict_json(tmp_path, monkeypatch):
+    """A dev perplexity that overflows is null in the status file: JSON has no Infinity, and
+    the page's parser (and GET /v1/training's clients) would refuse the whole file."""
+    monkeypatch.setattr(training_status, "read_examples", lambda serialized: [])
+    eval_result = {"global_step": 5, "loss": 3e38, "bleu": 0.0, "perplexity": np.float32("inf"),
+                   "examples": b""}
+    training_status.StatusExporter().export(types.SimpleNamespace(model_dir=str(tmp_path)), None,
+                                            None, eval_result, False)
+    with open(str(tmp_path / "training_status.json"), encoding="utf-8") as f:
+        status = json.loads(f.read(), parse_constant=lambda name: pytest.fail(name))
+    assert status["evaluations"] == [{"step": 5, "loss": 3e38, "dev_bleu": 0.0,
+                                      "dev_perplexity": None, "examples": []}]
 
 
 def test_best_checkpoint_is_a_model_dir(trained):
@@ -205,29 +221,48 @@ def test_bleu_references_are_the_corpus_text_not_a_sentencepiece_round_trip(tiny
     assert round_trip[0].decode("utf-8") == tokenizer.decode_target(ids[0])
 
 
-def test_shape_change_is_refused_naming_the_keys(tiny_config, tiny_data, tiny_model_dir, tmp_path,
-                                                 caplog):
+@pytest.mark.parametrize("schedule", ["train", "export"])
+def test_shape_change_is_refused_naming_the_keys_before_any_work(schedule, tiny_model_dir, tmp_path,
+                                                                  caplog):
     model_dir = tmp_path / "model"
-    model_dir.mkdir()
-    shutil.copy(os.path.join(tiny_model_dir, "config.yaml"), str(model_dir))
+    shutil.copytree(tiny_model_dir, str(model_dir))
+    before = sorted(os.listdir(str(model_dir)))
+    data_dir = tmp_path / "data"
     args = ["--config", os.path.join(os.path.dirname(train.DEFAULT_CONFIG), "tiny.yaml"),
-            "--model_dir", str(model_dir), "--schedule", "train", "--max_steps", "1",
-            "--hparams", "data.data_dir=%s,model.num_units=64,model.attention=luong"
-            % tiny_config["data"]["data_dir"]]
+            "--model_dir", str(model_dir), "--schedule", schedule, "--max_steps", "100000",
+            "--hparams", "data.data_dir=%s,model.num_units=64,model.attention=luong" % data_dir]
     assert train.main(args) == 1
     assert "model.num_units: 32 -> 64" in caplog.text
     assert "model.attention: 'bahdanau' -> 'luong'" in caplog.text
-    assert "embedding_size" not in caplog.text
-    assert not (model_dir / "checkpoint").exists()
+    assert "embedding_size" not in caplog.text and "Traceback" not in caplog.text
+    assert not data_dir.exists()  # refused before the data was prepared
+    assert sorted(os.listdir(str(model_dir))) == before
+
+
+def test_a_malformed_tf_config_is_named(monkeypatch, caplog):
+    monkeypatch.setenv("TF_CONFIG", '{"cluster":')
+    assert train.main(["--schedule", "train"]) == 1
+    assert "error: TF_CONFIG: " in caplog.text and "Traceback" not in caplog.text
+
+
+def test_an_average_is_not_trained_on(tiny_model_dir, tmp_path, caplog):
+    """training.average's directory holds no optimizer state: train.py refuses to resume it,
+    writing nothing, and still evaluates it."""
+    out = str(tmp_path / "averaged")
+    average_checkpoints(tiny_model_dir, 1, out)
+    before = sorted(os.listdir(out))
+    assert train.main(["--model_dir", out, "--schedule", "train", "--max_steps", "100000"]) == 1
+    assert "is an average of checkpoints (training.average)" in caplog.text
+    assert sorted(os.listdir(out)) == before
 
 
 def test_other_changes_are_accepted(tiny_config, tiny_model_dir):
     changed = load_config(os.path.join(tiny_model_dir, "config.yaml"),
                           hparams="train.learning_rate=0.5,model.dropout=0.3")
-    train.check_model_dir(changed, tiny_model_dir, Tokenizer.load(tiny_model_dir))
+    train.check_model_shape(changed, tiny_model_dir, "train")
     changed["model"]["embedding_size"] = 8
     with pytest.raises(ConfigError, match="model.embedding_size: 16 -> 8"):
-        train.check_model_dir(changed, tiny_model_dir, Tokenizer.load(tiny_model_dir))
+        train.check_model_shape(changed, tiny_model_dir, "train")
 
 
 def test_a_worker_trains_only_once_the_chief_has_written_the_model_dir(

@@ -22,15 +22,17 @@ from seq2seq.model_dir import AVERAGED_DIR, AVERAGED_RECORD, CONFIG_FILE, checkp
 
 
 def last_checkpoints(model_dir, count):
-    """The last `count` checkpoint prefixes in `model_dir`, oldest first, found as files."""
+    """The last `count` checkpoint prefixes in `model_dir` past step 0 (the initial random
+    weights, kept while a run is young), oldest first, found as files."""
     if count < 1:
         raise ValueError("--last must be at least 1, got %d" % count)
     paths = sorted((path[:-len(".index")] for path in glob.glob(
         os.path.join(glob.escape(model_dir), "model.ckpt-*.index"))), key=checkpoint_step)
+    paths = [path for path in paths if checkpoint_step(path)]
     if len(paths) < count:
         advice = ("pass --last %d or less, or train with a larger train.keep_checkpoint_max"
                   % len(paths) if paths else "train a model into it first")
-        raise ValueError("%s holds %d checkpoint(s), fewer than the %d to average: %s"
+        raise ValueError("%s holds %d checkpoint(s) past step 0, fewer than the %d to average: %s"
                          % (model_dir, len(paths), count, advice))
     return paths[-count:]
 
@@ -51,6 +53,7 @@ def average_checkpoints(model_dir, count=5, out=None):
     config, tokenizer = load_config(os.path.join(model_dir, CONFIG_FILE)), Tokenizer.load(model_dir)
     readers = [tf.train.load_checkpoint(path) for path in paths]
     staging = "%s.staging-%d" % (out, os.getpid())
+    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
     with tf.Graph().as_default(), tf.Session() as session:
         model = Seq2SeqModel(config["model"], tokenizer.source_vocab_size,
                              tokenizer.target_vocab_size)
