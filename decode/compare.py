@@ -86,6 +86,8 @@ def parse_args(argv):
         parser.error("--max_sentences and --latency_sentences must be >= 0, --runs >= 1")
     if args.plot and not (args.beam_widths or args.sweep):
         parser.error("--plot needs the comparison (--beam_widths) or --sweep")
+    if not (args.beam_widths or args.lab or args.graphs):
+        parser.error("--beam_widths none leaves nothing to do: add --sweep or --families")
     if args.markdown and not args.lab:
         parser.error("--markdown needs the lab (--sweep or the families)")
     for name in ("json", "plot", "sweep_plot", "markdown"):  # written after minutes of work

@@ -67,10 +67,11 @@ class Pieces:
                                             len(target_prefixes) != count):
             raise ValueError("target_prefixes must be a list of one prefix per sentence (%d), "
                              "got %s" % (count, shown(target_prefixes)))
-        return target_prefixes and [self._prefix(prefix, "target_prefixes[%d]" % index)
+        return target_prefixes and [self.prefix(prefix, "target_prefixes[%d]" % index)
                                     for index, prefix in enumerate(target_prefixes)]
 
-    def _prefix(self, prefix, name):
+    def prefix(self, prefix, name):
+        """The target ids one prefix forces (see `prefixes`), or ValueError naming `name`."""
         if prefix is not None and not isinstance(prefix, str):
             return self.ids(prefix, name, may_end=False)
         ids, encode = self._tokenizer.encode_target(prefix or ""), self._tokenizer.encode_target

@@ -13,6 +13,7 @@ import sys
 
 import tensorflow.compat.v1 as tf
 
+from data_pipeline.corpus import read_text_lines
 from decode import options
 from decode.translator import Translator
 
@@ -28,25 +29,30 @@ def main(argv=None):
     parser.add_argument("--hparams", default="")
     options.add_flags(parser, options.SCORE_OPTIONS)
     args = parser.parse_args(argv)
-    sources, targets = (pathlib.Path(path).read_text(encoding="utf-8").splitlines()
-                        for path in (args.input, args.targets))
-    if len(sources) != len(targets):
-        parser.error("--input has %d lines but --targets has %d: they must pair line by line"
-                     % (len(sources), len(targets)))
     tf.disable_v2_behavior()
-    translator = Translator(args.model_dir, hparams=args.hparams)
-    pieces = [line.split() for line in targets] if args.target_pieces else None
-    try:
-        scored = translator.score(sources, None if pieces else targets,
-                                  options.from_flags(args, options.SCORE_OPTIONS), pieces)
-    except ValueError as error:
-        parser.error(str(error))
-    lines = "".join(json.dumps(result, ensure_ascii=False) + "\n" for result in scored)
-    if args.output == "-":
-        sys.stdout.write(lines)
-    else:
-        pathlib.Path(args.output).write_text(lines, encoding="utf-8")
+    try:  # lines end where decode.translate ends them, so that its output pairs with its input
+        sources, targets = (read_text_lines(path) for path in (args.input, args.targets))
+        if len(sources) != len(targets):
+            raise ValueError("--input has %d lines but --targets has %d: they must pair line by "
+                             "line" % (len(sources), len(targets)))
+        translator = Translator(args.model_dir, hparams=args.hparams)
+        pieces = [line.split() for line in targets] if args.target_pieces else None
+        try:
+            scored = translator.score(sources, None if pieces else targets,
+                                      options.from_flags(args, options.SCORE_OPTIONS), pieces)
+        except ValueError as error:
+            raise ValueError("%s (sources[i] and targets[i]: line i + 1 of --input and --targets)"
+                             % error) from None
+        lines = "".join(json.dumps(result, ensure_ascii=False) + "\n" for result in scored)
+        if args.output == "-":
+            sys.stdout.write(lines)
+        else:
+            pathlib.Path(args.output).write_text(lines, encoding="utf-8")
+    except (ValueError, OSError) as error:  # ConfigError and CorpusError among them
+        print("error: %s" % error, file=sys.stderr)
+        return 2
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

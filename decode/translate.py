@@ -29,7 +29,8 @@ order; an empty input line gives an empty output line. With --n_best N > 1,
 each input line gives up to N lines "text<TAB>score" (fewer when fewer
 hypotheses are possible), best first, followed by one blank line; an empty
 input line gives just the blank line. Scores are length-penalised
-log-probabilities (higher is better). --show_unfamiliar appends to every
+log-probabilities (higher is better); mbr ranks by expected utility, which
+the lines do not show, so its scores need not descend. --show_unfamiliar appends to every
 output line a TAB and "unfamiliar" when the source is unlike the sentences
 the model learned from (its translation should not be trusted), else nothing.
 
@@ -75,6 +76,8 @@ def parse_args(argv):
                 os.path.samefile(args.input, path)):
             parser.error("--%s %s is the --input file: it would be emptied before being read"
                          % (name, path))
+    if args.output and args.trace and os.path.abspath(args.output) == os.path.abspath(args.trace):
+        parser.error("--output and --trace are both %s: give each a file of its own" % args.output)
     return args
 
 
@@ -111,6 +114,7 @@ def main(argv=None):
 
     tf.logging.set_verbosity(tf.logging.ERROR)
     tf.disable_v2_behavior()
+    translated = 0  # input lines whose translations are written
     with contextlib.ExitStack() as files:
         try:
             translator = Translator(args.model_dir)
@@ -145,8 +149,10 @@ def main(argv=None):
                 sink.flush()
                 if traces:
                     traces.write(trace)
-        except (ValueError, OSError) as error:  # a line not UTF-8: the ones before are written
-            print("error: %s" % error, file=sys.stderr)
+                translated += len(chunk)
+        except (ValueError, OSError) as error:  # e.g. a line not UTF-8, read a chunk at a time
+            written = " (the output holds the first %d lines' translations)" % translated
+            print("error: %s%s" % (error, written if translated else ""), file=sys.stderr)
             return 2
     return 0
 

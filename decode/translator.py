@@ -152,6 +152,10 @@ class Translator:
         """Source text -> its list of SentencePiece ids (no begin or end token)."""
         return self._tokenizer.encode_source(text)
 
+    def prefix_ids(self, prefix, name="target_prefix"):
+        """A target prefix (text or pieces) -> the ids it forces; ValueError naming `name`."""
+        return self._pieces.prefix(prefix, name)
+
     def detokenize(self, ids):
         """Target ids -> text, up to the first end token."""
         return self._tokenizer.decode_target(ids)

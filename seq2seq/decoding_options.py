@@ -18,14 +18,16 @@ LENGTH_PENALTY_KINDS = ("gnmt", "average", "none")
 BEAM_SEARCHES = ("while_loop", "unrolled")
 SAMPLERS = ("sample", "mbr")
 MAX_SEED = 2 ** 62
+FLOAT32_MAX = 3.4028234663852886e38  # a larger number is infinite in the search's float32
 
 TABLE = {
-    "length_penalty": Option("number", 0.6, 0, None, None, "alpha: how much longer translations "
+    # The highest bounds keep every score finite in float32 (((5 + 300) / 6) ** 10 is 1e17).
+    "length_penalty": Option("number", 0.6, 0, 10, None, "alpha: how much longer translations "
                              "are favoured (gnmt)", changes_score=True),
     "length_penalty_kind": Option("choice", "gnmt", LENGTH_PENALTY_KINDS, None, None,
                                   "gnmt: log p / ((5 + length) / 6) ** alpha; average: log p / "
                                   "length; none: log p", changes_score=True),
-    "coverage_penalty": Option("number", 0.0, 0, None, BEAM_SEARCHES + ("greedy",) + SAMPLERS,
+    "coverage_penalty": Option("number", 0.0, 0, 10, BEAM_SEARCHES + ("greedy",) + SAMPLERS,
                                "beta: rewards translations whose attention covers every source "
                                "piece", changes_score=True),
     "no_repeat_ngram_size": Option("int", 0, 0, "max_target_length", None,
@@ -39,9 +41,9 @@ TABLE = {
                                     "a group avoids the pieces earlier groups chose at a step"),
     "num_samples": Option("int", 4, 1, "max_beam_width", SAMPLERS,
                           "translations drawn per sentence"),
-    "temperature": Option("number", 1.0, 0, None, SAMPLERS,
-                          "below 1: safer draws; above 1: more varied", open_low=True),
-    "top_k": Option("int", 0, 0, None, SAMPLERS,
+    "temperature": Option("number", 1.0, 1e-6, None, SAMPLERS,  # logits / 1e-38 overflow
+                          "below 1: safer draws; above 1: more varied"),
+    "top_k": Option("int", 0, 0, 2 ** 31 - 1, SAMPLERS,  # fed as int32
                     "draw only from the k most likely pieces (0: all)"),
     "top_p": Option("number", 1.0, 0, 1, SAMPLERS, "draw only from the smallest set of pieces "
                     "holding this much probability", open_low=True),
@@ -82,6 +84,8 @@ def problem(option, value, named):
     number = isinstance(value, numbers.Real) and not isinstance(value, bool)
     if not (is_int(value) if option.kind == "int" else number):
         return "must be %s" % ("an integer" if option.kind == "int" else "a number")
+    if option.kind == "number" and not abs(value) <= FLOAT32_MAX:  # the graphs' float32
+        return "must be a finite number of at most %.4g in size" % FLOAT32_MAX
     low, high = bounds(option, named)
     above_low = value > low if option.open_low else value >= low  # NaN is neither
     below_high = high is None or (value < high if option.open_high else value <= high)
@@ -90,7 +94,7 @@ def problem(option, value, named):
     if option.open_low or option.open_high:  # the brackets say which ends are in
         return "must be in %s%s, %s%s" % ("(" if option.open_low else "[", low,
                                           "inf" if high is None else high,
-                                          ")" if option.open_high else "]")
+                                          ")" if option.open_high or high is None else "]")
     return "must be in %s..%s" % (low, "" if high is None else high)
 
 

@@ -164,10 +164,14 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
             except ValueError as error:  # a bad piece: name the request's field
                 raise ApiError(400, re.sub(r"^target_pieces\[(\d+)\]", lambda found: names[int(
                     found.group(1))], str(error))) from None
-        for name, scored in zip(names, scores):  # the character limit bounded the work
-            if scored["length"] - 1 > limits.max_tokens:
-                raise ApiError(400, "%s has %d tokens; the limit is %d"
-                               % (name, scored["length"] - 1, limits.max_tokens))
+        # the character limit bounded the work; any translation /translate gives is taken back
+        from decode.graphs import output_length_limit  # TensorFlow's: loaded with the model
+        longest = output_length_limit(limits.max_tokens, translator.config["decode"]) - 1
+        for name, scored in zip(names, scores):
+            if scored["length"] - 1 > longest:
+                raise ApiError(400, "%s has %d tokens; the limit is %d, the longest translation "
+                               "of a source of %d" % (name, scored["length"] - 1, longest,
+                                                      limits.max_tokens))
         return jsonify(scores=scores, model=served_model(translator))
 
     @app.errorhandler(ApiError)

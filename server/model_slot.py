@@ -170,7 +170,7 @@ def build_translator(model_dir, path, exported, intra_op_threads, warm_up_source
                 "decode.intra_op_threads=%d" % intra_op_threads)
     try:
         LOG.info("model %s (step %d) restored from %s; building its decoder graphs",
-                 translator.model_name, translator.step, path)
+                 translator.model_name, translator.step, path or " + ".join(model_dir))
         widths = [translator.default_beam_width]
         translator.warm_up([d for d in translator.decoders if d != "unrolled"], widths)
         if warm_up_source_tokens and "unrolled" in translator.decoders:

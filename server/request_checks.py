@@ -147,12 +147,16 @@ def parse_translate_request(fields, limits, translator):
     if trace and decoder in UNTRACED_DECODERS:
         raise ApiError(400, "trace: the %s decoder keeps no beams to trace; trace a beam search "
                        "or greedy" % decoder)
+    prefix_ids = [_prefix_ids(name, prefix, limits, translator) if prefix else []
+                  for name, prefix in zip(prefix_names, prefixes)]
     if decoder == "unrolled":
-        for (name, _), ids in zip(named, token_ids):
-            if len(ids) > limits.max_unrolled_tokens:
+        lengths = [(name, len(ids), "source") for (name, _), ids in zip(named, token_ids)]
+        lengths += [(name, len(ids), "prefix") for name, ids in zip(prefix_names, prefix_ids)]
+        for name, length, kind in lengths:
+            if length > limits.max_unrolled_tokens:
                 raise ApiError(400, "%s has %d tokens; the unrolled decoder's graph grows with "
-                               "the length, so it serves up to %d source tokens here; use "
-                               "while_loop" % (name, len(ids), limits.max_unrolled_tokens))
+                               "the length, so it serves up to %d %s tokens here; use "
+                               "while_loop" % (name, length, limits.max_unrolled_tokens, kind))
     used = tuple((name, options[name]) for name in OPTIONS if takes_option(decoder, name))
     items = [Item(ids, n_best, prefix, name)
              for ids, prefix, name in zip(token_ids, prefixes, prefix_names)]
@@ -246,6 +250,19 @@ def checked_text(name, text, limits, may_be_empty=False):
             raise ApiError(400, "%s contains %s U+%04X at position %d"
                            % (name, refused, ord(char), position))
     return text
+
+
+def _prefix_ids(name, prefix, limits, translator):
+    """Returns the target ids a target prefix forces, or raises ApiError (400): more tokens than
+    a source may have."""
+    try:
+        ids = translator.prefix_ids(prefix, name)
+    except ValueError:  # a character the vocabulary lacks: its model call refuses it alone
+        return []
+    if len(ids) > limits.max_tokens:
+        raise ApiError(400, "%s has %d tokens; the limit is %d"
+                       % (name, len(ids), limits.max_tokens))
+    return ids
 
 
 def _token_ids(name, text, limits, translator):

@@ -443,6 +443,7 @@ def test_sweep_reports_sacrebleu_on_each_variants_outputs_significance_and_diffe
     (["--differ", "beam1/none", "beam2/none"], "--differ and --sweep_plot need --sweep"),
     (["--sweep_plot", "x.png"], "--differ and --sweep_plot need --sweep"),
     (["--beam_widths", "none", "--plot", "x.png"], "--plot needs the comparison (--beam_widths)"),
+    (["--beam_widths", "none"], "--beam_widths none leaves nothing to do"),
     (["--sweep", "--max_expansions", "10"], "--max_expansions needs --exact"),
 ])
 def test_bad_lab_flags_are_an_error_naming_them(flags, message, capsys):

@@ -80,7 +80,10 @@ def test_bad_configs_name_the_key(tmp_path, text, message):
     ("train.throttle_secs=-1", r"train\.throttle_secs must be >= 0, got -1"),
     ("data.data_dir=", r"data\.data_dir must not be empty"),
     # The decoding options: seq2seq/decoding_options.py's checks, as a request gets them.
-    ("decode.temperature=0", r"decode\.temperature must be in \(0, inf\], got 0\.0"),
+    ("decode.temperature=0", r"decode\.temperature must be in 1e-06\.\., got 0\.0"),
+    ("decode.temperature=1e39", r"decode\.temperature must be a finite number of at "
+                                r"most 3\.403e\+38 in size, got 1e\+39"),
+    ("decode.coverage_penalty=10.5", r"decode\.coverage_penalty must be in 0\.\.10, got 10\.5"),
     ("decode.top_p=1.5", r"decode\.top_p must be in \(0, 1\], got 1\.5"),
     ("decode.epsilon=1", r"decode\.epsilon must be in \[0, 1\), got 1\.0"),
     ("decode.epsilon=-0.1", r"decode\.epsilon must be in \[0, 1\), got -0\.1"),
@@ -89,7 +92,7 @@ def test_bad_configs_name_the_key(tmp_path, text, message):
     ("decode.min_length=65", r"decode\.min_length must be in 0\.\.64, got 65"),
     ("data.max_target_length=8,decode.no_repeat_ngram_size=9",
      r"decode\.no_repeat_ngram_size must be in 0\.\.8, got 9"),
-    ("decode.length_penalty=-1", r"decode\.length_penalty must be in 0\.\., got -1\.0"),
+    ("decode.length_penalty=-1", r"decode\.length_penalty must be in 0\.\.10, got -1\.0"),
     ("decode.length_penalty_kind=log",
      r"decode\.length_penalty_kind must be one of gnmt, average, none, got 'log'"),
     ("decode.mbr_utility=meteor", r"decode\.mbr_utility must be one of chrf, bleu, got 'meteor'"),

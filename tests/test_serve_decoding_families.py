@@ -167,7 +167,12 @@ def test_a_target_prefix_starts_the_translation(client, translator):
     ({"target_prefix": ["um", None]}, "target_prefix[1] must be a string, got null"),
     ({"target_prefix": ["um", "x" * 501]}, "target_prefix[1] has 501 characters; the limit"),
     ({"target_prefix": "u\u0007m"}, "target_prefix contains the control character U+0007"),
-], ids=["number", "object", "too few", "too many", "null entry", "too long", "control"])
+    ({"target_prefix": ["um", "o " * 129]}, "target_prefix[1] has 258 tokens; the limit is 128"),
+    ({"target_prefix": ["um", "o " * 17], "decoder": "unrolled"},
+     "target_prefix[1] has 34 tokens; the unrolled decoder's graph grows with the length, so it "
+     "serves up to 16 prefix tokens here; use while_loop"),
+], ids=["number", "object", "too few", "too many", "null entry", "too long", "control",
+        "too many tokens", "too many for unrolled"])
 def test_a_bad_target_prefix_is_a_400_naming_it(client, fields, message):
     assert_error(client.post("/translate", json=dict(fields, texts=["one", "two"])), 400,
                  "bad_request", message)
@@ -223,8 +228,8 @@ def test_target_pieces_score_as_given_beside_texts(client, translator):
      'target_pieces[1] is "zzz-no-such-piece", not a piece of the target vocabulary'),
     ({"source": "one", "target_pieces": ["</s>", "GOOD"]},
      'target_pieces[0] is "</s>", which ends a translation'),
-    ({"source": "one", "target_pieces": ["GOOD"] * 130},
-     "target_pieces has 130 tokens; the limit is 128"),
+    ({"source": "one", "target_pieces": ["GOOD"] * 270},  # 2.0 * 128 + 10 - 1, as translations
+     "target_pieces has 270 tokens; the limit is 265, the longest translation of a source of 128"),
     ({"pairs": [{"source": "one", "target": "um"},
                 {"source": "two", "target_pieces": ["GOOD", "<unk>x"]}]},
      'pairs[1].target_pieces[1] is "<unk>x", not a piece of the target vocabulary'),

@@ -59,16 +59,16 @@ def test_info_reports_each_option_s_default_range_hint_and_decoders(client, tran
     assert {name: (entry["type"], entry.get("choices") or (
         entry["min"], entry["max"], entry["exclusive_min"], entry["exclusive_max"]))
         for name, entry in decoding.items()} == {  # docs/API.md's ranges
-        "length_penalty": ("number", (0, None, False, False)),
+        "length_penalty": ("number", (0, 10, False, False)),
         "length_penalty_kind": ("choice", ["gnmt", "average", "none"]),
-        "coverage_penalty": ("number", (0, None, False, False)),
+        "coverage_penalty": ("number", (0, 10, False, False)),
         "no_repeat_ngram_size": ("integer", (0, longest, False, False)),
         "min_length": ("integer", (0, longest, False, False)),
         "diverse_beam_groups": ("integer", (1, None, False, False)),
         "diverse_beam_strength": ("number", (0, None, False, False)),
         "num_samples": ("integer", (1, widest, False, False)),
-        "temperature": ("number", (0, None, True, False)),
-        "top_k": ("integer", (0, None, False, False)),
+        "temperature": ("number", (1e-6, None, False, False)),
+        "top_k": ("integer", (0, 2 ** 31 - 1, False, False)),
         "top_p": ("number", (0, 1, True, False)),
         "epsilon": ("number", (0, 1, False, True)),
         "seed": ("integer", (-2 ** 62, 2 ** 62, False, False)),
@@ -109,7 +109,11 @@ def test_the_table_s_messages_for_the_declared_options():
     named = {"max_target_length": 64, "max_beam_width": 8}
     assert problem(TABLE["epsilon"], 1.0, named) == "must be in [0, 1)"
     assert problem(TABLE["epsilon"], 0.0, named) is None
-    assert problem(TABLE["epsilon"], float("nan"), named) == "must be in [0, 1)"
+    finite = "must be a finite number of at most 3.403e+38 in size"  # float32 in the graphs
+    assert problem(TABLE["epsilon"], float("nan"), named) == finite
+    assert problem(TABLE["diverse_beam_strength"], float("inf"), named) == finite
+    assert problem(TABLE["diverse_beam_strength"], -3.5e38, named) == finite
+    assert problem(TABLE["diverse_beam_strength"], 3.4e38, named) is None
     assert problem(TABLE["diverse_beam_groups"], 0, named) == "must be in 1.."
     assert problem(TABLE["diverse_beam_strength"], -0.5, named) == "must be in 0.."
     assert problem(TABLE["mbr_utility"], "meteor", named) == "must be one of chrf, bleu"
@@ -131,7 +135,7 @@ BAD_OPTIONS = [
     ("length_penalty a boolean", {"length_penalty": True},
      "length_penalty must be a number, got true"),
     ("length_penalty negative", {"length_penalty": -0.1},
-     "length_penalty must be in 0.., got -0.1"),
+     "length_penalty must be in 0..10, got -0.1"),
     ("length_penalty_kind unknown", {"length_penalty_kind": "log"},
      'length_penalty_kind must be one of gnmt, average, none, got "log"'),
     ("length_penalty_kind a number", {"length_penalty_kind": 1},
@@ -139,7 +143,7 @@ BAD_OPTIONS = [
     ("coverage_penalty a list", {"coverage_penalty": [0.2]},
      "coverage_penalty must be a number, got [0.2]"),
     ("coverage_penalty negative", {"coverage_penalty": -1},
-     "coverage_penalty must be in 0.., got -1"),
+     "coverage_penalty must be in 0..10, got -1"),
     ("coverage_penalty with exact", dict(EXACT, coverage_penalty=0.2),
      "coverage_penalty is not an option of the exact decoder"),
     ("no_repeat_ngram_size a float", {"no_repeat_ngram_size": 2.0},
@@ -161,11 +165,18 @@ BAD_OPTIONS = [
      "num_samples is an option of the sample and mbr decoders, not of while_loop"),
     ("temperature a string", dict(SAMPLE, temperature="hot"),
      'temperature must be a number, got "hot"'),
-    ("temperature zero", dict(SAMPLE, temperature=0), "temperature must be in (0, inf], got 0"),
+    ("temperature zero", dict(SAMPLE, temperature=0), "temperature must be in 1e-06.., got 0"),
+    ("temperature infinite in float32", dict(SAMPLE, temperature=1e39),
+     "temperature must be a finite number of at most 3.403e+38 in size, got 1e+39"),
+    ("coverage_penalty over its range", {"coverage_penalty": 3e38},
+     "coverage_penalty must be in 0..10, got 3e+38"),
+    ("temperature too small for float32", dict(SAMPLE, temperature=1e-38),
+     "temperature must be in 1e-06.., got 1e-38"),
+    ("top_k over int32", dict(SAMPLE, top_k=2 ** 31), "top_k must be in 0..2147483647"),
     ("temperature with greedy", {"decoder": "greedy", "temperature": 0.5},
      "temperature is an option of the sample and mbr decoders, not of greedy"),
     ("top_k a boolean", dict(SAMPLE, top_k=False), "top_k must be an integer, got false"),
-    ("top_k negative", dict(SAMPLE, top_k=-1), "top_k must be in 0.., got -1"),
+    ("top_k negative", dict(SAMPLE, top_k=-1), "top_k must be in 0..2147483647, got -1"),
     ("top_k with unrolled", {"decoder": "unrolled", "top_k": 5},
      "top_k is an option of the sample and mbr decoders, not of unrolled"),
     ("top_p a string", dict(SAMPLE, top_p="0.9"), 'top_p must be a number, got "0.9"'),
@@ -369,7 +380,7 @@ BAD_SCORES = [
     ("target too long", {"source": "one", "target": "um " * 170},
      "target has 509 characters; the limit is 500"),
     ("target of too many tokens", {"source": "one", "target": "a " * 200},
-     "target has 400 tokens; the limit is 128"),
+     "target has 400 tokens; the limit is 265, the longest translation of a source of 128"),
     ("target with a control character", {"source": "one", "target": "u\u0007m"},
      "target contains the control character U+0007 at position 1"),
     ("pairs not a list", {"pairs": {"source": "one", "target": "um"}},
@@ -387,7 +398,7 @@ BAD_SCORES = [
     ("a pair's target a number", {"pairs": [{"source": "one", "target": 2}]},
      "pairs[0].target must be a string, got a number"),
     ("length_penalty negative", {"source": "one", "target": "um", "length_penalty": -1},
-     "length_penalty must be in 0.., got -1"),
+     "length_penalty must be in 0..10, got -1"),
     ("length_penalty_kind unknown", {"source": "one", "target": "um", "length_penalty_kind": "x"},
      'length_penalty_kind must be one of gnmt, average, none, got "x"'),
     ("coverage_penalty a string", {"source": "one", "target": "um", "coverage_penalty": "0"},

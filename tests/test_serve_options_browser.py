@@ -115,11 +115,11 @@ def test_the_options_are_sent_and_change_the_answer(browser, page_url, translato
 
 
 @pytest.mark.parametrize("decoders, name, value, message", [
-    (("sample",), "temperature", "0", "temperature must be a number above 0, not 0."),
+    (("sample",), "temperature", "0", "temperature must be a number of at least 0.000001, not 0."),
     (("sample",), "top_p", "1.5", "top_p must be a number above 0 and at most 1, not 1.5."),
     (("while_loop",), "min_length", "65",
      "min_length must be a whole number in 0\u201364, not 65."),
-    (("while_loop",), "coverage_penalty", "", "coverage_penalty must be a number of at least 0."),
+    (("while_loop",), "coverage_penalty", "", "coverage_penalty must be a number in 0\u201310."),
     (("exact",), "max_expansions", "2.5",
      "max_expansions must be a whole number in 1\u201320000, not 2.5."),
     (("mbr",), "epsilon", "1", "epsilon must be a number of at least 0 and below 1, not 1."),

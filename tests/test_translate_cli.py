@@ -123,6 +123,28 @@ def test_input_that_is_not_utf8_is_an_error_naming_file_and_line(tiny_model_dir,
     assert "latin1.txt:2: not valid UTF-8 (byte 0xe9 at column 4)" in capsys.readouterr().err
 
 
+def test_a_bad_line_after_whole_chunks_says_which_lines_were_written(
+        tiny_model_dir, translator, input_lines, chunk_sizes, tmp_path, capsys):
+    source, output = tmp_path / "in.txt", tmp_path / "out.txt"
+    good = [line for line in input_lines if line.strip()][:40]  # a chunk and 8 lines
+    source.write_bytes("".join(line + "\n" for line in good).encode("utf-8") + b"caf\xe9\n")
+    assert translate_cli.main(["--model_dir", tiny_model_dir, "--input", str(source),
+                               "--output", str(output)]) == 2
+    assert chunk_sizes == [32]
+    assert "in.txt:41: not valid UTF-8 (byte 0xe9 at column 4) (the output holds the first 32 " \
+           "lines' translations)" in capsys.readouterr().err
+    assert output.read_text(encoding="utf-8").splitlines() == [
+        translation.text for translation in translator.translate(good[:32])]
+
+
+def test_output_and_trace_in_one_file_is_refused(tiny_model_dir, tmp_path, capsys):
+    same = str(tmp_path / "out.txt")
+    with pytest.raises(SystemExit):
+        translate_cli.parse_args(["--model_dir", tiny_model_dir, "--output", same,
+                                  "--trace", same])
+    assert "--output and --trace are both %s" % same in capsys.readouterr().err
+
+
 def test_greedy_checks_the_beam_width_as_its_help_says(tiny_model_dir, tmp_path, capsys):
     with pytest.raises(SystemExit):
         translate_cli.parse_args(["--help"])
