@@ -13,6 +13,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported, in main
@@ -91,15 +92,20 @@ def format_translation(translation, n_best, show_unfamiliar=False):
     return "".join("%s\t%.6f%s\n" % (h.text, h.score, flag) for h in hypotheses) + "\n"
 
 
-def translate_lines(translator, lines, args, prefixes=None):
+def translate_lines(translator, lines, args, prefixes=None, first_line=1):
     """Input lines (blank ones are not translated) and their target prefixes (None: none) ->
-    (output text, trace text: one JSON line per input line, "" without --trace)."""
+    (output text, trace text: one JSON line per input line, "" without --trace); `first_line`:
+    the first one's line number, for the messages."""
     token_ids = [translator.tokenize(line.strip()) for line in lines]
     to_translate = [index for index, ids in enumerate(token_ids) if ids]
-    translations = dict(zip(to_translate, translator.translate_tokens(
-        [token_ids[index] for index in to_translate], args.decoder, args.beam_width,
-        args.n_best, trace=bool(args.trace), options=options.from_flags(args),
-        target_prefixes=prefixes and [prefixes[index].strip() for index in to_translate])))
+    try:
+        translations = dict(zip(to_translate, translator.translate_tokens(
+            [token_ids[index] for index in to_translate], args.decoder, args.beam_width,
+            args.n_best, trace=bool(args.trace), options=options.from_flags(args),
+            target_prefixes=prefixes and [prefixes[index].strip() for index in to_translate])))
+    except ValueError as error:  # the Translator names a prefix by its place among those sent
+        raise ValueError(re.sub(r"^target_prefixes\[(\d+)\]", lambda found: "%s:%d:" % (
+            args.target_prefix, first_line + to_translate[int(found.group(1))]), str(error)))
     found = [translations.get(index) for index in range(len(lines))]
     return ("".join(format_translation(t, args.n_best, args.show_unfamiliar) for t in found),
             "".join(json.dumps(t and t.trace, ensure_ascii=False) + "\n" for t in found)
@@ -144,7 +150,8 @@ def main(argv=None):
             for chunk in iter(lambda: list(itertools.islice(pairs, chunk_size)), []):
                 chunk, chunk_prefixes = map(list, zip(*chunk))
                 output, trace = translate_lines(translator, chunk, args,
-                                                args.target_prefix and chunk_prefixes)
+                                                args.target_prefix and chunk_prefixes,
+                                                first_line=translated + 1)
                 sink.write(output)
                 sink.flush()
                 if traces:

@@ -102,3 +102,7 @@ def test_translate_cli_takes_a_prefix_per_input_line(translator, tiny_model_dir,
     assert "--target_prefix %s has 1 lines but the input has 3" % (tmp_path / "prefixes") in \
         capsys.readouterr().err
     assert (tmp_path / "out").read_text(encoding="utf-8") == "kept", "checked before writing"
+    (tmp_path / "prefixes").write_text("um\nignored\num \u00df\n", encoding="utf-8")
+    assert translate_cli.main(args) == 2
+    assert '%s:3: "um \\u00df" holds characters the target vocabulary lacks: \u00df' % (
+        tmp_path / "prefixes") in capsys.readouterr().err, "named by its file and line"

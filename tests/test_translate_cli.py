@@ -36,9 +36,9 @@ def chunk_sizes(monkeypatch, translator):
     sizes = []
     real_translate_lines = translate_cli.translate_lines
 
-    def translate_lines(translator, lines, *args):
+    def translate_lines(translator, lines, *args, **kwargs):
         sizes.append(len(lines))
-        return real_translate_lines(translator, lines, *args)
+        return real_translate_lines(translator, lines, *args, **kwargs)
 
     monkeypatch.setattr(translate_cli, "translate_lines", translate_lines)
     return sizes
