@@ -43,7 +43,9 @@ def read_corpus(spec):
     paths, skipped, raw_pairs, lines = split_spec(spec), collections.Counter(), [], []
     for path in paths:
         if not os.path.isfile(path):
-            raise CorpusError("corpus file not found: %s" % path)
+            relative = "" if os.path.isabs(path) else " (in %s: a config.yaml holds paths as " \
+                "typed, relative to where training ran)" % os.getcwd()
+            raise CorpusError("corpus file not found: %s%s" % (path, relative))
         lines.append(read_text_lines(path))
     if len(paths) == 1:
         for line in lines[0]:

@@ -1,6 +1,7 @@
 """Corpus readers: TSV and aligned files, normalisation, skips and errors."""
 
 import io
+import re
 import shutil
 import subprocess
 import unicodedata
@@ -162,10 +163,14 @@ def test_undecodable_byte_in_second_parallel_file(tmp_path):
         read_corpus("%s,%s" % (source, target))
 
 
-def test_missing_file(tmp_path):
+def test_missing_file(tmp_path, monkeypatch):
     missing = str(tmp_path / "nowhere.tsv")
-    with pytest.raises(CorpusError, match="corpus file not found: .*nowhere.tsv"):
+    with pytest.raises(CorpusError, match="corpus file not found: .*nowhere.tsv$"):
         read_corpus(missing)
+    monkeypatch.chdir(tmp_path)  # a relative path: where it was looked for
+    with pytest.raises(CorpusError, match="not found: nowhere.tsv \\(in %s: a config.yaml holds "
+                       "paths as typed" % re.escape(str(tmp_path))):
+        read_corpus("nowhere.tsv")
 
 
 def test_corpus_that_ends_up_empty(tmp_path):
