@@ -121,6 +121,10 @@ def load_inputs(translator, source_path, reference_path, max_sentences):
     kept = [index for index, ids in enumerate(token_ids) if ids][:max_sentences or None]
     if not kept:
         raise ValueError("%s holds no sentence to translate" % source_path)
+    blank = sum(not ids for ids in token_ids[:kept[-1]])
+    if blank:
+        print("%s: %d blank line(s) skipped; the report's indices count the sentences kept"
+              % (source_path, blank), file=sys.stderr)
     return ([sources[index] for index in kept], [token_ids[index] for index in kept],
             [references[index] for index in kept] if references is not None else None)
 

@@ -46,6 +46,8 @@ def check_flags(parser, args):
     for name in args.families:
         if name not in FAMILIES:
             parser.error("--families: %r is not one of %s" % (name, ", ".join(FAMILIES)))
+    if args.mbr_samples < 1:
+        parser.error("--mbr_samples must be at least 1, got %d" % args.mbr_samples)
     if args.ensemble_best is not None and args.ensemble_best < 2:
         parser.error("--ensemble_best must be at least 2, got %d" % args.ensemble_best)
     wanted = bool(args.families or args.compare_models or args.ensemble_best)

@@ -1,6 +1,6 @@
 """The decoding lab's sweep (`python -m decode.compare --sweep [--exact]`): every beam width x
 length normalisation, the exact search per normalisation, search and model errors, paired
-bootstrap against the best BLEU, and the example sentences on which these choices matter (KINDS).
+bootstrap against the sweep's best BLEU, and the example sentences on which these choices matter (KINDS).
 Its report's keys: docs/API.md; what its figures mean: docs/LAB.md.
 """
 
@@ -40,7 +40,8 @@ def check_flags(parser, args):
     """Parses and checks the lab's flags in `args` (parser.error names the first bad one)."""
     args.sweep = args.sweep or args.exact
     try:
-        args.normalisations = [parse_normalisation(text) for text in args.normalisations.split(",")]
+        args.normalisations = list(dict.fromkeys(  # gnmt:1 and gnmt:1.0 decode once
+            parse_normalisation(text) for text in args.normalisations.split(",")))
     except ValueError as error:
         parser.error("--normalisations: %s" % error)
     if (args.differ or args.sweep_plot) and not args.sweep:
@@ -93,7 +94,22 @@ def open_translator(args, translator, references):
         lab_translator.check_options("while_loop", width)
     if args.exact:
         lab_translator.check_options("exact", options={"max_expansions": args.max_expansions})
+    sweep_coverage(args, lab_translator)
     return lab_translator
+
+
+def sweep_coverage(args, translator):
+    """The coverage penalty the sweep decodes and scores with: --coverage_penalty, else the
+    config's; ValueError if not 0 with --exact, whose search has none (its errors would then
+    compare two objectives)."""
+    coverage = args.coverage_penalty
+    if coverage is None:
+        coverage = translator.config["decode"]["coverage_penalty"]
+    if args.exact and coverage:
+        raise ValueError("--exact compares the searches under the exact search's objective, "
+                         "which has no coverage penalty; pass --coverage_penalty 0 (this "
+                         "model's config sets %g)" % coverage)
+    return coverage
 
 
 def percent(flags):
@@ -247,10 +263,11 @@ def run(args, translator, report, sources, references):
     if beam_width not in widths:
         beam_width = widths[-1]
     report["sweep"], exact_runs, errors = [], [], []
+    coverage = sweep_coverage(args, translator)
     for kind, alpha in args.normalisations:
         normalisation = {"length_penalty_kind": kind, "length_penalty": alpha}
-        options = dict(normalisation, no_repeat_ngram_size=args.no_repeat_ngram_size,
-                       min_length=args.min_length)
+        options = dict(normalisation, coverage_penalty=coverage,
+                       no_repeat_ngram_size=args.no_repeat_ngram_size, min_length=args.min_length)
         rows, by_width = [], {}
         for width in widths:
             name = variant_name("while_loop", width, kind, alpha)
@@ -272,7 +289,7 @@ def run(args, translator, report, sources, references):
                                         or translator.config["decode"]["max_expansions"]))
             exact = exact_runs[-1]["sentences"]
             reference_scores = [score["score"] for score in translator.score(
-                sources, references, normalisation)]  # model errors
+                sources, references, dict(normalisation, coverage_penalty=0.0))]  # model errors
             errors += [search_errors(row, by_width[row["beam_width"]], exact, reference_scores)
                        for row in rows]
         for found, shown in zip(kinds, sentence_kinds(references, *(

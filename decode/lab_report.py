@@ -38,7 +38,7 @@ def tables(report):
                   ("Search errors (over proven sentences) and model errors (reference better)",
                    report["search_errors"], SEARCH_ERROR_COLUMNS)]
     if "sweep" in report:
-        found.append(("Paired bootstrap (sacrebleu, 1000 resamples) against the best BLEU",
+        found.append(("Paired bootstrap (sacrebleu, 1000 resamples) against the sweep's best BLEU",
                       report["significance"], SIGNIFICANCE_COLUMNS))
     if "families" in report:
         found.append(("Decoding families against beam %d (n-best %d; paired bootstrap p; oracle: "

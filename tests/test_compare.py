@@ -212,11 +212,13 @@ def write_lines(path, lines):
 
 
 def test_load_inputs_drops_blank_sources_with_their_references_then_keeps_the_first_n(
-        tmp_path):
+        tmp_path, capsys):
     source = write_lines(tmp_path / "in.txt", ["", "a bb", "   ", "ccc", "dddd e", "ff"])
     reference = write_lines(tmp_path / "ref.txt", ["-", "A", "-", "C", "D", "F"])
     assert compare.load_inputs(SplitTokenizer, source, reference, 0) == (
         ["a bb", "ccc", "dddd e", "ff"], [[1, 2], [3], [4, 1], [2]], ["A", "C", "D", "F"])
+    assert "in.txt: 2 blank line(s) skipped; the report's indices count the sentences kept" in \
+        capsys.readouterr().err
     # max_sentences counts kept sentences, not lines.
     assert compare.load_inputs(SplitTokenizer, source, reference, 2) == (
         ["a bb", "ccc"], [[1, 2], [3]], ["A", "C"])
@@ -461,6 +463,23 @@ def test_the_sweep_needs_references_and_widths_the_lab_can_build(tiny_model_dir,
     assert compare.main(lab_flags(tiny_model_dir, tmp_path, *dev_pairs) + [
         "--sweep", "--sweep_beam_widths", "0,1"]) == 2
     assert "beam_width must be an integer in 1..8, got 0" in capsys.readouterr().err
+
+
+def test_the_sweep_decodes_with_the_coverage_penalty_and_exact_refuses_one(
+        tiny_model_dir, translator, dev_pairs, tmp_path, capsys):
+    sources, references = (pairs[:5] for pairs in dev_pairs)
+    report_path = tmp_path / "report.json"
+    flags = lab_flags(tiny_model_dir, tmp_path, sources, references) + [
+        "--sweep", "--sweep_beam_widths", "2", "--normalisations", "none",
+        "--coverage_penalty", "0.5"]
+    assert compare.main(flags + ["--json", str(report_path)]) == 0
+    [row] = json.loads(report_path.read_text(encoding="utf-8"))["sweep"]
+    expected = translator.translate(sources, "while_loop", 2, options={
+        "length_penalty_kind": "none", "coverage_penalty": 0.5})
+    assert row["mean_score"] == pytest.approx(np.mean([t.score for t in expected]), abs=1e-4)
+    assert compare.main(flags + ["--exact"]) == 2
+    assert "--exact compares the searches under the exact search's objective, which has no " \
+        "coverage penalty; pass --coverage_penalty 0" in capsys.readouterr().err
 
 
 def test_parse_normalisation_and_variant_names():
