@@ -17,13 +17,17 @@ install: $(STAMP)
 # Serve $(DEMO_DIR) on http://127.0.0.1:8080/ at once while train.py trains $(DEMO_CONFIG)
 # into it in the background (preparing the embedded corpus first, resuming from a checkpoint):
 # the page shows training's progress and answers from each better checkpoint as it comes.
-# Ctrl-C stops the server and the trainer.
+# Ctrl-C stops the server and the trainer; a trainer that fails says so here (the log keeps
+# every run's lines).
 DEMO_CONFIG ?= configs/default.yaml
 DEMO_DIR ?= runs/default
 demo: $(STAMP)
 	@mkdir -p $(DEMO_DIR)
 	@echo "training in the background; its log: $(DEMO_DIR)/train.log (tail -f $(DEMO_DIR)/train.log)"
-	@$(PY) train.py --config $(DEMO_CONFIG) --model_dir $(DEMO_DIR) > $(DEMO_DIR)/train.log 2>&1 & \
+	@( $(PY) train.py --config $(DEMO_CONFIG) --model_dir $(DEMO_DIR) >> $(DEMO_DIR)/train.log 2>&1 & \
+	  child=$$!; trap 'kill $$child 2>/dev/null; exit' TERM; wait $$child || \
+	  { echo "make demo: training stopped with an error (the server goes on):"; \
+	    tail -n 3 $(DEMO_DIR)/train.log; } >&2 ) & \
 	trainer=$$!; trap 'kill $$trainer 2>/dev/null' EXIT INT TERM; \
 	$(PY) serve.py --model_dir $(DEMO_DIR) --host 127.0.0.1 --port 8080
 
