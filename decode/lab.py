@@ -1,6 +1,7 @@
 """The decoding lab's sweep (`python -m decode.compare --sweep [--exact]`): every beam width x
 length normalisation, the exact search per normalisation, search and model errors, paired
-bootstrap against the sweep's best BLEU, and the example sentences on which these choices matter (KINDS).
+bootstrap against the sweep's best BLEU, and the example sentences on which these choices matter
+(KINDS).
 Its report's keys: docs/API.md; what its figures mean: docs/LAB.md.
 """
 

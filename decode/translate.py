@@ -31,9 +31,10 @@ each input line gives up to N lines "text<TAB>score" (fewer when fewer
 hypotheses are possible), best first, followed by one blank line; an empty
 input line gives just the blank line. Scores are length-penalised
 log-probabilities (higher is better); mbr ranks by expected utility, which
-the lines do not show, so its scores need not descend. --show_unfamiliar appends to every
-output line a TAB and "unfamiliar" when the source is unlike the sentences
-the model learned from (its translation should not be trusted), else nothing.
+the lines do not show, so its scores need not descend. --show_unfamiliar
+appends to every output line a TAB and "unfamiliar" when the source is unlike
+the sentences the model learned from (its translation should not be trusted),
+else nothing.
 
 --trace FILE: one JSON line per input line, the search trace of
 docs/API.md ("HTTP API", the trace: source_pieces, steps, n_best with pieces and

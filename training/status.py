@@ -78,9 +78,9 @@ class StatusExporter(tf.estimator.Exporter):
     name = "training_status"
 
     def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
-        finite = {key: float(eval_result[name]) for key, name in (
+        metrics = {key: float(eval_result[name]) for key, name in (
             ("loss", "loss"), ("dev_bleu", "bleu"), ("dev_perplexity", "perplexity"))}
         write_training_status(estimator.model_dir, evaluation=dict(  # JSON has no Infinity: null
-            {key: value if math.isfinite(value) else None for key, value in finite.items()},
+            {key: value if math.isfinite(value) else None for key, value in metrics.items()},
             step=int(eval_result[tf.GraphKeys.GLOBAL_STEP]),
             examples=read_examples(eval_result["examples"])))
