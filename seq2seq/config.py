@@ -55,7 +55,7 @@ DEFAULTS = {
         "decay": "rsqrt",  # after warm-up: "rsqrt" | "constant" | "cosine" (to 0 at max_steps)
         "max_steps": 6000,  # training stops at this global step, >= 1
         "clip_gradient_norm": 5.0,  # clip the gradients' global norm to this; <= 0: no clipping
-        "label_smoothing": 0.1,  # probability mass spread over the vocabulary, >= 0
+        "label_smoothing": 0.1,  # probability mass spread over the vocabulary, in [0, 1)
         "save_checkpoints_steps": 500,  # steps between checkpoints (each one evaluated), >= 1
         "keep_checkpoint_max": 5,  # newest checkpoints kept, >= 0 (0: all); training.average uses 5
         "log_step_count_steps": 100,  # steps between progress lines and summaries, >= 1
@@ -310,6 +310,9 @@ def _validate(config):
                           " when model.encoder_units is 0)")
     if not 0.0 <= model["dropout"] < 1.0:
         raise ConfigError("model.dropout must be in [0, 1), got %r" % model["dropout"])
+    if not config["train"]["label_smoothing"] < 1.0:  # above 1 the loss rewards a wrong piece
+        raise ConfigError("train.label_smoothing must be in [0, 1), got %r"
+                          % config["train"]["label_smoothing"])
     if data["corpus"] == "files" and not data["train_data"]:
         raise ConfigError("data.corpus is 'files' but data.train_data is empty")
     if not data["data_dir"].strip():

@@ -81,6 +81,7 @@ def test_bad_configs_name_the_key(tmp_path, text, message):
     ("data.data_dir=", r"data\.data_dir must not be empty"),
     # The decoding options: seq2seq/decoding_options.py's checks, as a request gets them.
     ("decode.temperature=0", r"decode\.temperature must be in 1e-06\.\., got 0\.0"),
+    ("train.label_smoothing=1.5", r"train\.label_smoothing must be in \[0, 1\), got 1\.5"),
     ("decode.temperature=1e39", r"decode\.temperature must be a finite number of at "
                                 r"most 3\.403e\+38 in size, got 1e\+39"),
     ("decode.coverage_penalty=10.5", r"decode\.coverage_penalty must be in 0\.\.10, got 10\.5"),
