@@ -111,6 +111,8 @@ def main():
     parser.add_argument("--json", help="also write the results to this file")
     parser.add_argument("--sample", action="store_true", help="the sample decoder's variants")
     args = parser.parse_args()
+    if args.sample and args.against:
+        parser.error("--against times the other checkout's beam search: not with --sample")
     tf.disable_v2_behavior()
     beam_width = args.beam_width or load_config(
         os.path.join(args.model_dir, "config.yaml"))["decode"]["beam_width"]

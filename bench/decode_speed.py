@@ -491,7 +491,8 @@ def main():
     parser.add_argument("--json", help="also write the results to this file")
     parser.add_argument("--threads", metavar="INTER/INTRA",
                         help="the throughput session's inter/intra-op threads for every variant, "
-                             "e.g. -1/1, the Translator's default (default: TensorFlow's)")
+                             "e.g. --threads=-1/1, the Translator's default (default: "
+                             "TensorFlow's)")
     parser.add_argument("--no_grappler", action="store_true",
                         help="the throughput session without Grappler, as the Translator's")
     args = parser.parse_args()

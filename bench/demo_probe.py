@@ -206,7 +206,7 @@ def main(argv=None):
     kinds = {"names": names_cases(), "numbers": number_cases(rng, 200),
              "dates": date_cases(rng, 180), "times": time_cases(rng, 80),
              "amounts": amount_cases(rng, 100)}
-    originals = rng.sample(range(len(test_sources)), 300)
+    originals = rng.sample(range(len(test_sources)), min(300, len(test_sources)))
     pairs = [(test_sources[i], variants(test_sources[i], rng)) for i in originals]
     pairs = [(original, variant) for original, variant in pairs if variant]
     translator = harness.translator(args.model_dir)

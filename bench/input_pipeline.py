@@ -59,10 +59,13 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="configs/default.yaml")
     parser.add_argument("--hparams", default="")
-    parser.add_argument("--warmup", type=int, default=400, help="batches timed as the first pass")
+    parser.add_argument("--warmup", type=int, default=400,
+                        help="batches timed as the first pass, >= 1")
     parser.add_argument("--batches", type=int, default=2000, help="batches timed in steady state")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
+    if args.warmup < 1:  # the timed part starts after a warm-up step or batch
+        parser.error("--warmup must be at least 1, got %d" % args.warmup)
     config = load_config(args.config, args.hparams)
     prepare(config, verbose=False)
     train = config["train"]

@@ -234,7 +234,8 @@ def main():
     parser.add_argument("--config", default="configs/default.yaml")
     parser.add_argument("--hparams", default="")
     parser.add_argument("--steps", type=int, default=20, help="timed steps per variant")
-    parser.add_argument("--warmup", type=int, default=5, help="untimed steps first")
+    parser.add_argument("--warmup", type=int, default=5,
+                        help="untimed steps first, >= 1")
     parser.add_argument("--repeats", type=int, default=1, help="runs of every variant, interleaved")
     parser.add_argument("--variants", default=",".join(VARIANTS),
                         help="comma-separated, from: " + ", ".join(VARIANTS))
@@ -243,6 +244,8 @@ def main():
     parser.add_argument("--worker", choices=VARIANTS, help=argparse.SUPPRESS)
     parser.add_argument("--batches", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.warmup < 1:  # the timed part starts after a warm-up step or batch
+        parser.error("--warmup must be at least 1, got %d" % args.warmup)
     if args.worker:
         worker(args.worker, args.config, args.hparams, args.batches, args.warmup)
         return
@@ -274,13 +277,16 @@ def main():
             """One run of `variant` in a process of its own; "@base": in --baseline's checkout."""
             name, _, base = variant.partition("@")
             data_dir = "data.data_dir=" + os.path.abspath(config["data"]["data_dir"])
-            output = subprocess.run(
+            child = subprocess.run(
                 [sys.executable, "-m", "bench.train_speed", "--worker", name,
                  "--config", args.config, "--hparams",
                  ",".join(filter(None, [args.hparams, base and data_dir])),
                  "--batches", batches_path, "--warmup", str(args.warmup)],
-                cwd=args.baseline if base else None,
-                check=True, capture_output=True, text=True).stdout
+                cwd=args.baseline if base else None, capture_output=True, text=True)
+            if child.returncode:  # e.g. torch missing: requirements-bench.txt
+                raise RuntimeError("variant %s failed (exit code %d):\n%s"
+                                   % (variant, child.returncode, child.stderr[-3000:]))
+            output = child.stdout
             result = dict(json.loads(output.strip().splitlines()[-1]), variant=variant)
             print("%-9s %8.0f tokens/s  %8.0f source tokens/s  %8.0f tokens/CPU-s  "
                   "(%d steps in %.1f s, %.1f CPU-s; %d parameters)"
