@@ -7,12 +7,13 @@ import unicodedata
 
 from flask import request
 
-from decode.options import OPTIONS, draws_samples, shown, takes_option
+from decode.options import OPTIONS, SCORE_OPTIONS, draws_samples, shown, takes_option
 
 DEFAULT_DECODER = "while_loop"
 FIELDS = ("text", "texts", "decoder", "beam_width", "n_best", "trace", "target_prefix") + OPTIONS
-SCORE_FIELDS = ("source", "target", "target_pieces", "pairs") + OPTIONS  # the Translator names
-PAIR_FIELDS = ({"source", "target"}, {"source", "target_pieces"})      # the unused options
+SCORE_TEXT_FIELDS = ("source", "target", "target_pieces", "pairs")
+SCORE_FIELDS = SCORE_TEXT_FIELDS + OPTIONS  # the Translator names the unused options
+PAIR_FIELDS = ({"source", "target"}, {"source", "target_pieces"})
 UNTRACED_DECODERS = ("sample", "exact", "mbr")  # they keep no beam to trace
 MAX_SERVED_EXPANSIONS = 20000  # the exact search's cap a request may ask for (SERVING-NOTES.md)
 # The optional fields of a type: the exact Python type JSON parses them to, and its name.
@@ -102,12 +103,13 @@ def parse_json_object(body):
     return value
 
 
-def _check_known(fields, known):
-    """Raises ApiError (400) naming the first of `fields` not in `known`."""
+def _check_known(fields, known, listed=None):
+    """Raises ApiError (400) naming the first of `fields` not in `known`, and `listed` (default
+    `known`) as the fields there are."""
     unknown = sorted(set(fields) - set(known))
     if unknown:
         raise ApiError(400, "unknown field %s; the fields are %s"
-                       % (shown(unknown[0]), ", ".join(known)))
+                       % (shown(unknown[0]), ", ".join(listed or known)))
 
 
 def parse_translate_request(fields, limits, translator):
@@ -199,7 +201,7 @@ def parse_score_request(fields, limits, translator):
     """Returns (sources, targets, target pieces, the targets' field names, options) of a POST
     /score, or raises ApiError; a pair gives a target (targets[i]; "" if pieces) or its pieces
     (pieces[i]; None if a target)."""
-    _check_known(fields, SCORE_FIELDS)
+    _check_known(fields, SCORE_FIELDS, SCORE_TEXT_FIELDS + SCORE_OPTIONS)
     single = {"source", "target", "target_pieces"} & set(fields)
     if "pairs" in fields:
         if single:

@@ -369,7 +369,9 @@ BAD_SCORES = [
     ("no target", {"source": "one"}, 'give "source" and "target" (strings) or "target_pieces"'),
     ("both forms", {"source": "one", "target": "um", "pairs": []},
      'give "pairs", or "source" and "target" (or "target_pieces"), not both'),
-    ("unknown field", {"source": "one", "target": "um", "text": "one"}, 'unknown field "text"'),
+    ("unknown field", {"source": "one", "target": "um", "text": "one"}, 'unknown field "text"; '
+     "the fields are source, target, target_pieces, pairs, length_penalty, length_penalty_kind, "
+     "coverage_penalty"),
     ("source not a string", {"source": 1, "target": "um"}, "source must be a string, got a number"),
     ("source empty", {"source": " ", "target": "um"}, "source is empty"),
     ("source too long", {"source": "one " * 130, "target": "um"},
