@@ -24,8 +24,8 @@ from tqdm import tqdm
 from data_pipeline import embedded
 from data_pipeline.corpus import (EMPTY_SIDE, CorpusError, format_skipped, normalize, read_corpus,
                                   split_spec)
-from data_pipeline.tokenizer import (JOINT_MODEL, OPTIONS, SOURCE_MODEL, TARGET_MODEL,
-                                     train_tokenizer)
+from data_pipeline.tokenizer import (JOINT_MODEL, MIN_CALIBRATION, OPTIONS, SOURCE_MODEL,
+                                     TARGET_MODEL, train_tokenizer)
 from seq2seq.config import (
     DEFAULT_CONFIG, PREPARED_DATA_KEYS, corpus_overrides, fingerprint, load_config)
 
@@ -137,6 +137,9 @@ def _build(data, splits, calibration, directory, log, verbose):
     tokenizer = train_tokenizer(splits["train"].pairs, directory, data["vocab_size"],
                                 data["spm_model_type"], data["joint_vocab"],
                                 data["lowercase_source"], calibration)
+    if not tokenizer.options.get("familiarity"):
+        log("the unfamiliar flag is off: %d dev sources are too few to calibrate it (%d needed)"
+            % (max(map(len, calibration), default=0), MIN_CALIBRATION))
     sizes = (tokenizer.source_vocab_size, tokenizer.target_vocab_size)
     log("SentencePiece %s (%s): %s pieces (data.vocab_size %d)"
         % (data["spm_model_type"], "joint" if data["joint_vocab"] else "source, target",

@@ -13,8 +13,9 @@ import sentencepiece as spm
 
 from bench import demo_probe
 from data_pipeline import embedded
-from data_pipeline.tokenizer import (BOS_ID, EOS_ID, FLAGGED_SHARE, PAD_ID, PRIOR_PIECES, UNK_ID, Tokenizer,
-                                     _Familiarity, train_tokenizer)
+from data_pipeline.tokenizer import (BOS_ID, EOS_ID, FLAGGED_SHARE, MIN_CALIBRATION, PAD_ID,
+                                     PRIOR_PIECES, UNK_ID, Tokenizer, _Familiarity,
+                                     train_tokenizer)
 
 
 @pytest.fixture(scope="module")
@@ -241,6 +242,17 @@ def test_the_threshold_flags_at_most_the_share_of_each_calibration_set(pairs, co
         assert sum(score > threshold for score in group) <= FLAGGED_SHARE * len(group)
     # The smallest such threshold: one set would flag more with the next lower score.
     assert any(sum(score >= threshold for score in group) > FLAGGED_SHARE * len(group) for group in scores)
+
+
+def test_too_few_calibration_sources_turn_the_flag_off(pairs, tmp_path):
+    """Below MIN_CALIBRATION sources the threshold would be their highest score, flagging about
+    1 in (count + 1) sources like them: no flag rather than a wrong one."""
+    sources = [source for source, _ in pairs[200:]]
+    for count, calibrated in ((MIN_CALIBRATION - 1, False), (MIN_CALIBRATION, True)):
+        tokenizer = train_tokenizer(pairs[:200], str(tmp_path / str(count)), 200, "unigram",
+                                    joint=True, calibration=[sources[:count]])
+        assert ("familiarity" in tokenizer.options) == calibrated
+        assert tokenizer.is_unfamiliar([UNK_ID]) == calibrated  # flagged only with a model
 
 
 def test_a_score_is_the_mean_cost_of_the_pieces_and_of_prior_pieces():
