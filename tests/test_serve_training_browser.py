@@ -101,18 +101,20 @@ def test_the_training_panel_follows_training_and_the_page_switches_models(
 
     # A better checkpoint: the page's next translation comes from it, the panel says so.
     install_best(model_dir, copied(tiny_model_dir, 390))
-    second = evaluation(390, 30.0, ["vinte e um", "maio", "segunda-feira"])
+    second = evaluation(390, 99.95, ["vinte e um", "maio", "segunda-feira"])  # not "100.0"
     write_status(model_dir, step=395, steps_per_second=2.0, eta_seconds=2.5,
                  evaluations=[first, second])
     wait.until(lambda _: text(browser, "training-summary") ==
-               "The model is still learning: step 395, dev BLEU 30.0 (serving step 390).")
+               "The model is still learning: step 395, dev BLEU 99.95 (serving step 390).")
     wait.until(lambda _: "at step 390" in text(browser, "model"))
     drawn = charts(browser)
     assert [step for step, _ in drawn["dev_bleu"]] == [380, 390]
     assert drawn["dev_bleu"][1][1] < drawn["dev_bleu"][0][1], "a higher BLEU is drawn higher"
     assert drawn["loss"][1][1] > drawn["loss"][0][1], "a lower loss is drawn lower"
+    assert browser.find_element(By.CSS_SELECTOR, 'figure[data-key="dev_bleu"] figcaption').text \
+        == "Dev BLEU 99.95 at step 390"
     rows, changed = examples_table(browser)
-    assert rows == [["Source", "step 380 \u00b7 BLEU 12.0", "step 390 \u00b7 BLEU 30.0"],
+    assert rows == [["Source", "step 380 \u00b7 BLEU 12.0", "step 390 \u00b7 BLEU 99.95"],
                     ["twenty one", "vinte", "vinte e um"], ["the first of May", "maio", "maio"],
                     ["Monday", "segunda", "segunda-feira"]]
     assert changed == ["vinte e um", "segunda-feira"]
