@@ -16,7 +16,7 @@ from server.training_status import has_model_files, trained_checkpoint
 
 LOG = logging.getLogger("seq2seq.serve")
 MAX_EXAMPLES = 8
-LAB_REPORT = "lab.json"  # `make lab`'s decode.compare --sweep --exact --json MODEL_DIR/lab.json
+LAB_REPORT = "lab.json"  # `make lab`'s lab.compare --sweep --exact --json MODEL_DIR/lab.json
 MAX_LAB_EXAMPLES = 40
 STILL_LOADING = "the model is still loading; retry shortly"
 # What ModelSlot.loaded returns: the translator, its page examples and the lab's.

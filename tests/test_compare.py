@@ -1,4 +1,4 @@
-"""The decode.compare tool on the tiny trained model, and its helpers."""
+"""The lab.compare tool on the tiny trained model, and its helpers."""
 
 import copy
 import json
@@ -10,7 +10,7 @@ import pytest
 import sacrebleu
 import tensorflow.compat.v1 as tf
 
-from decode import compare, graph_writer, lab, lab_report
+from lab import compare, graph_writer, lab_report, sweep
 from decode.graphs import SearchResult, unrolled_length_bucket
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -389,7 +389,7 @@ def test_sweep_reports_sacrebleu_on_each_variants_outputs_significance_and_diffe
         translations = translator.translate(sources, "while_loop", row["beam_width"], options={
             "length_penalty_kind": row["length_penalty_kind"],
             "length_penalty": row["length_penalty"]})
-        name = lab.variant_name("while_loop", row["beam_width"], row["length_penalty_kind"],
+        name = sweep.variant_name("while_loop", row["beam_width"], row["length_penalty_kind"],
                                 row["length_penalty"])
         texts = outputs[name] = [t.text for t in translations]
         bleu = sacrebleu.corpus_bleu(texts, [references])
@@ -401,7 +401,7 @@ def test_sweep_reports_sacrebleu_on_each_variants_outputs_significance_and_diffe
     assert report["sweep"][0]["bleu"] > 0, "a BLEU of 0 everywhere would test nothing"
 
     best = max(report["sweep"], key=lambda row: row["bleu"])
-    best_name = lab.variant_name("while_loop", best["beam_width"],
+    best_name = sweep.variant_name("while_loop", best["beam_width"],
                                  best["length_penalty_kind"], best["length_penalty"])
     assert {row["a"] for row in report["significance"]} == {best_name}
     assert sorted(row["b"] for row in report["significance"]) == sorted(set(outputs) - {best_name})
@@ -483,10 +483,10 @@ def test_the_sweep_decodes_with_the_coverage_penalty_and_exact_refuses_one(
 
 
 def test_parse_normalisation_and_variant_names():
-    assert [lab.parse_normalisation(text) for text in ("none", " average", "gnmt:1")] == [
+    assert [sweep.parse_normalisation(text) for text in ("none", " average", "gnmt:1")] == [
         ("none", 0.0), ("average", 0.0), ("gnmt", 1.0)]
-    assert lab.variant_name("while_loop", 4, "gnmt", 0.6) == "beam4/gnmt:0.6"
-    assert lab.variant_name("exact", None, "average", 0.0) == "exact/average"
+    assert sweep.variant_name("while_loop", 4, "gnmt", 0.6) == "beam4/gnmt:0.6"
+    assert sweep.variant_name("exact", None, "average", 0.0) == "exact/average"
 
 
 def test_search_errors_agree_with_rescoring_the_outputs_and_the_exact_best(

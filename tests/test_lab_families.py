@@ -1,4 +1,4 @@
-"""The decoding lab's families (decode/families.py) and examples (decode/lab.py): the pure
+"""The decoding lab's families (lab/families.py) and examples (lab/sweep.py): the pure
 functions against hand computations and constructed data, the run on the tiny model."""
 
 import collections
@@ -12,7 +12,7 @@ import pytest
 import sacrebleu
 from sacrebleu.metrics import BLEU
 
-from decode import compare, families, lab, lab_report
+from lab import compare, families, lab_report, sweep
 from tests.test_compare import assert_table_holds, lab_flags, markdown_tables, tiny_pairs
 from seq2seq.model_dir import AVERAGED_RECORD
 
@@ -32,7 +32,7 @@ def test_sentence_kinds_against_constructed_sentences():
              {"text": "y", "score": -0.5, "proven": False},           # not proven: no error
              {"text": "o gato", "score": -1.0, "proven": True}]
     reference_scores = [-9.0, -2.5 + 5e-5, -2.0, -1.0]
-    kinds = lab.sentence_kinds(references, narrow, wide, beam, exact, reference_scores)
+    kinds = sweep.sentence_kinds(references, narrow, wide, beam, exact, reference_scores)
     assert [sorted(found) for found in kinds] == [
         ["search_error"], ["empty_exact_best", "wider_beam_changes", "wider_beam_worse"],
         ["reference_better", "wider_beam_changes"], []]
@@ -51,7 +51,7 @@ def test_sentence_kinds_against_constructed_sentences():
         "beam 4 (score -3.000): x y / exact (score -0.500, not proven): y / "
         "reference (score -2.000)")
     # Without the exact search or the references' scores, only the sweep's kinds.
-    assert [sorted(found) for found in lab.sentence_kinds(references, narrow, wide, beam)] == [
+    assert [sorted(found) for found in sweep.sentence_kinds(references, narrow, wide, beam)] == [
         [], ["wider_beam_changes", "wider_beam_worse"], ["wider_beam_changes"], []]
 
 
@@ -61,7 +61,7 @@ def test_examples_take_the_shortest_sources_of_each_kind():
              {"search_error": "s2"}, {"wider_beam_changes": "w", "wider_beam_worse": "w"},
              {"wider_beam_changes": "w4"}, {}]
     references = [source.upper() for source in sources]
-    found = lab.examples(sources, references, kinds, per_kind=2)
+    found = sweep.examples(sources, references, kinds, per_kind=2)
     # search_error: 1 ("a") and 0 ("ccc"); wider_beam_changes: 3 and 4 ("dd", "ee", the
     # earlier first); wider_beam_worse: 3; reference_better: 1. Shortest sources first.
     assert [example["index"] for example in found] == [1, 3, 4, 0]
@@ -69,9 +69,9 @@ def test_examples_take_the_shortest_sources_of_each_kind():
                         "kinds": ["search_error", "reference_better"], "note": "s1; r1"}
     assert found[1]["kinds"] == ["wider_beam_changes", "wider_beam_worse"]
     assert found[1]["note"] == "w", "one note said once"
-    assert [example["index"] for example in lab.examples(sources, references, kinds)] == [
+    assert [example["index"] for example in sweep.examples(sources, references, kinds)] == [
         1, 3, 4, 0, 2], "every sentence of a kind, when fewer than per_kind"
-    assert lab.examples(sources, references, [{}] * len(sources)) == []
+    assert sweep.examples(sources, references, [{}] * len(sources)) == []
 
 
 def test_n_best_diversity_by_hand_and_against_sentence_bleu():

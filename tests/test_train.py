@@ -1,6 +1,5 @@
 """Training end to end on the tiny config, and the pieces train.py is built from."""
 
-import ast
 import copy
 import glob
 import json
@@ -540,25 +539,3 @@ def test_training_stops_early_and_exports_the_best(tiny_config, tiny_data, tmp_p
     assert (rerun["global_step"], rerun["stopped"]) == (30, "early_stopping")
     assert _latest_step(model_dir) == 30
     assert read_training_status(model_dir)["evaluations"] == status["evaluations"]
-
-
-def _imported_packages(package):
-    """The top-level names every module of `package` imports, at any depth of its code."""
-    found = set()
-    for path in glob.glob(os.path.join(os.path.dirname(train.__file__), package, "*.py")):
-        with open(path, encoding="utf-8") as f:
-            for node in ast.walk(ast.parse(f.read())):
-                if isinstance(node, ast.Import):
-                    found.update(alias.name.split(".")[0] for alias in node.names)
-                elif isinstance(node, ast.ImportFrom) and node.module:
-                    found.add(node.module.split(".")[0])
-    return found
-
-
-def test_the_layers_point_one_way():
-    """the model (seq2seq, data_pipeline) <- decode <- training <- server <- train.py, serve.py."""
-    layers = [{"seq2seq", "data_pipeline"}, {"decode"}, {"training"}, {"server"}, {"train", "serve"}]
-    for index, layer in enumerate(layers[:-1]):
-        above = set().union(*layers[index + 1:])
-        for package in layer:
-            assert not _imported_packages(package) & above, package

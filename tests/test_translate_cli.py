@@ -182,8 +182,8 @@ def run_help(module):
     return process.stdout, process.stderr
 
 
-# decode.compare's --help too: one helper for both CLIs.
-CLIS = ["decode.translate", "decode.compare"]
+# lab.compare's --help too: one helper for both CLIs.
+CLIS = ["decode.translate", "lab.compare"]
 
 
 @pytest.mark.parametrize("module", CLIS)

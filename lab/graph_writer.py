@@ -1,4 +1,4 @@
-"""`python -m decode.compare --graphs LOGDIR`: the searches' graphs for TensorBoard's Graphs
+"""`python -m lab.compare --graphs LOGDIR`: the searches' graphs for TensorBoard's Graphs
 tab, where the unrolled search's graph grows with the length and the while_loop search's not."""
 
 import os

@@ -1,4 +1,4 @@
-"""The decoding lab's other families (`python -m decode.compare --families mbr,diverse
+"""The decoding lab's other families (`python -m lab.compare --families mbr,diverse
 --compare_models DIR ... --ensemble_best N`): MBR, diverse beam search and other models, each a
 row against beam 5 under the same scoring options (what the figures mean: docs/LAB.md).
 """
@@ -9,9 +9,9 @@ import os
 import numpy as np
 import sacrebleu
 
-from decode import lab
 from decode.mbr import UTILITIES, oracle_choice, utility_matrix
 from decode.options import SCORING_OPTIONS
+from lab import sweep
 from seq2seq.model_dir import AVERAGED_RECORD, checkpoint_step, find_checkpoint, read_status_file
 
 FAMILIES = ("mbr", "diverse")
@@ -141,7 +141,7 @@ def run(args, translator, models, report, sources, references, options):
     for variant, model, decoder, decoding in runs:
         width = BEAM_WIDTH if decoder == "while_loop" else None
         n_best = BEAM_WIDTH if model is translator and width else 1
-        translations, scores, seconds = lab.decode(model, variant, sources, references,
+        translations, scores, seconds = sweep.decode(model, variant, sources, references,
                                                    decoder, width, n_best, decoding)
         pools = None  # the candidates an oracle picks from: the n-best, or MBR's
         if n_best > 1:
@@ -155,7 +155,7 @@ def run(args, translator, models, report, sources, references, options):
             expected_utility_mean=float(np.mean([t.expected_utility for t in translations]))
             if decoder == "mbr" else None))
         outputs.append((variant, [t.text for t in translations]))
-    for row, test in zip(rows, [None] + lab.significance(outputs, references)):
+    for row, test in zip(rows, [None] + sweep.significance(outputs, references)):
         row.update(speed_vs_beam5=row["sentences_per_second"] / rows[0]["sentences_per_second"],
                    p_value_vs_beam5=test and test["p_value"])
     report["families"] = rows

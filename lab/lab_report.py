@@ -1,8 +1,8 @@
-"""The decoding lab's report (decode/lab.py, decode/families.py): its tables, as text or
+"""The decoding lab's report (lab/sweep.py, lab/families.py): its tables, as text or
 markdown, and its chart of BLEU and length against beam width."""
 
-from decode.families import BEAM_WIDTH
-from decode.lab import normalisation_name
+from lab.families import BEAM_WIDTH
+from lab.sweep import normalisation_name
 
 SWEEP_COLUMNS = (
     ("decoder", "decoder", "%s"), ("beam", "beam_width", "%d"),

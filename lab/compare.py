@@ -1,10 +1,10 @@
 """Compares the decoder variants on the same inputs; with --sweep, --exact, --families,
---compare_models and --ensemble_best, the decoding lab (decode/lab.py, decode/families.py).
+--compare_models and --ensemble_best, the decoding lab (lab/sweep.py, lab/families.py).
 
-    python -m decode.compare --model_dir runs/default --beam_widths 1,4,8 --plot compare.png
-    python -m decode.compare --model_dir runs/lab --beam_widths none --sweep --exact --json lab.json
-    python -m decode.compare --model_dir runs/lab --beam_widths none --families mbr,diverse
-    python -m decode.compare --model_dir runs/default --graphs runs/graphs
+    python -m lab.compare --model_dir runs/default --beam_widths 1,4,8 --plot compare.png
+    python -m lab.compare --model_dir runs/lab --beam_widths none --sweep --exact --json lab.json
+    python -m lab.compare --model_dir runs/lab --beam_widths none --families mbr,diverse
+    python -m lab.compare --model_dir runs/default --graphs runs/graphs
 
 Greedy once, then the while_loop and unrolled searches at every beam width, each with a fresh
 `Translator`: its graphs, their build seconds and ops, the first call and the median of --runs
@@ -27,9 +27,9 @@ import numpy as np  # noqa: E402
 import sacrebleu  # noqa: E402
 
 from data_pipeline.corpus import read_text_lines  # noqa: E402
-from decode import families, lab, lab_report  # noqa: E402
-from decode.graph_writer import GRAPH_LENGTHS, write_graphs  # noqa: E402
 from decode.options import SCORING_OPTIONS, add_flags, from_flags  # noqa: E402
+from lab import families, lab_report, sweep  # noqa: E402
+from lab.graph_writer import GRAPH_LENGTHS, write_graphs  # noqa: E402
 
 STEADY_COLUMNS = (
     ("decoder", "decoder", "%s"), ("beam", "beam_width", "%d"), ("graphs", "graphs", "%d"),
@@ -46,8 +46,8 @@ AGREEMENT_COLUMNS = (
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(
-        prog="python -m decode.compare", description=__doc__.split("\n\n")[0],
-        epilog="\n".join([__doc__.split("\n\n", 1)[1], lab.__doc__, families.__doc__]),
+        prog="python -m lab.compare", description=__doc__.split("\n\n")[0],
+        epilog="\n".join([__doc__.split("\n\n", 1)[1], sweep.__doc__, families.__doc__]),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model_dir", required=True, help="a model directory written by train.py")
     parser.add_argument("--input", help="source sentences, one per line (default: the model's "
@@ -69,7 +69,7 @@ def parse_args(argv):
                         "to LOGDIR for TensorBoard (unrolled at %d and %d steps, while_loop)"
                         % GRAPH_LENGTHS)
     add_flags(parser, SCORING_OPTIONS + ("max_expansions",))
-    lab.add_flags(parser)
+    sweep.add_flags(parser)
     families.add_flags(parser)
     args = parser.parse_args(argv)
     for name in ("beam_widths", "sweep_beam_widths"):
@@ -78,7 +78,7 @@ def parse_args(argv):
             setattr(args, name, sorted({int(width) for width in text.split(",") if text != "none"}))
         except ValueError:
             parser.error("--%s must be comma-separated integers, got %r" % (name, text))
-    lab.check_flags(parser, args)
+    sweep.check_flags(parser, args)
     families.check_flags(parser, args)
     if args.reference and not args.input:
         parser.error("--reference needs --input (the default input brings its own references)")
@@ -279,7 +279,7 @@ def main(argv=None):
                                        else default_input_files(translator.config))
         sources, token_ids, references = load_inputs(translator, source_path, reference_path,
                                                      args.max_sentences)
-        lab_translator = lab.open_translator(args, translator, references) if args.lab else None
+        lab_translator = sweep.open_translator(args, translator, references) if args.lab else None
         models = families.open_models(args, lab_translator) if args.lab else []
     except (ValueError, OSError) as error:
         print("error: %s" % error, file=sys.stderr)
@@ -297,7 +297,7 @@ def main(argv=None):
     if args.lab:
         try:
             if args.sweep:
-                lab.run(args, lab_translator, report, sources, references)
+                sweep.run(args, lab_translator, report, sources, references)
             if models or args.families:
                 families.run(args, lab_translator, models, report, sources, references, options)
         finally:

@@ -1,4 +1,4 @@
-"""The decoding lab's sweep (`python -m decode.compare --sweep [--exact]`): every beam width x
+"""The decoding lab's sweep (`python -m lab.compare --sweep [--exact]`): every beam width x
 length normalisation, the exact search per normalisation, search and model errors, paired
 bootstrap against the sweep's best BLEU, and the example sentences on which these choices matter
 (KINDS).

@@ -1,0 +1,1 @@
+"""Comparing decoders: the implementation comparison, the decoding lab, the families, the report."""
