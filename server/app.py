@@ -11,6 +11,7 @@ from werkzeug.exceptions import HTTPException
 
 from decode.options import OPTIONS, TABLE, bounds, draws_samples, limits, shown, takes_option
 from server.batcher import Batcher
+from server.libretranslate import libretranslate_api
 from server.request_checks import (BODY_OVER_LIMIT, DEFAULT_DECODER, ApiError, Limits,
                                    error_document, parse_score_request, parse_translate_request,
                                    request_fields, served_max_expansions)
@@ -19,7 +20,8 @@ from server.training_status import training_report
 LOG = logging.getLogger("seq2seq.serve")
 ACCESS_LOG = logging.getLogger("seq2seq.serve.access")
 PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static", "index.html")
-ROUTES = "GET /, GET /healthz, GET /v1/info, GET /v1/training, POST /translate, POST /score"
+ROUTES = ("GET /, GET /healthz, GET /v1/info, GET /v1/training, POST /translate, POST /score, "
+          "GET /libretranslate/languages, POST /libretranslate/translate")
 # The page is self-contained: it may talk to this server and load nothing else.
 PAGE_POLICY = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
                "connect-src 'self'; img-src data:")
@@ -94,6 +96,7 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
         hold_seconds=serve["batch_hold_ms"] / 1000.0, batch_log=serve["batch_log"])
     with open(PAGE, encoding="utf-8") as page_file:
         page = page_file.read()
+    app.register_blueprint(libretranslate_api(model), url_prefix="/libretranslate")
 
     @app.get("/")
     def index():

@@ -31,7 +31,10 @@ class JsonErrorTask(ErrorTask):
             self.channel.linger = True
         else:
             message = "%s: %s" % (error.reason, error.body)
-        body = json.dumps(error_document(error.code, message)).encode("utf-8")
+        document = error_document(error.code, message)
+        if getattr(self.request, "path", "").startswith("/libretranslate/"):  # its clients read its shape
+            document = {"error": message}
+        body = json.dumps(document).encode("utf-8")
         self.status = "%d %s" % (error.code, error.reason)
         self.response_headers.append(("Content-Type", "application/json"))
         self.set_close_on_finish()
