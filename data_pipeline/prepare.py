@@ -32,7 +32,7 @@ from seq2seq.config import (
 SPLITS = ("train", "dev", "test")
 SOURCE_IDS, TARGET_IDS, TARGET_TEXT = "source_ids", "target_ids", "target_text"
 MANIFEST = "manifest.json"
-FORMAT_VERSION = 5  # bumped when the same settings would write other data (docs/DATA-NOTES.md)
+FORMAT_VERSION = 6  # bumped when the same settings would write other data (docs/DATA-NOTES.md)
 TOO_LONG, SOURCE_IN_DEV_TEST = "too_long", "source_in_dev_test"
 CARVE_SHARE, CARVE_MAX = 0.02, 1000  # dev and test carved out of train_data: share of sources, cap
 CARVE_SEED, TRAIN_ORDER_SEED = 20240101, 20261121  # fixed: the corpus's property, not the run's

@@ -1,7 +1,8 @@
 """SentencePiece training, the one wrapper (training, decoding, serving) and familiarity.
 
 Files: ``spm.model`` (joint) or ``source.model`` + ``target.model``, and ``tokenizer.json``
-(source lower-casing, the familiarity bigram model). Why: docs/DATA-NOTES.md.
+(source lower-casing, the protected tokens the training text holds, the familiarity bigram
+model). Why: docs/DATA-NOTES.md.
 """
 
 import collections
@@ -15,6 +16,7 @@ import unicodedata
 
 import sentencepiece as spm
 
+from data_pipeline import placeholders
 from seq2seq.config import ConfigError
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
@@ -25,7 +27,7 @@ FLAGGED_SHARE = 0.01  # of each calibration set's sources over the familiarity t
 # (count + 1) sources like them: more than the 5% the contract allows (docs/DATA-NOTES.md).
 MIN_CALIBRATION = 20
 PRIOR_PIECES = 2  # pieces at the training sources' mean cost that every score starts with
-_ORDINAL_INDICATORS = re.compile("([ºª])")  # NFKC would turn "1º" into "1o"
+_KEPT_FROM_NFKC = re.compile("([ºª｟｠])")  # NFKC would turn "1º" into "1o", "｟0｠" into "⦅0⦆"
 _INVISIBLE = ("Cc", "Cf")  # controls; zero-width spaces, direction marks, BOMs, soft hyphens
 
 
@@ -63,6 +65,26 @@ class Tokenizer:
     @property
     def target_vocab_size(self):
         return self._target.get_piece_size()
+
+    @property
+    def protected_tokens(self):
+        """How many protected tokens (｟0｠, ｟1｠, ...) the model was trained on; 0: none."""
+        return self.options.get("protected_tokens", 0)
+
+    def protect(self, text):
+        """(`text` with its first protected_tokens placeholders and tags as ｟0｠, ｟1｠, ..., their
+        text for `restore`): what to encode_source."""
+        return placeholders.protect(text, self.protected_tokens)
+
+    def restore(self, text, originals):
+        """A decoded translation with each ｟k｠ back as originals[k] (placeholders.restore)."""
+        return placeholders.restore(text, originals)
+
+    def protected_target_ids(self, source_ids):
+        """The target ids of the protected tokens among a source's ids, in order."""
+        pieces = self.source_pieces(_content_ids(source_ids))
+        return [self._target.piece_to_id(piece) for piece in pieces
+                if piece in placeholders.TOKENS]
 
     def encode_source(self, text):
         """Source text -> list of int ids, without BOS or EOS."""
@@ -135,9 +157,11 @@ def train_tokenizer(pairs, directory, vocab_size, model_type, joint, lowercase_s
       The Tokenizer.
     """
     os.makedirs(directory, exist_ok=True)
-    options = {"lowercase_source": bool(lowercase_source)}
     fold = str.lower if lowercase_source else str
     sources = [fold(model_text(source)) for source, _ in pairs]
+    text = "\n".join(sources)
+    options = {"lowercase_source": bool(lowercase_source),
+               "protected_tokens": sum(token in text for token in placeholders.TOKENS)}
     targets = [model_text(target) for _, target in pairs]
     models = [(JOINT_MODEL, sources + targets)] if joint else [(SOURCE_MODEL, sources),
                                                                (TARGET_MODEL, targets)]
@@ -203,8 +227,9 @@ class _Familiarity:
 
 
 def model_text(text):
-    """`text` as the models see it: NFKC but for º and ª, no invisible characters, one space."""
-    parts = _ORDINAL_INDICATORS.split(text)
+    """`text` as the models see it: NFKC but for º, ª and the protected tokens' brackets, no
+    invisible characters, one space."""
+    parts = _KEPT_FROM_NFKC.split(text)
     parts[::2] = [unicodedata.normalize("NFKC", part) for part in parts[::2]]
     text = "".join(parts)
     if not text.isprintable():
@@ -220,7 +245,8 @@ def _train_model(sentences, path, vocab_size, model_type):
         spm.SentencePieceTrainer.train(
             sentence_iterator=iter(sentences), normalization_rule_name="identity",
             model_writer=model, model_type=model_type, vocab_size=vocab_size,
-            hard_vocab_limit=False, pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
+            hard_vocab_limit=False, user_defined_symbols=placeholders.TOKENS, pad_id=PAD_ID,
+            unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
             character_coverage=1.0, split_digits=True, minloglevel=2)
     except RuntimeError as e:
         needed = re.search(r"smaller than required_chars\. \d+ vs (\d+)", str(e))

@@ -9,7 +9,8 @@ import zipfile
 import pytest
 
 from data_pipeline import catalogs
-from data_pipeline.catalogs import CatalogError, build_corpus, fetch_wheels, read_pins
+from data_pipeline.catalogs import CatalogError, build_corpus, fetch_wheels, read_pins, split_of
+from data_pipeline.placeholders import protect, protect_target
 
 HEADER = ('msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n'
           '"PO-Revision-Date: YEAR-MO-DA HO:MI+ZONE\\n"\n"Plural-Forms: nplurals=2; plural=(n > 1);\\n"\n\n')
@@ -25,15 +26,19 @@ def entry(source, target, prefix=""):
 
 KEPT = [("Save", "Salvar"), ("Delete this item?", "Excluir este item?"),
         ("Title of the page", "Título da página"), ("Open", "Abrir"), ("Two spaces", "Dois espaços"),
-        ("Saved 100% of the files", "100% dos arquivos salvos")]
+        ("Saved 100% of the files", "100% dos arquivos salvos"),
+        ("Hello ｟0｠", "Olá ｟0｠"), ("Page ｟0｠ of ｟1｠", "Página ｟0｠ de ｟1｠"),  # protected tokens
+        ("Welcome ｟0｠", "Bem-vindo ｟0｠"), ("Click ｟0｠here｟1｠", "Clique ｟0｠aqui｟1｠"),
+        ("｟0｠ sent ｟1｠ to ｟2｠", "｟1｠ enviado por ｟0｠ para ｟2｠")]
 DROPPED = {
     "fuzzy": entry("Cancel", "Cancelar", "#, fuzzy\n"),
     "plural": 'msgid "One file"\nmsgid_plural "%d files"\nmsgstr[0] "Um arquivo"\nmsgstr[1] "%d arquivos"\n\n',
     "untranslated": entry("Close", ""),
     "multi_line": entry("Line one\nline two", "Linha um\nlinha dois"),
-    "placeholder": entry("Hello %s", "Olá %s") + entry("Hello %(name)s", "Olá %(name)s")
-    + entry("Page {0}", "Página {0}") + entry("Welcome ${user}", "Bem-vindo ${user}"),
-    "markup": entry("Click <b>here</b>", "Clique <b>aqui</b>") + entry("Fish &amp; chips", "Peixe &amp; batatas"),
+    "too_many_placeholders": entry("%s " * 17 + "!", "%s " * 17 + "!"),
+    "placeholders_differ": entry("Hi %(name)s", "Oi %(nome)s") + entry("Delete %s of %d", "Excluir %d de %s")
+    + entry("Started at <b>%(time)s</b>", "Iniciado às %(time)s") + entry("Welcome", "Bem-vindo {}"),
+    "code": entry("Fish &amp; chips", "Peixe &amp; batatas") + entry("Use {{ name }}", "Use {{ nome }}"),
     "url_or_email": entry("See https://example.org", "Veja https://example.org"),
     "identifier": entry("help_title", "Ajuda"),
     "length": entry(" ".join(["word"] * 31), " ".join(["palavra"] * 31)),
@@ -44,7 +49,11 @@ MAIN_PO = HEADER + "".join(DROPPED.values()) + (
     entry("Save", "Salvar") + entry("Delete this item?", "Excluir este item?")
     + entry("label_title", "Título da página", '#. Default: "Title of the page"\n')
     + entry("Open", "Abrir", 'msgctxt "button"\n') + entry("Two  spaces", " Dois\tespaços ")
-    + entry("Saved 100% of the files", "100% dos arquivos salvos") + '#~ msgid "Old"\n#~ msgstr "Velho"\n')
+    + entry("Saved 100% of the files", "100% dos arquivos salvos")
+    + entry("Hello %s", "Olá %s") + entry("Hello %(name)s", "Olá %(name)s")  # one source for the model
+    + entry("Page {0} of {1}", "Página {0} de {1}") + entry("Welcome ${user}", "Bem-vindo ${user}")
+    + entry("Click <b>here</b>", "Clique <b>aqui</b>")
+    + entry("%(a)s sent %s to {b}", "%s enviado por %(a)s para {b}") + '#~ msgid "Old"\n#~ msgstr "Velho"\n')
 
 
 def make_wheel(directory, name, catalogs, version="1.0"):
@@ -74,11 +83,18 @@ def letters(number):
             return word
 
 
+def protected(pair):
+    source, originals = protect(pair[0])
+    return source, protect_target(pair[1], originals)
+
+
 def test_the_filters_keep_one_line_human_translations(tmp_path):
     wheel = make_wheel(tmp_path, "pkg", {"pt_BR": [MAIN_PO], "fr": [HEADER + entry("Save", "Enregistrer")]})
     splits = build_corpus([wheel], "pt_BR", tmp_path / "out", verbose=False)
-    assert sorted(itertools.chain(*splits.values())) == sorted(KEPT)
-    assert sorted(itertools.chain(*(read_tsv(tmp_path / "out", split) for split in splits))) == sorted(KEPT)
+    assert list(splits) == ["train", "dev", "test", "test-placeholders"]
+    for written in (splits, {name: read_tsv(tmp_path / "out", name) for name in splits}):
+        assert sorted(itertools.chain(written["train"], written["dev"], written["test"],
+                                      map(protected, written["test-placeholders"]))) == sorted(KEPT)
     readme = (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
     for reason, text in DROPPED.items():
         assert "| %s | %d |" % (reason, text.count("msgid ")) in readme
@@ -117,6 +133,26 @@ def test_the_split_is_a_hash_of_the_source_disjoint_deterministic_and_stable(tmp
         assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
 
 
+def test_test_messages_with_placeholders_have_a_file_of_their_own_as_written(tmp_path):
+    # "Open %s in ab" and "Open {} in ab" are one source to the model: one pair, in one split.
+    forms = {"printf": ("%s", "%s"), "brace": ("{}", "{}"), "markup": ("<b>", "<b>")}
+    wheels = [make_wheel(tmp_path, name, {"pt_BR": [HEADER + "".join(
+        entry("Open %s in %s" % (form, letters(k)), "Abrir %s em %s" % (translated, letters(k)))
+        + entry("Close %s" % letters(k), "Fechar %s" % letters(k)) for k in range(300))]})
+        for name, (form, translated) in forms.items()]
+    splits = build_corpus(wheels, "pt_BR", tmp_path / "out", verbose=False)
+    assert [len(pairs) for pairs in splits.values()] == [
+        len(pairs) for pairs in (read_tsv(tmp_path / "out", name) for name in splits)]
+    sources = [source for pairs in splits.values() for source, _ in map(protected, pairs)]
+    assert len(sources) == len(set(sources)) == 600
+    assert all("%s" in source for source, _ in splits["test-placeholders"])  # the first wheel's
+    assert 0 < len(splits["test-placeholders"]) < 40 and all(
+        split_of(protected(pair)[0]) == "test" for pair in splits["test-placeholders"])
+    assert splits["test"] and all(source.startswith("Close") for source, _ in splits["test"])
+    readme = (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
+    assert "| test-placeholders.tsv | %d | %d |" % ((len(splits["test-placeholders"]),) * 2) in readme
+
+
 def test_the_readme_names_each_package_version_licence_and_its_pairs(tmp_path):
     a = make_wheel(tmp_path, "alpha.pkg", {"pt_BR": [HEADER + entry("Save", "Salvar") + entry("Open", "Abrir")]},
                    version="2.5")
@@ -127,7 +163,7 @@ def test_the_readme_names_each_package_version_licence_and_its_pairs(tmp_path):
             for line in (tmp_path / "out" / "README.md").read_text(encoding="utf-8").splitlines()}
     assert rows["alpha.pkg"][1:3] == ["2.5", "MIT"] and rows["alpha.pkg"][-3:] == ["2", "2", "2"]
     assert rows["beta"][1:3] == ["1.0", "GPL-2.0"] and rows["beta"][-3:] == ["2", "2", "1"]  # "Save" was alpha's
-    assert int(rows["train"][1]) + int(rows["dev"][1]) + int(rows["test"][1]) == 3
+    assert sum(int(rows[name + ".tsv"][1]) for name in ("train", "dev", "test", "test-placeholders")) == 3
 
 
 def test_a_language_without_catalogs_is_an_error_naming_those_there_are(tmp_path):

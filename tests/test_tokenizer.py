@@ -13,6 +13,7 @@ import sentencepiece as spm
 
 from bench import demo_probe
 from data_pipeline import embedded
+from data_pipeline.placeholders import TOKENS
 from data_pipeline.tokenizer import (BOS_ID, EOS_ID, FLAGGED_SHARE, MIN_CALIBRATION, PAD_ID,
                                      PRIOR_PIECES, UNK_ID, Tokenizer, _Familiarity,
                                      train_tokenizer)
@@ -57,6 +58,23 @@ def test_ordinal_indicators_survive_and_other_text_is_nfkc(pairs, tmp_path):
     assert tokenizer.encode_source("two\u00a0red  cars") == tokenizer.encode_source("two red cars")
     invisible = "\ufefftwo red\u200b cars\x07\u00ad"
     assert tokenizer.encode_source(invisible) == tokenizer.encode_source("two red cars")
+
+
+def test_protected_tokens_are_one_piece_each_and_used_when_training_held_them(joint, pairs, tmp_path):
+    messages = [("Delete ｟0｠ from ｟1｠?", "Excluir ｟0｠ de ｟1｠?")] * 5
+    tokenizer = train_tokenizer(pairs + messages, str(tmp_path), 200, "bpe", joint=False,
+                                lowercase_source=True)
+    assert tokenizer.protected_tokens == 2
+    text, originals = tokenizer.protect("Delete %(Name)s from <b>{place}</b>")
+    assert (text, originals) == ("Delete ｟0｠ from ｟1｠{place}</b>", ["%(Name)s", "<b>"])
+    ids = tokenizer.encode_source(text)
+    assert tokenizer.target_pieces(tokenizer.protected_target_ids(ids)) == ["｟0｠", "｟1｠"]
+    for model in (tokenizer, joint):  # every token is a piece of every vocabulary: NFKC, digits aside
+        assert [model.target_pieces(model.encode_target(token))[-1] for token in TOKENS] == TOKENS
+        assert [model.source_pieces(model.encode_source(token))[-1] for token in TOKENS] == TOKENS
+    translation = tokenizer.decode_target(tokenizer.encode_target("Excluir ｟1｠ de ｟0｠?"))
+    assert tokenizer.restore(translation, originals) == "Excluir <b> de %(Name)s?"
+    assert joint.protected_tokens == 0 and joint.protect(text) == (text, [])  # never trained on any
 
 
 def test_encoding_adds_no_special_ids(joint):
