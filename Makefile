@@ -69,24 +69,24 @@ $(LAB_DIR)/lab.md: $(LAB_DIR)/.trained $(LAB_DIR)/averaged/averaged.json $(LAB_D
 	    --ensemble_best 2 --json $(LAB_DIR)/lab.json --plot $(LAB_DIR)/lab.png --markdown $@
 
 # Two pytest-xdist workers, one per core here, each running whole test files (conftest.py).
-# Then the files that compare decodes across batch shapes run again under the other CPUs'
-# arithmetic: kernels, and so the rounding, change with them, so a float compared bit for bit
-# across shapes can pass on one CPU and fail on another (issue 24; the rule is
-# tests/same_hypotheses.py's). TensorFlow uses oneDNN's kernels by default only on CPUs with
-# AVX-512 VNNI/BF16 or AMX, Eigen's elsewhere (an AVX2-only EPYC), so the rerun flips
-# TF_ENABLE_ONEDNN_OPTS to what this CPU does not do by default: a rerun under this CPU's own
-# arithmetic could find nothing new (issue 31).
-FLOAT_SENSITIVE_TESTS := tests/test_compaction.py tests/test_beam_search.py \
-	tests/test_decoding_options.py tests/test_greedy.py tests/test_epsilon.py \
-	tests/test_translator.py tests/test_serve_batching.py tests/test_translate_cli.py \
-	tests/test_scoring_translations.py tests/test_serve_options.py
+# Then the tests that compare decodes across batch shapes by tests/same_hypotheses.py's rule
+# (marked float_sensitive by conftest.py) run again under the other CPUs' arithmetic: kernels,
+# and so the rounding, change with them, so a float compared bit for bit across shapes can pass
+# on one CPU and fail on another (issue 24). TensorFlow uses oneDNN's kernels by default only
+# on CPUs with AVX-512 VNNI/BF16 or AMX, Eigen's elsewhere (an AVX2-only EPYC), so the rerun
+# flips TF_ENABLE_ONEDNN_OPTS to what this CPU does not do by default: a rerun under this CPU's
+# own arithmetic could find nothing new (issue 31). Both runs share the tiny corpus and model
+# that the first builds in $(TESTS_TINY_DIR).
+TESTS_TINY_DIR := runs/tests
 ONEDNN_BY_DEFAULT = $(shell TF_CPP_MIN_LOG_LEVEL=3 $(PY) -c \
 	"from tensorflow.python.util import _pywrap_util_port as p; print(int(p.IsMklEnabled()))")
 FLOAT_CHECK ?= TF_ENABLE_ONEDNN_OPTS=$(if $(filter 1,$(ONEDNN_BY_DEFAULT)),0,1)
 test: $(STAMP)
-	$(PY) -m pytest -q -n 2 --dist loadfile
+	rm -rf $(TESTS_TINY_DIR) && mkdir -p $(TESTS_TINY_DIR)
+	TESTS_TINY_DIR=$(TESTS_TINY_DIR) $(PY) -m pytest -q -n 2 --dist loadfile
 	@echo "== the float-sensitive tests under $(FLOAT_CHECK) (not this CPU's default)"
-	env $(FLOAT_CHECK) $(PY) -m pytest -q -n 2 --dist loadfile $(FLOAT_SENSITIVE_TESTS)
+	env $(FLOAT_CHECK) TESTS_TINY_DIR=$(TESTS_TINY_DIR) $(PY) -m pytest -q -n 2 --dist loadfile \
+	    -m float_sensitive
 
 prepare: $(STAMP)
 	$(PY) -m data_pipeline.prepare --config configs/default.yaml

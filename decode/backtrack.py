@@ -1,6 +1,6 @@
 """A search's results from what its steps recorded (for every slot, its token and the slot of
-the step before it extends): follow the parents back from the last step. Shapes: t steps, b
-sentences, k slots, src source pieces."""
+the step before it extends): follow the parents back from the last step. Shapes as in
+decode/beam_search.py."""
 
 import numpy as np
 import tensorflow.compat.v1 as tf
@@ -9,13 +9,8 @@ from seq2seq.common import batch_gather, get_shape
 
 
 def backtrack(parent_ids, *histories):
-    """Follows the parent slots back from every last slot.
-
-    Args:
-      parent_ids: [t, b, k] int32; *histories: [t, b, k, ...].
-    Returns:
-      A list: each history along the final hypotheses, [b, k, t, ...].
-    """
+    """Each history [t, b, k, ...] along the final hypotheses, following the parent slots
+    `parent_ids` [t, b, k] int32 back from every last slot: a list of [t, b, k, ...]."""
     with tf.name_scope("backtrack"):
         _, batch_size, beam_width = get_shape(parent_ids)
         last_slots = tf.tile(tf.range(beam_width)[None], [batch_size, 1])     # [b, k]
@@ -23,10 +18,9 @@ def backtrack(parent_ids, *histories):
         def step_back(carry, step):  # carry[0]: each final hypothesis's slot at this step
             return tuple(batch_gather(values, carry[0]) for values in step)
 
-        paths = tf.scan(step_back, (parent_ids,) + histories,
-                        initializer=(last_slots,) + tuple(h[0] for h in histories),
-                        reverse=True, back_prop=False)[1:]                     # [t, b, k, ...]
-        return [tf.transpose(p, [1, 2, 0] + list(range(3, p.shape.ndims))) for p in paths]
+        return tf.scan(step_back, (parent_ids,) + histories,
+                       initializer=(last_slots,) + tuple(h[0] for h in histories),
+                       reverse=True, back_prop=False)[1:]
 
 
 def results(history, scores, lengths, end_token_id, trace, sort=False):
@@ -42,11 +36,10 @@ def results(history, scores, lengths, end_token_id, trace, sort=False):
       (ids [b, k, t] int32, scores [b, k], lengths [b, k]), and the trace dict if `trace`.
     """
     with tf.name_scope("results"):
-        histories = [history[key] for key in ("token_ids", "attention") if key in history]
-        if lengths.shape[1] == 1 or "parent_ids" not in history:  # no branches to follow
-            paths = [tf.transpose(h, [1, 2, 0] + list(range(3, h.shape.ndims))) for h in histories]
-        else:
-            paths = backtrack(history["parent_ids"], *histories)
+        paths = [history[key] for key in ("token_ids", "attention") if key in history]
+        if lengths.shape[1] != 1 and "parent_ids" in history:  # branches to follow
+            paths = backtrack(history["parent_ids"], *paths)
+        paths = [tf.transpose(p, [1, 2, 0] + list(range(3, p.shape.ndims))) for p in paths]
         if sort:
             scores, order = tf.nn.top_k(scores, k=get_shape(scores)[1])       # [b, k]
             paths = [batch_gather(path, order) for path in paths]

@@ -1,17 +1,17 @@
-"""Beam search and greedy decoding: one scoring step, a Python loop and a tf.while_loop.
+"""Beam search and greedy decoding: one step, a Python loop of it and a tf.while_loop of it.
 
 Each step extends every alive hypothesis by every token, carries every finished one over
 unchanged as its only candidate and keeps the best `beam_width`; the tokens are rebuilt at
 the end by following the parent slots back (decode/backtrack.py). tests/numpy_beam_search.py
 states the same contract in plain NumPy, one sentence at a time.
 
-Shapes in the comments: b sentences, k slots of a sentence's beam (its width), v target
-vocabulary, r = min(k, v) candidates each slot offers, t steps, src source pieces.
+Shapes in the comments (also in compaction.py, diverse.py, sampling.py): b sentences (the
+undecided ones while compacting), k slots of a sentence's beam (its width), v target
+vocabulary, r = min(k, v) candidates a slot offers, t steps, src source pieces, p prefix pieces.
 """
 
-import collections
-import functools
 import numbers
+from typing import Any, NamedTuple
 
 import numpy as np
 import tensorflow.compat.v1 as tf
@@ -20,10 +20,28 @@ from decode import backtrack, compaction, diverse
 from decode import scoring as scoring_lib
 from seq2seq.common import batch_free_shape_invariants, batch_gather, get_shape, tile_beams
 
-# Each [batch, beam]; coverage [batch, beam, src] and tokens [batch, beam, time] only where
-# an option needs them (decode/scoring.py), else ().
-Beam = collections.namedtuple("Beam", ["log_probs", "lengths", "finished", "coverage", "tokens"],
-                              defaults=((), ()))
+
+class BeamState(NamedTuple):
+    """A search between two steps; () in a field no option asks for."""
+    log_probs: Any           # [b, k] float32, log P(hypothesis); -inf: the slot holds none
+    lengths: Any             # [b, k] int32, its tokens, the end token included
+    finished: Any            # [b, k] bool, it took the end token (or the slot holds none)
+    coverage: Any = ()       # [b, k, src] float32, attention received, padding 1 (coverage)
+    ids: Any = ()            # [b, k] int32, its last token: the model's next input
+    model: Any = ()          # nested [b, k, ...], update_fn's state
+    tokens: Any = ()         # [b, k, t] int32, its tokens (repetition blocking)
+    max_lengths: Any = ()    # [b] int32, a sentence's most tokens, the end token included
+    target_prefix: Any = ()  # [b, p] int32, a sentence's forced first pieces, then -1
+    seeds: Any = ()          # [b, 2] int64, a sentence's sampling seed (decode/sampling.py)
+
+    def hypotheses(self):
+        """The fields that the results and the trace read."""
+        return BeamState(self.log_probs, self.lengths, self.finished, self.coverage)
+
+
+def carried(field):
+    """Whether a BeamState field is carried (a tensor) rather than left out (())."""
+    return not isinstance(field, tuple)
 
 
 def _check(ok, message, *args):
@@ -31,9 +49,96 @@ def _check(ok, message, *args):
         raise ValueError(message % args)
 
 
-def beam_scores(beam, scoring):
-    """The contract's scores [batch, beam] of a Beam under a decode.scoring.Scoring."""
-    return scoring_lib.scores(beam.log_probs, beam.lengths, beam.coverage, scoring)
+def beam_step(update_fn, state, step, end_token_id, scoring):
+    """One step of the beam search, in docs/WALKTHROUGH.md section 7's order.
+
+    Args:
+      update_fn: (model state nested [b, k, ...], ids [b, k]) -> (model state, logits [b, k, v]).
+      state: the BeamState before the step; step: int or scalar int32 tensor, the tokens so far.
+      end_token_id: int; scoring: a decode.scoring.Scoring.
+    Returns:
+      (the BeamState after the step, best first (within each diverse group: decode/diverse.py),
+      parent_ids [b, k] int32: the slot each slot extends).
+    """
+    model, logits = model_logits(update_fn, state, end_token_id)               # [b, k, v]
+    batch_size, beam_width = get_shape(state.log_probs)
+    vocab_size = get_shape(logits)[2]
+    row_width = (tf.minimum(beam_width, vocab_size) if isinstance(vocab_size, tf.Tensor)
+                 else min(beam_width, vocab_size))                              # r
+    first = tf.equal(tf.range(row_width), 0)  # [r]: a slot's best, a finished slot's only
+    # Score the candidates: a slot's log-probability plus each allowed token's log-softmax. Of
+    # the k * v only each slot's r best can reach the best k; at its limit a sentence may only
+    # end, at the end token's own log-probability.
+    log_normaliser = tf.reduce_logsumexp(logits, axis=-1, keepdims=True)      # [b, k, 1]
+    allowed = scoring_lib.allowed_logits(logits, step, end_token_id, scoring, state.tokens,
+                                         state.target_prefix)                  # [b, k, v]
+    row_logits, row_tokens = top_k(allowed, row_width)                         # [b, k, r]
+    if carried(state.max_lengths):
+        at_limit = tf.greater_equal(step + 1, state.max_lengths)[:, None, None]  # [b, 1, 1]
+        only_end = tf.where_v2(first, logits[:, :, end_token_id:end_token_id + 1], -np.inf)
+        row_logits = tf.where_v2(at_limit, only_end, row_logits)               # [b, k, r]
+        row_tokens = tf.where_v2(at_limit, end_token_id, row_tokens)           # [b, k, r]
+    log_probs = state.log_probs[..., None] + (row_logits - log_normaliser)     # [b, k, r]
+    if beam_width == 1:  # greedy: the slot's best token is the beam, nothing to rank
+        token_ids = tf.where_v2(state.finished, end_token_id, row_tokens[..., 0])   # [b, 1]
+        log_probs = tf.where_v2(state.finished, state.log_probs, log_probs[..., 0])  # [b, 1]
+        return (extend(state, model, token_ids, log_probs, step, end_token_id),
+                tf.zeros_like(token_ids))
+    # Carry the finished: a finished slot's one candidate is itself (its first), unchanged.
+    coverage = state.coverage
+    if carried(coverage):  # every continuation of a slot has the slot's attention
+        coverage = (coverage + model["attention"])[:, :, None, :]              # [b, k, 1, src]
+    scores = scoring_lib.scores(log_probs, step + 1, coverage, scoring)        # [b, k, r]
+    finished = state.finished[..., None]                                        # [b, k, 1]
+    finished_scores = tf.where_v2(first, beam_scores(state, scoring)[..., None], -np.inf)
+    scores = tf.where_v2(finished, finished_scores, scores)                    # [b, k, r]
+    log_probs = tf.where_v2(finished, tf.where_v2(first, state.log_probs[..., None], -np.inf),
+                            log_probs)                                          # [b, k, r]
+    tokens = tf.where_v2(finished, end_token_id, row_tokens)                   # [b, k, r]
+    # Take the best k of the k * r by score (diverse: each group's best k / G): candidate i
+    # extends slot i // r by tokens[i].
+    flat = [batch_size, -1]                                                     # [b, k * r]
+    if scoring.diverse_beam_groups == 1:
+        _, best = tf.nn.top_k(tf.reshape(scores, flat), k=beam_width)          # [b, k]
+    else:  # the groups count only the tokens of alive, possible hypotheses
+        fresh = tf.logical_and(tf.logical_not(finished), scores > -np.inf)    # [b, k, r]
+        best = diverse.group_best(scores, tf.where_v2(fresh, tokens, -1),
+                                  scoring.diverse_beam_groups, scoring.diverse_beam_strength)
+    parent_ids = best // row_width                                              # [b, k]
+    token_ids = batch_gather(tf.reshape(tokens, flat), best)                    # [b, k]
+    log_probs = batch_gather(tf.reshape(log_probs, flat), best)                 # [b, k]
+    # Extend: the new state, every slot from its parent.
+    return extend(state, model, token_ids, log_probs, step, end_token_id, parent_ids), parent_ids
+
+
+def extend(state, model, token_ids, log_probs, step, end_token_id, parent_ids=None):
+    """The BeamState after every slot took `token_ids` [b, k] from its parent slot (`parent_ids`
+    [b, k]; None: its own), reaching `log_probs` [b, k]; `model`: update_fn's new state."""
+    def from_parent(values):
+        return values if parent_ids is None else batch_gather(values, parent_ids)
+    coverage, tokens = state.coverage, state.tokens
+    if carried(coverage):  # a finished hypothesis attends no more
+        coverage = from_parent(coverage + tf.where_v2(state.finished[..., None], 0.0,
+                                                      model["attention"]))     # [b, k, src]
+    if carried(tokens):
+        tokens = tf.concat([from_parent(tokens), token_ids[..., None]], axis=2)  # [b, k, t + 1]
+    # An entry update_fn hands back as it got it is the same in every slot: never reordered.
+    model = tf.nest.map_structure(lambda new, old: new if new is old else from_parent(new),
+                                  model, state.model)
+    return state._replace(
+        log_probs=log_probs, ids=token_ids, model=model, coverage=coverage, tokens=tokens,
+        lengths=tf.where_v2(from_parent(state.finished), from_parent(state.lengths), step + 1),
+        finished=tf.logical_or(tf.equal(token_ids, end_token_id), tf.equal(log_probs, -np.inf)))
+
+
+def model_logits(update_fn, state, end_token_id):
+    """update_fn on the slots' last tokens: (the model's new state, logits [b, k, v])."""
+    model, logits = update_fn(state.model, state.ids)
+    _check(logits.shape.ndims in (None, 3), "logits must be [batch, beam, vocab]: %s", logits.shape)
+    vocab_size = logits.shape.as_list()[-1] if logits.shape.ndims else None  # never ends if out
+    _check(0 <= end_token_id < (vocab_size or np.inf), "end_token_id %r outside vocab %s",
+           end_token_id, vocab_size)
+    return model, logits
 
 
 def top_k(values, k):
@@ -64,131 +169,35 @@ def top_k(values, k):
     return top_values, chunk_ids * size + positions % size
 
 
-def select_best(logits, beam, step, end_token_id, scoring, max_lengths=None, attention=None,
-                target_prefix=None):
-    """Scores every one-token continuation and keeps the best `beam_width` (WALKTHROUGH 7).
-
-    Args:
-      logits: [b, k, v] float32, unnormalised; beam: the Beam before this step.
-      step: int or scalar int32 tensor, tokens generated before this step; end_token_id: int.
-      scoring: a decode.scoring.Scoring, or GNMT's alpha alone.
-      max_lengths: None or [b] int32: at its limit a sentence's hypotheses must end.
-      attention: [b, k, src] float32, this step's attention, when the Beam has coverage.
-      target_prefix: None or [b, p] int32, pieces then -1: inside its prefix a sentence's
-        hypotheses take its next piece, at the piece's own log-probability.
-    Returns:
-      (beam, token_ids [b, k] int32, parent_ids [b, k] int32), the new Beam best first
-      (within each diverse group: decode/diverse.py).
-    """
-    scoring = scoring_lib.as_scoring(scoring)
-    with tf.name_scope("select_best"):
-        batch_size, beam_width = get_shape(beam.log_probs)
-        vocab_size = get_shape(logits)[2]
-        row_width = (tf.minimum(beam_width, vocab_size) if isinstance(vocab_size, tf.Tensor)
-                     else min(beam_width, vocab_size))                         # r
-        # A slot's log-probability plus each token's log-softmax: the k * v candidates, of which
-        # only each slot's r best can reach the best k.
-        log_normaliser = tf.reduce_logsumexp(logits, axis=-1, keepdims=True)  # [b, k, 1]
-        allowed = scoring_lib.allowed_logits(logits, step, end_token_id, scoring, beam.tokens,
-                                             target_prefix)
-        row_logits, row_tokens = _end_at_limit(*top_k(allowed, row_width), logits, step,
-                                               end_token_id, max_lengths)      # [b, k, r]
-        alive_log_probs = beam.log_probs[..., None] + (row_logits - log_normaliser)  # [b, k, r]
-        if beam_width == 1:  # greedy: the row's best token is the beam, nothing to rank
-            ids = tf.where_v2(beam.finished, end_token_id, row_tokens[..., 0])         # [b, 1]
-            log_probs = tf.where_v2(beam.finished, beam.log_probs, alive_log_probs[..., 0])
-            return extend(beam, None, ids, log_probs, step, end_token_id, attention), ids, (
-                tf.zeros_like(ids))
-        log_probs, scores, tokens = _carry_finished(beam, alive_log_probs, row_tokens, step,
-                                                    end_token_id, scoring, attention)
-        # The best k of the k * r by score (after the length penalty): candidate i extends
-        # slot i // r by tokens[i].
-        flat = [batch_size, -1]                                                 # [b, k * r]
-        if scoring.diverse_beam_groups == 1:
-            _, best = tf.nn.top_k(tf.reshape(scores, flat), k=beam_width)      # [b, k]
-        else:
-            fresh = tf.logical_and(tf.logical_not(beam.finished)[..., None], scores > -np.inf)
-            best = diverse.group_best(scores, tf.where_v2(fresh, tokens, -1),
-                                      scoring.diverse_beam_groups, scoring.diverse_beam_strength)
-        parent_ids = best // row_width                                          # [b, k]
-        token_ids = batch_gather(tf.reshape(tokens, flat), best)                # [b, k]
-        log_probs = batch_gather(tf.reshape(log_probs, flat), best)             # [b, k]
-        return (extend(beam, parent_ids, token_ids, log_probs, step, end_token_id, attention),
-                token_ids, parent_ids)
+def beam_scores(state, scoring):
+    """The contract's scores [b, k] of a BeamState under a decode.scoring.Scoring."""
+    return scoring_lib.scores(state.log_probs, state.lengths, state.coverage, scoring)
 
 
-def _end_at_limit(row_logits, row_tokens, logits, step, end_token_id, max_lengths):
-    """The candidates [b, k, r]; at a sentence's limit the end token alone, at its own logit."""
-    if max_lengths is None:
-        return row_logits, row_tokens
-    at_limit = tf.greater_equal(step + 1, max_lengths)[:, None, None]          # [b, 1, 1]
-    first_slot = tf.equal(tf.range(get_shape(row_tokens)[2]), 0)               # [r]
-    only_end = tf.where_v2(first_slot, logits[:, :, end_token_id:end_token_id + 1], -np.inf)
-    return (tf.where_v2(at_limit, only_end, row_logits),                      # [b, k, r]
-            tf.where_v2(at_limit, end_token_id, row_tokens))
-
-
-def _carry_finished(beam, alive_log_probs, row_tokens, step, end_token_id, scoring, attention):
-    """The candidates' (log_probs, scores, tokens) [b, k, r], a finished slot's only itself."""
-    coverage = beam.coverage
-    if _tracked(coverage):  # every continuation of a row has the row's attention
-        coverage = (coverage + attention)[:, :, None, :]                       # [b, k, 1, src]
-    alive_scores = scoring_lib.scores(alive_log_probs, step + 1, coverage, scoring)  # [b, k, r]
-    first_slot = tf.equal(tf.range(get_shape(row_tokens)[2]), 0)               # [r]
-    finished = beam.finished[..., None]                                        # [b, k, 1]
-    carried_log_probs = tf.where_v2(first_slot, beam.log_probs[..., None], -np.inf)  # [b, k, r]
-    carried_scores = tf.where_v2(first_slot, beam_scores(beam, scoring)[..., None], -np.inf)
-    return (tf.where_v2(finished, carried_log_probs, alive_log_probs),
-            tf.where_v2(finished, carried_scores, alive_scores),
-            tf.where_v2(finished, end_token_id, row_tokens))
-
-
-def _tracked(value):
-    """Whether a Beam field is carried (a tensor) rather than left out (())."""
-    return not isinstance(value, tuple)
-
-
-def extend(beam, parent_ids, token_ids, log_probs, step, end_token_id, attention):
-    """The Beam after every slot took `token_ids` [batch, beam] from its parent slot
-    (`parent_ids`, or None for a beam of one), reaching `log_probs` [batch, beam]."""
-    def from_parent(values):
-        return values if parent_ids is None else batch_gather(values, parent_ids)
-    parent_finished = from_parent(beam.finished)                               # [b, k]
-    coverage, tokens = beam.coverage, beam.tokens
-    if _tracked(coverage):  # a finished hypothesis attends no more
-        coverage = from_parent(coverage + tf.where_v2(beam.finished[..., None], 0.0, attention))
-    if _tracked(tokens):
-        tokens = tf.concat([from_parent(tokens), token_ids[..., None]], axis=2)  # [b, k, t + 1]
-    return Beam(log_probs=log_probs,
-                lengths=tf.where_v2(parent_finished, from_parent(beam.lengths), step + 1),
-                finished=tf.logical_or(tf.equal(token_ids, end_token_id),
-                                       tf.equal(log_probs, -np.inf)),
-                coverage=coverage, tokens=tokens)
-
-
-def _start(initial_state, beam_width, begin_token_id, max_lengths, scoring, source_mask,
-           target_prefix, sequence_length, all_alive=False):
-    """The checked arguments, the tiled state [b, k, ...], the first ids [b, k] and Beam."""
-    sequence_length = _checked_length(sequence_length)
+def start(initial_state, beam_width, begin_token_id, scoring, sequence_length, max_lengths=None,
+          source_mask=None, target_prefix=None, all_alive=False):
+    """A search's first BeamState [b, k], its arguments checked (as rnn_beam_search's, the
+    sequence_length by `checked_length`); each diverse group's first slot starts alive, or with
+    `all_alive` (sampling) every slot, so that no two slots take the same first token."""
     _check(isinstance(beam_width, numbers.Integral) and beam_width >= 1,
            "beam_width must be an int >= 1, got %r", beam_width)
     _check(source_mask is not None or not scoring_lib.tracks_coverage(scoring),
            "a coverage penalty needs the source_mask")
-    groups = 1 if all_alive else diverse.checked_groups(scoring, beam_width)  # sampling: 1
+    groups = 1 if all_alive else diverse.checked_groups(scoring, beam_width)
     with tf.name_scope("start"):
-        state = tf.nest.map_structure(lambda s: tile_beams(tf.convert_to_tensor(s), beam_width),
+        model = tf.nest.map_structure(lambda s: tile_beams(tf.convert_to_tensor(s), beam_width),
                                       initial_state)                           # [b, k, ...]
-        batch_size = get_shape(tf.nest.flatten(state)[0])[0]
-        ids = tf.fill([batch_size, beam_width], begin_token_id)               # [b, k]
-        # Each diverse group's first slot starts alive, or every slot: no duplicate first tokens.
+        batch_size = get_shape(tf.nest.flatten(model)[0])[0]
         alive = (np.arange(beam_width) % (beam_width // groups) == 0) | all_alive  # [k]
-        beam = Beam(log_probs=tf.tile(tf.where_v2(alive, 0.0, -np.inf)[None], [batch_size, 1]),
-                    lengths=tf.zeros([batch_size, beam_width], tf.int32),
-                    finished=tf.tile(tf.logical_not(alive)[None], [batch_size, 1]),
-                    coverage=scoring_lib.initial_coverage(source_mask, beam_width)
-                    if scoring_lib.tracks_coverage(scoring) else (),
-                    tokens=tf.zeros([batch_size, beam_width, 0], tf.int32)
-                    if scoring.no_repeat_ngram_size else ())
+        state = BeamState(
+            log_probs=tf.tile(tf.where_v2(alive, 0.0, -np.inf)[None], [batch_size, 1]),
+            lengths=tf.zeros([batch_size, beam_width], tf.int32),
+            finished=tf.tile(tf.logical_not(alive)[None], [batch_size, 1]),
+            coverage=tf.tile((1.0 - tf.cast(source_mask, tf.float32))[:, None, :],
+                             [1, beam_width, 1]) if scoring_lib.tracks_coverage(scoring) else (),
+            ids=tf.fill([batch_size, beam_width], begin_token_id), model=model,
+            tokens=tf.zeros([batch_size, beam_width, 0], tf.int32)
+            if scoring.no_repeat_ngram_size else ())
     if max_lengths is not None:
         max_lengths = tf.convert_to_tensor(max_lengths)  # one per sentence, never broadcast
         size, shape = max_lengths.shape.num_elements(), max_lengths.shape
@@ -199,16 +208,17 @@ def _start(initial_state, beam_width, begin_token_id, max_lengths, scoring, sour
             one_each = tf.debugging.assert_equal(tf.size(max_lengths), batch_size,
                                                  message="max_lengths: one per sentence")
             with tf.control_dependencies([one_each]):
-                max_lengths = tf.cast(tf.identity(max_lengths), tf.int32)      # [b]
+                state = state._replace(max_lengths=tf.cast(tf.identity(max_lengths), tf.int32))
     if target_prefix is not None:
         target_prefix, prefix_lengths = scoring_lib.checked_prefix(target_prefix, batch_size,
                                                                    sequence_length)  # [b, p], [b]
-        if max_lengths is not None:  # room for the prefix and the end token
-            max_lengths = tf.maximum(max_lengths, prefix_lengths + 1)
-    return sequence_length, state, ids, beam, max_lengths, target_prefix
+        state = state._replace(target_prefix=target_prefix)
+        if carried(state.max_lengths):  # room for the prefix and the end token
+            state = state._replace(max_lengths=tf.maximum(state.max_lengths, prefix_lengths + 1))
+    return state
 
 
-def _checked_length(sequence_length):
+def checked_length(sequence_length):
     """sequence_length as a Python int or scalar int32 tensor, >= 1 (a tensor: when run)."""
     if not isinstance(sequence_length, tf.Tensor):
         _check(isinstance(sequence_length, numbers.Integral) and sequence_length >= 1,
@@ -218,31 +228,6 @@ def _checked_length(sequence_length):
     positive = tf.debugging.assert_positive(sequence_length, message="sequence_length must be >= 1")
     with tf.control_dependencies([positive]):
         return tf.identity(sequence_length)
-
-
-def _advance(update_fn, state, ids, beam, step, end_token_id, scoring, max_lengths, trace,
-             select, tiled_state):
-    """One step: the model, `select` (select_best's signature), the state reordered; returns
-    (state, beam, record)."""
-    new_state, logits = update_fn(state, ids)                                 # [b, k, vocab]
-    _check(logits.shape.ndims in (None, 3), "logits must be [batch, beam, vocab]: %s", logits.shape)
-    vocab_size = logits.shape.as_list()[-1] if logits.shape.ndims else None  # never ends if out
-    _check(0 <= end_token_id < (vocab_size or np.inf), "end_token_id %r outside vocab %s",
-           end_token_id, vocab_size)
-    beam, token_ids, parent_ids = select(logits, beam, step, end_token_id, scoring, max_lengths,
-                                         new_state.get("attention") if _tracked(beam.coverage)
-                                         else None)
-    if parent_ids is not None and ids.shape[1] != 1:  # a beam of one has only its own parent
-        # An entry update_fn handed back as it is in tiled_state is the same in every slot.
-        new_state = tf.nest.map_structure(
-            lambda new, tiled: new if new is tiled else batch_gather(new, parent_ids),
-            new_state, tiled_state)
-    record = {"token_ids": token_ids, "parent_ids": parent_ids}               # [b, k] each
-    if trace:
-        record.update(scores=beam_scores(beam, scoring), finished=beam.finished)
-        if isinstance(new_state, dict) and "attention" in new_state:
-            record["attention"] = new_state["attention"]                       # [b, k, src]
-    return new_state, beam, record
 
 
 def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width, begin_token_id,
@@ -273,20 +258,12 @@ def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width, begin
     """
     scoring = scoring_lib.as_scoring(length_penalty)
     with tf.name_scope(name):
-        sequence_length, state, ids, beam, max_lengths, target_prefix = _start(
-            initial_state, beam_width, begin_token_id, max_lengths, scoring, source_mask,
-            target_prefix, sequence_length)
-        select = functools.partial(select_best, target_prefix=target_prefix)
-        tiled_state, records = state, []
-        for step in range(sequence_length):
-            with tf.name_scope("step_%d" % step):
-                state, beam, record = _advance(update_fn, state, ids, beam, step, end_token_id,
-                                               scoring, max_lengths, trace, select, tiled_state)
-            ids = record["token_ids"]                                          # [b, k]
-            records.append(record)
-        history = {key: tf.stack([record[key] for record in records]) for key in records[0]}
-        return backtrack.results(history, beam_scores(beam, scoring), beam.lengths,
-                                 end_token_id, trace, sort=scoring.diverse_beam_groups > 1)
+        sequence_length = checked_length(sequence_length)
+        state = start(initial_state, beam_width, begin_token_id, scoring, sequence_length,
+                      max_lengths, source_mask, target_prefix)
+        return search(lambda state, step: beam_step(update_fn, state, step, end_token_id,
+                                                    scoring),
+                      state, sequence_length, end_token_id, scoring, trace, unrolled=True)
 
 
 def while_loop_beam_search(update_fn, initial_state, sequence_length, beam_width,
@@ -300,72 +277,77 @@ def while_loop_beam_search(update_fn, initial_state, sequence_length, beam_width
     once all its hypotheses have finished (decode/compaction.py); update_fn must then read
     per-sentence values from its state only, never from its closure.
     """
+    scoring = scoring_lib.as_scoring(length_penalty)
     with tf.name_scope(name):
-        return search_loop(update_fn, initial_state, sequence_length, beam_width, begin_token_id,
-                           end_token_id, scoring_lib.as_scoring(length_penalty), max_lengths,
-                           trace, source_mask, compact=compact, target_prefix=target_prefix)
+        sequence_length = checked_length(sequence_length)
+        state = start(initial_state, beam_width, begin_token_id, scoring, sequence_length,
+                      max_lengths, source_mask, target_prefix)
+        return search(lambda state, step: beam_step(update_fn, state, step, end_token_id,
+                                                    scoring),
+                      state, sequence_length, end_token_id, scoring, trace, compact)
 
 
-def search_loop(update_fn, initial_state, sequence_length, width, begin_token_id, end_token_id,
-                scoring, max_lengths, trace, source_mask, select=None, sampling=False,
-                compact=False, select_args=None, target_prefix=None):
-    """The tf.while_loop of `while_loop_beam_search` (Args and Returns as it), choosing each
-    step's tokens with `select` (select_best's signature; None: select_best). `sampling`: every
-    slot starts alive and keeps its own parent, the results sorted best first. `select_args`:
-    {keyword: [batch, ...]}, per-sentence values passed to `select`, the live rows' only."""
-    sequence_length, state, ids, beam, max_lengths, target_prefix = _start(
-        initial_state, width, begin_token_id, max_lengths, scoring, source_mask, target_prefix,
-        sequence_length, all_alive=sampling)
-    if target_prefix is not None:  # select's per-sentence values, the live rows' if compact
-        select_args = dict(select_args or {}, target_prefix=target_prefix)
+def search(step_fn, state, sequence_length, end_token_id, scoring, trace=False, compact=False,
+           unrolled=False, sampling=False):
+    """`step_fn` from `state` until every hypothesis has finished or `sequence_length` steps
+    ran, in a tf.while_loop (or `unrolled`: sequence_length copies of the step); the trace and
+    `compact` (decode/compaction.py) wrap each step. Returns as `rnn_beam_search`.
+
+    Args:
+      step_fn: (BeamState, step) -> (BeamState, parent_ids [b, k] int32 or, sampling, None).
+      state: the first BeamState; sequence_length: `checked_length`'s (unrolled: an int).
+      sampling: the slots are independent samples: each its own parent, returned best first.
+    """
     keys = {"token_ids": tf.int32}
-    if (width > 1 and not sampling) or trace:  # else every slot is its own parent
+    if (get_shape(state.ids)[1] > 1 and not sampling) or trace:  # else each its own parent
         keys["parent_ids"] = tf.int32
     if trace:
         keys.update(scores=tf.float32, finished=tf.bool)
-        if isinstance(initial_state, dict) and "attention" in initial_state:
+        if isinstance(state.model, dict) and "attention" in state.model:
             keys["attention"] = tf.float32
-    history = {key: tf.TensorArray(dtype, size=0, dynamic_size=True, name=key)
-               for key, dtype in keys.items()}
-    batch_size = get_shape(ids)[0]
-    # compact: each live row's position in the batch, and the batch's Beam ([batch, beam]).
-    batch = (tf.range(batch_size), beam._replace(tokens=())) if compact else ()
 
-    def not_done(step, state, ids, beam, history, batch):
-        return tf.logical_and(step < sequence_length, ~tf.reduce_all(beam.finished))
+    def advance(step, state, batch):
+        """One step and what it leaves for backtracking and the trace (each [b, k, ...])."""
+        state, parent_ids = step_fn(state, step)
+        record = {"token_ids": state.ids, "parent_ids": parent_ids}
+        if "attention" in keys:
+            record["attention"] = state.model["attention"]                     # [b, k, src]
+        if compact:  # the record for the whole batch; the decided sentences' rows leave
+            state, record, batch = compaction.leave(state, record, batch, end_token_id)
+        if trace:  # the whole batch's hypotheses, a decided sentence's as it ended
+            hypotheses = batch[1] if compact else state
+            record.update(scores=beam_scores(hypotheses, scoring), finished=hypotheses.finished)
+        return state, batch, {key: record[key] for key in keys}
 
-    def body(step, state, ids, beam, history, batch):
-        limits, per_sentence = max_lengths, select_args or {}
-        if compact:  # the live rows' [live, ...]
-            per_sentence = {name: tf.gather(values, batch[0])
-                            for name, values in per_sentence.items()}
-            limits = None if max_lengths is None else tf.gather(max_lengths, batch[0])
-        chosen = functools.partial(select or select_best, **per_sentence)
-        state, beam, record = _advance(update_fn, state, ids, beam, step, end_token_id,
-                                       scoring, limits, trace, chosen, state)
-        ids = record["token_ids"]                                              # [live, k]
-        if compact:
-            rows, batch_beam = batch
-            batch_beam = compaction.scatter_rows(batch_beam, rows, beam._replace(tokens=()))
-            record.update(compaction.batch_record(record, rows, batch_size, end_token_id))
-            if trace:
-                record.update(scores=beam_scores(batch_beam, scoring), finished=batch_beam.finished)
-            state, ids, beam, rows = compaction.drop_decided((state, ids, beam, rows), beam)
-            batch = (rows, batch_beam)
-        history = {key: history[key].write(step, record[key]) for key in history}
-        return step + 1, state, ids, beam, history, batch
+    batch = compaction.start(state) if compact else ()
+    if unrolled:
+        records = []
+        for step in range(sequence_length):
+            with tf.name_scope("step_%d" % step):
+                state, batch, record = advance(step, state, batch)
+            records.append(record)
+        history = {key: tf.stack([record[key] for record in records]) for key in keys}
+    else:
+        def body(step, state, batch, history):
+            state, batch, record = advance(step, state, batch)
+            return step + 1, state, batch, {key: history[key].write(step, record[key])
+                                            for key in keys}
 
-    loop_vars = (tf.constant(0), state, ids, beam, history, batch)
-    invariants = list(batch_free_shape_invariants(loop_vars))
-    if _tracked(beam.tokens):  # [batch, beam, time]: grows a piece a step
-        invariants[3] = invariants[3]._replace(tokens=tf.TensorShape([None, width, None]))
-    _, _, _, beam, history, batch = tf.while_loop(not_done, body, loop_vars,
-                                                  shape_invariants=tuple(invariants),
-                                                  back_prop=False, name="search")
-    history = {key: array.stack() for key, array in history.items()}            # [t, b, k, ...]
-    beam = batch[1] if compact else beam
-    return backtrack.results(history, beam_scores(beam, scoring), beam.lengths, end_token_id,
-                             trace, sort=sampling or scoring.diverse_beam_groups > 1)
+        history = {key: tf.TensorArray(dtype, size=0, dynamic_size=True, name=key)
+                   for key, dtype in keys.items()}
+        loop_vars = (tf.constant(0), state, batch, history)
+        invariants = list(batch_free_shape_invariants(loop_vars))
+        if carried(state.tokens):  # [b, k, t]: grows a piece a step
+            invariants[1] = invariants[1]._replace(
+                tokens=tf.TensorShape([None, get_shape(state.ids)[1], None]))
+        _, state, batch, history = tf.while_loop(
+            lambda step, state, *_: tf.logical_and(step < sequence_length,
+                                                   ~tf.reduce_all(state.finished)),
+            body, loop_vars, shape_invariants=tuple(invariants), back_prop=False, name="search")
+        history = {key: array.stack() for key, array in history.items()}       # [t, b, k, ...]
+    hypotheses = batch[1] if compact else state
+    return backtrack.results(history, beam_scores(hypotheses, scoring), hypotheses.lengths,
+                             end_token_id, trace, sort=sampling or scoring.diverse_beam_groups > 1)
 
 
 def greedy_search(update_fn, initial_state, sequence_length, begin_token_id, end_token_id,

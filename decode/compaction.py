@@ -1,9 +1,10 @@
 """Compaction: a decided sentence's rows leave the running batch of a tf.while_loop search.
 
 A sentence is decided once every slot of its beam has finished: its K hypotheses can no longer
-change (docs/DECODING-NOTES.md, "Compaction"). The loop keeps the undecided sentences' rows and
-`rows`, their positions in the batch; each step's record and Beam are scattered back into
-batch-sized ones, holding for a decided sentence what the full-size search would write.
+change (docs/DECODING-NOTES.md, "Compaction"). The loop runs the undecided ("live") sentences'
+rows only, `rows` their places in the batch; after each step its record and the hypotheses
+are scattered into batch-sized ones, which hold for a decided sentence what the full-size
+search would hold. Shapes as in decode/beam_search.py.
 """
 
 import tensorflow.compat.v1 as tf
@@ -11,47 +12,45 @@ import tensorflow.compat.v1 as tf
 from seq2seq.common import get_shape
 
 
-def scatter_rows(batch_values, rows, live_values):
-    """Nested [batch, ...] tensors with rows `rows` [live] replaced by nested [live, ...] ones."""
+def start(state):
+    """Compaction's loop state from the first BeamState: (rows [b] int32, its hypotheses)."""
+    return tf.range(get_shape(state.ids)[0]), state.hypotheses()
+
+
+def _scatter_rows(batch_values, rows, live_values):
+    """Nested [b, ...] tensors with rows `rows` [live] replaced by nested [live, ...] ones."""
     return tf.nest.map_structure(
         lambda batch, live: tf.tensor_scatter_nd_update(batch, rows[:, None], live),
         batch_values, live_values)
 
 
-def batch_record(record, rows, batch_size, end_token_id):
-    """A step's token and parent ids (and attention) of the live rows, for the whole batch.
+def leave(state, record, batch, end_token_id):
+    """After a step: its record and hypotheses for the whole batch; the decided sentences'
+    rows leave `state` (gathered only at a step that decided one).
 
     Args:
-      record: {"token_ids", "parent_ids": [live, beam] int32 (parent_ids None when sampling);
-        "attention" [live, beam, src] where traced}.
-      rows: [live] int32, each live row's position in the batch; batch_size: int or tensor.
+      state: the BeamState [live, k] after the step.
+      record: {"token_ids", "parent_ids" (None: every slot its own): [live, k] int32;
+        "attention" [live, k, src] where traced}.
+      batch: (rows [live] int32, the batch's hypotheses [b, k]), as `start` made it.
     Returns:
-      The same keys, [batch, beam, ...]: decided rows hold the end token, their own slot
-      as parent and no attention (0).
+      (state without the decided rows, the record [b, k, ...], in which a decided sentence
+      takes the end token, each slot its own parent, no attention; the new batch).
     """
-    width = get_shape(record["token_ids"])[1]
-    bases = {"token_ids": tf.fill([batch_size, width], end_token_id)}
-    if record["parent_ids"] is not None:
-        bases["parent_ids"] = tf.tile(tf.range(width)[None], [batch_size, 1])
+    rows, hypotheses = batch
+    batch_size, width = get_shape(hypotheses.log_probs)
+    bases = {"token_ids": tf.fill([batch_size, width], end_token_id),
+             "parent_ids": tf.tile(tf.range(width)[None], [batch_size, 1])}
     if "attention" in record:
-        attention_shape = tf.concat([[batch_size], tf.shape(record["attention"])[1:]], 0)
-        bases["attention"] = tf.zeros(attention_shape)
-    return {key: scatter_rows(base, rows, record[key]) for key, base in bases.items()}
-
-
-def drop_decided(live, beam):
-    """Keeps the rows of the sentences still undecided; gathers only at a step that decided one.
-
-    Args:
-      live: nested [live, ...] tensors, the search's running batch (its Beam included).
-      beam: the Beam of `live` after this step.
-    Returns:
-      `live`, without the rows of sentences whose every slot has finished.
-    """
+        bases["attention"] = tf.zeros([batch_size, width, get_shape(record["attention"])[2]])
+    record = {key: _scatter_rows(base, rows, record[key]) for key, base in bases.items()
+              if record[key] is not None}
+    hypotheses = _scatter_rows(hypotheses, rows, state.hypotheses())
     with tf.name_scope("drop_decided"):
-        decided = tf.reduce_all(beam.finished, axis=1)                        # [live]
+        decided = tf.reduce_all(state.finished, axis=1)                        # [live]
 
         def undecided_rows():
             kept = tf.reshape(tf.where(tf.logical_not(decided)), [-1])          # [live']
-            return tf.nest.map_structure(lambda values: tf.gather(values, kept), live)
-        return tf.cond(tf.reduce_any(decided), undecided_rows, lambda: live)
+            return tf.nest.map_structure(lambda values: tf.gather(values, kept), (state, rows))
+        state, rows = tf.cond(tf.reduce_any(decided), undecided_rows, lambda: (state, rows))
+    return state, record, (rows, hypotheses)

@@ -1,6 +1,7 @@
 """The decoder graphs of an encoded batch: the searches, teacher-forced scoring, their outputs.
 
-A graph is keyed by what shapes it (`GraphShape`); the other decoding options are fed to it.
+A graph is keyed by the options that shape it (a DecodeRequest's `graph_key`); the others are
+fed to it.
 """
 
 import collections
@@ -16,35 +17,10 @@ from decode.scoring import Scoring, tracks_coverage
 from seq2seq.common import sequence_mask
 
 UNROLLED_LENGTH_STEP = 8  # the unrolled search is built for lengths rounded up to a multiple
-FED_OPTIONS = {"length_penalty": np.float32, "coverage_penalty": np.float32,
-               "min_length": np.int32, "temperature": np.float32, "top_k": np.int32,
-               "top_p": np.float32, "epsilon": np.float32, "seed": np.int64,
-               "diverse_beam_strength": np.float32}
-# What shapes a graph: length_penalty_kind, no_repeat_ngram_size, whether the coverage penalty
-# and minimum length are on, diverse_beam_groups, and whether a target prefix is fed.
-GraphShape = collections.namedtuple("GraphShape", "kind ngram coverage min_length groups prefix")
 # One sentence's beam, best first, without -inf hypotheses: target id lists (no end token) and
 # scores; exact's proven and expansions; mbr's MbrResult (ids and scores: its candidates).
 SearchResult = collections.namedtuple("SearchResult", "ids scores proven expansions mbr",
                                       defaults=(None, None, None))
-
-
-def graph_shape(options, prefix=False):
-    """The `GraphShape` of resolved decoding options (`prefix`: a target prefix is fed)."""
-    return GraphShape(options["length_penalty_kind"], options["no_repeat_ngram_size"],
-                      options["coverage_penalty"] > 0, options["min_length"] > 0,
-                      options["diverse_beam_groups"], prefix)
-
-
-def graph_options(fed_options, shape):
-    """`fed_options` (name -> scalar tensor) and the shape's values; an option it turns off: 0."""
-    options = dict(fed_options, length_penalty_kind=shape.kind, no_repeat_ngram_size=shape.ngram,
-                   diverse_beam_groups=shape.groups)
-    if not shape.coverage:
-        options["coverage_penalty"] = 0.0
-    if not shape.min_length:
-        options["min_length"] = 0
-    return options
 
 
 def fields_of(kind, options):
@@ -52,11 +28,12 @@ def fields_of(kind, options):
     return kind(**{name: options[name] for name in kind._fields if name in options})
 
 
-def output_length_limit(source_length, decode_params):
+def output_length_limit(source_length, decode_params, prefix_length=0):
     """The most target tokens (end token included) for a source of `source_length` tokens:
-    ceil(max_length_ratio * source_length) + max_length_extra, in float32 as in the graph."""
+    ceil(max_length_ratio * source_length) + max_length_extra, in float32 as in the graph,
+    raised to hold a target prefix of `prefix_length` and the end token."""
     scaled = np.float32(decode_params["max_length_ratio"]) * np.float32(source_length)
-    return int(np.ceil(scaled)) + decode_params["max_length_extra"]
+    return max(int(np.ceil(scaled)) + decode_params["max_length_extra"], prefix_length + 1)
 
 
 def output_length_limits(source_length, decode_params):
@@ -73,7 +50,8 @@ def unrolled_length_bucket(max_source_length, decode_params, min_length=0):
 
 
 def search_encoded(model, encoder_output, source_length, decode_params, decoder, beam_width,
-                   unrolled_length=None, trace=False, options=None, target_prefix=None):
+                   unrolled_length=None, trace=False, options=None, target_prefix=None,
+                   max_lengths=None):
     """The n-best translations of an encoded batch, each within its sentence's length limit.
 
     Args:
@@ -84,6 +62,8 @@ def search_encoded(model, encoder_output, source_length, decode_params, decoder,
       options: decoding options over decode_params' (values or scalar tensors; the kind and n
         Python values); sample also needs "sentence_keys" ([batch] int64, decode/sampling.py).
       target_prefix: None or [batch, P] int32, each sentence's forced first pieces, -1 after.
+      max_lengths: None (`output_length_limits`), or [batch] int32 each sentence's limit, which
+        must hold its target prefix and the end token (`output_length_limit`).
     Returns:
       ids [batch, K, time] int32, scores [batch, K] float32 best first, lengths [batch, K]
       int32 counting the end token, and with `trace` the trace dict.
@@ -94,9 +74,8 @@ def search_encoded(model, encoder_output, source_length, decode_params, decoder,
     scope = "%s_beam%d" % (decoder, beam_width) + (
         "_len%d" % unrolled_length if unrolled_length else "") + ("_trace" if trace else "")
     with tf.name_scope(scope):  # e.g. unrolled_beam4_len24
-        limits = output_length_limits(source_length, decode_params)          # [batch]
-        if target_prefix is not None:  # room for the prefix and the end token
-            limits = tf.maximum(limits, tf.reduce_sum(tf.cast(target_prefix >= 0, tf.int32), 1) + 1)
+        limits = output_length_limits(source_length, decode_params) if max_lengths is None else (
+            max_lengths)                                                        # [batch]
         update_fn, initial_state = model.beam_update_fn(encoder_output, beam_width,
                                                         with_attention=trace or coverage)
         common = dict(max_lengths=limits, source_mask=encoder_output.mask if coverage else None,

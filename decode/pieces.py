@@ -3,7 +3,7 @@ to score) and target prefixes; bad input is a ValueError naming the argument, in
 """
 
 from data_pipeline.tokenizer import EOS_ID, UNK_ID, model_text
-from decode.options import shown
+from decode.request import shown
 
 END_PIECE = "</s>"
 
@@ -44,6 +44,13 @@ class Pieces:
                                                   for pieces in given], source=False)
         return [ids if pieces is None else self.ids(pieces, "target_pieces[%d]" % index)
                 for index, (ids, pieces) in enumerate(zip(texts, given))]
+
+    def target(self, target, name):
+        """A target text, or a list of target pieces (`ids`), -> its ids; ValueError naming
+        `name`."""
+        if isinstance(target, str):
+            return self._tokenizer.encode_target(target)
+        return self.ids(target, name)
 
     def ids(self, pieces, name, may_end=True):
         """A list of target pieces -> their ids, without a last "</s>" (`may_end`: allowed).

@@ -6,14 +6,13 @@ seed, the sentence's own pieces and the step; scores are untempered, as the beam
 """
 
 import collections
-import functools
 
 import numpy as np
 import tensorflow.compat.v1 as tf
 
 from decode import beam_search
 from decode import scoring as scoring_lib
-from seq2seq.common import batch_gather, get_shape
+from seq2seq.common import get_shape
 
 Sampling = collections.namedtuple("Sampling", "temperature top_k top_p seed epsilon",
                                   defaults=(1.0, 0, 1.0, 0, 0.0))
@@ -60,36 +59,31 @@ def _gumbel_noise(row_seeds, step, shape):
     return -tf.log(-tf.log(uniform))
 
 
-def sample_next(logits, beam, step, end_token_id, scoring, max_lengths, attention, sampling,
-                row_seeds, target_prefix=None):
-    """One step of sampling with `select_best`'s contract: every alive slot draws its next piece.
+def sample_step(update_fn, state, step, end_token_id, scoring, sampling):
+    """One step of sampling, `beam_step`'s contract: every alive slot draws its next piece
+    (inside a target prefix, the prefix's), and so extends itself.
 
-    Args (beyond select_best's): sampling: a Sampling; row_seeds: [batch, 2] int64, each
-      sentence's seed; target_prefix as select_best's (inside it, the prefix's piece is drawn).
+    Args (beyond beam_step's): sampling: a Sampling; `state.seeds` holds each sentence's seed.
     Returns:
-      (beam, token_ids [batch, beam] int32, None: every slot is its own parent).
+      (the BeamState after the step, None: every slot is its own parent).
     """
-    with tf.name_scope("sample_next"):
-        allowed = scoring_lib.allowed_logits(logits, step, end_token_id, scoring, beam.tokens,
-                                             target_prefix)
+    model, logits = beam_search.model_logits(update_fn, state, end_token_id)  # [b, k, v]
+    with tf.name_scope("sample_step"):
+        allowed = scoring_lib.allowed_logits(logits, step, end_token_id, scoring, state.tokens,
+                                             state.target_prefix)
         restricted = restricted_logits(allowed, sampling)                      # [b, k, v]
-        noisy = restricted + _gumbel_noise(row_seeds, step, get_shape(logits))
+        noisy = restricted + _gumbel_noise(state.seeds, step, get_shape(logits))
         token_ids = tf.argmax(noisy, axis=-1, output_type=tf.int32)           # [b, k]
-        if max_lengths is not None:
-            at_limit = tf.greater_equal(step + 1, max_lengths)[:, None]       # [b, 1]
+        nothing_allowed = tf.equal(tf.reduce_max(restricted, axis=-1), -np.inf)  # [b, k]
+        if beam_search.carried(state.max_lengths):  # at its limit a sentence ends
+            at_limit = tf.greater_equal(step + 1, state.max_lengths)[:, None]  # [b, 1]
             token_ids = tf.where_v2(at_limit, end_token_id, token_ids)
-        token_ids = tf.where_v2(beam.finished, end_token_id, token_ids)
-        log_probs = tf.nn.log_softmax(logits)                                  # [b, k, v]
-        token_log_probs = batch_gather(tf.reshape(log_probs, [-1, get_shape(logits)[2]]),
-                                       tf.reshape(token_ids, [-1, 1]))         # [b * k, 1]
-        token_log_probs = tf.reshape(token_log_probs, get_shape(token_ids))  # [b, k]
-        nothing_allowed = tf.equal(tf.reduce_max(restricted, axis=-1), -np.inf)
-        if max_lengths is not None:
             nothing_allowed = tf.logical_and(nothing_allowed, tf.logical_not(at_limit))
-        token_log_probs = tf.where_v2(nothing_allowed, -np.inf, token_log_probs)
-        new_log_probs = tf.where_v2(beam.finished, beam.log_probs, beam.log_probs + token_log_probs)
-        return beam_search.extend(beam, None, token_ids, new_log_probs, step, end_token_id,
-                                  attention), token_ids, None
+        token_ids = tf.where_v2(state.finished, end_token_id, token_ids)      # [b, k]
+        token_log_probs = tf.gather(tf.nn.log_softmax(logits), token_ids, batch_dims=2)
+        log_probs = state.log_probs + tf.where_v2(nothing_allowed, -np.inf, token_log_probs)
+        log_probs = tf.where_v2(state.finished, state.log_probs, log_probs)   # [b, k]
+        return beam_search.extend(state, model, token_ids, log_probs, step, end_token_id), None
 
 
 def sample_search(update_fn, initial_state, sequence_length, num_samples, begin_token_id,
@@ -100,10 +94,13 @@ def sample_search(update_fn, initial_state, sequence_length, num_samples, begin_
     with scoring a Scoring, sampling a Sampling and sentence_keys [batch] int64, the
     `sentence_keys` of the batch's sources."""
     with tf.name_scope(name):
-        row_seeds = tf.stack([sentence_keys, tf.fill(tf.shape(sentence_keys),
-                                                     tf.cast(sampling.seed, tf.int64))], axis=1)
-        return beam_search.search_loop(
-            update_fn, initial_state, sequence_length, num_samples, begin_token_id, end_token_id,
-            scoring, max_lengths, False, source_mask, sampling=True, compact=compact,
-            select=functools.partial(sample_next, sampling=sampling),
-            select_args={"row_seeds": row_seeds}, target_prefix=target_prefix)
+        seeds = tf.stack([sentence_keys, tf.fill(tf.shape(sentence_keys),
+                                                 tf.cast(sampling.seed, tf.int64))], axis=1)
+        sequence_length = beam_search.checked_length(sequence_length)
+        state = beam_search.start(initial_state, num_samples, begin_token_id, scoring,
+                                  sequence_length, max_lengths, source_mask, target_prefix,
+                                  all_alive=True)._replace(seeds=seeds)
+        return beam_search.search(
+            lambda state, step: sample_step(update_fn, state, step, end_token_id, scoring,
+                                            sampling),
+            state, sequence_length, end_token_id, scoring, compact=compact, sampling=True)

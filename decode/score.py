@@ -14,8 +14,9 @@ import sys
 import tensorflow.compat.v1 as tf
 
 from data_pipeline.corpus import read_text_lines
-from decode import options
+from decode.request import add_flags, flag_values
 from decode.translator import Translator
+from seq2seq.decoding_options import SCORE_OPTIONS
 
 
 def main(argv=None):
@@ -27,7 +28,7 @@ def main(argv=None):
                         help="each target line holds target pieces, space-separated")
     parser.add_argument("--output", default="-", help="JSON lines (default: stdout)")
     parser.add_argument("--hparams", default="")
-    options.add_flags(parser, options.SCORE_OPTIONS)
+    add_flags(parser, SCORE_OPTIONS)
     args = parser.parse_args(argv)
     tf.disable_v2_behavior()
     try:  # lines end where decode.translate ends them, so that its output pairs with its input
@@ -36,10 +37,10 @@ def main(argv=None):
             raise ValueError("--input has %d lines but --targets has %d: they must pair line by "
                              "line" % (len(sources), len(targets)))
         translator = Translator(args.model_dir, hparams=args.hparams)
+        request = translator.score_request(flag_values(args, SCORE_OPTIONS))
         pieces = [line.split() for line in targets] if args.target_pieces else None
         try:
-            scored = translator.score(sources, None if pieces else targets,
-                                      options.from_flags(args, options.SCORE_OPTIONS), pieces)
+            scored = translator.score(sources, None if pieces else targets, request, pieces)
         except ValueError as error:
             raise ValueError("%s (sources[i] and targets[i]: line i + 1 of --input and --targets)"
                              % error) from None

@@ -10,7 +10,7 @@ import collections
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from decode.options import LENGTH_PENALTY_KINDS
+from seq2seq.decoding_options import LENGTH_PENALTY_KINDS
 from seq2seq.common import get_shape
 
 MIN_COVERAGE = 1e-10  # the attention a piece never attended to counts as (log 0: -inf)
@@ -47,11 +47,6 @@ def length_normaliser(lengths, scoring):
         return tf.ones_like(lengths)
     raise ValueError("length_penalty_kind must be one of %s, got %r"
                      % (", ".join(LENGTH_PENALTY_KINDS), scoring.length_penalty_kind))
-
-
-def initial_coverage(source_mask, beam_width):
-    """[batch, src] source mask (1 on pieces) -> [batch, beam, src]: 0 on pieces, 1 on padding."""
-    return tf.tile((1.0 - tf.cast(source_mask, tf.float32))[:, None, :], [1, beam_width, 1])
 
 
 def scores(log_probs, lengths, coverage, scoring):
@@ -111,12 +106,12 @@ def checked_prefix(target_prefix, batch_size, sequence_length):
             return tf.identity(prefix), tf.identity(lengths)
 
 
-def allowed_logits(logits, step, end_token_id, scoring, tokens=(), target_prefix=None):
+def allowed_logits(logits, step, end_token_id, scoring, tokens=(), target_prefix=()):
     """[batch, beam, vocab] logits with -inf where the options forbid a piece (the end token
     before min_length, a piece that repeats an n-gram) and, inside a sentence's forced prefix,
     on every piece but the prefix's next (that one at its own logit, whatever the options say);
     otherwise the same tensor. step: pieces so far (int or scalar tensor); tokens: [batch,
-    beam, step] int32, for blocking; target_prefix: None or [batch, p] int32, -1 padded."""
+    beam, step] int32, for blocking; target_prefix: () or [batch, p] int32, -1 padded."""
     with tf.name_scope("allowed"):
         model_logits = logits
         if scoring.no_repeat_ngram_size:
@@ -127,7 +122,7 @@ def allowed_logits(logits, step, end_token_id, scoring, tokens=(), target_prefix
             is_end = tf.equal(tf.range(get_shape(logits)[2]), end_token_id)    # [vocab]
             too_short = tf.logical_and(is_end, step < scoring.min_length)
             logits = tf.where_v2(too_short, -np.inf, logits)
-        if target_prefix is not None:
+        if not isinstance(target_prefix, tuple):
             vocab_size = get_shape(logits)[2]
             in_vocab = tf.debugging.assert_less(target_prefix, vocab_size, message="target_prefix: "
                                                 "piece ids must be < the vocabulary size")

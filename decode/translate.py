@@ -13,13 +13,12 @@ import contextlib
 import itertools
 import json
 import os
-import re
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported, in main
 
 from data_pipeline.corpus import iter_text_lines  # noqa: E402
-from decode import DECODERS, options  # noqa: E402
+from decode.request import DECODERS, add_flags, flag_values  # noqa: E402
 
 OUTPUT_FORMAT = """\
 input: UTF-8 text. Lines end at LF or CR LF, as `wc -l` counts them (at CR in
@@ -70,7 +69,7 @@ def parse_args(argv):
                         help="what each translation starts with, one line per input line")
     parser.add_argument("--show_unfamiliar", action="store_true",
                         help='append a TAB and "unfamiliar" (or nothing) to every output line')
-    options.add_flags(parser)
+    add_flags(parser)
     args = parser.parse_args(argv)
     for name in ("output", "trace"):  # opening it empties it before the input is read
         path = getattr(args, name)
@@ -93,20 +92,14 @@ def format_translation(translation, n_best, show_unfamiliar=False):
     return "".join("%s\t%.6f%s\n" % (h.text, h.score, flag) for h in hypotheses) + "\n"
 
 
-def translate_lines(translator, lines, args, prefixes=None, first_line=1):
-    """Input lines (blank ones are not translated) and their target prefixes (None: none) ->
-    (output text, trace text: one JSON line per input line, "" without --trace); `first_line`:
-    the first one's line number, for the messages."""
+def translate_lines(translator, lines, request, args, prefixes=None):
+    """Input lines (blank ones are not translated) and their target prefixes (ids each; None:
+    none) -> (output text, trace text: one JSON line per input line, "" without --trace)."""
     token_ids = [translator.tokenize(line.strip()) for line in lines]
     to_translate = [index for index, ids in enumerate(token_ids) if ids]
-    try:
-        translations = dict(zip(to_translate, translator.translate_tokens(
-            [token_ids[index] for index in to_translate], args.decoder, args.beam_width,
-            args.n_best, trace=bool(args.trace), options=options.from_flags(args),
-            target_prefixes=prefixes and [prefixes[index].strip() for index in to_translate])))
-    except ValueError as error:  # the Translator names a prefix by its place among those sent
-        raise ValueError(re.sub(r"^target_prefixes\[(\d+)\]", lambda found: "%s:%d:" % (
-            args.target_prefix, first_line + to_translate[int(found.group(1))]), str(error)))
+    translations = dict(zip(to_translate, translator.translate_tokens(
+        [token_ids[index] for index in to_translate],
+        request.for_call(prefixes and [prefixes[index] for index in to_translate]))))
     found = [translations.get(index) for index in range(len(lines))]
     return ("".join(format_translation(t, args.n_best, args.show_unfamiliar) for t in found),
             "".join(json.dumps(t and t.trace, ensure_ascii=False) + "\n" for t in found)
@@ -125,13 +118,13 @@ def main(argv=None):
     with contextlib.ExitStack() as files:
         try:
             translator = Translator(args.model_dir)
-            translator.check_options(args.decoder, args.beam_width, args.n_best,
-                                     options.from_flags(args))
+            request = translator.request(args.decoder, args.beam_width, args.n_best,
+                                         bool(args.trace), flag_values(args))
             source = files.enter_context(  # bytes, split into lines as the corpus reader does
                 open(args.input, "rb") if args.input else contextlib.nullcontext(sys.stdin.buffer))
             lines = iter_text_lines(source, args.input or "standard input")
             prefixes = itertools.repeat(None)
-            if args.target_prefix:  # counted against the input before any output is written
+            if args.target_prefix:  # checked against the input before any output is written
                 with open(args.target_prefix, "rb") as prefix_file:
                     prefixes = list(iter_text_lines(prefix_file, args.target_prefix))
                 lines = list(lines)
@@ -139,6 +132,9 @@ def main(argv=None):
                     raise ValueError("--target_prefix %s has %d lines but the input has %d: give "
                                      "one per input line" % (args.target_prefix, len(prefixes),
                                                              len(lines)))
+                prefixes = [translator.prefix_ids(prefix.strip(), "%s:%d:" % (
+                    args.target_prefix, number)) if line.strip() else []
+                    for number, (line, prefix) in enumerate(zip(lines, prefixes), 1)]
             if not args.output:
                 sys.stdout.reconfigure(encoding="utf-8")
             sink = files.enter_context(open(args.output, "w", encoding="utf-8") if args.output
@@ -150,9 +146,8 @@ def main(argv=None):
             pairs = zip(lines, prefixes)
             for chunk in iter(lambda: list(itertools.islice(pairs, chunk_size)), []):
                 chunk, chunk_prefixes = map(list, zip(*chunk))
-                output, trace = translate_lines(translator, chunk, args,
-                                                args.target_prefix and chunk_prefixes,
-                                                first_line=translated + 1)
+                output, trace = translate_lines(translator, chunk, request, args,
+                                                args.target_prefix and chunk_prefixes)
                 sink.write(output)
                 sink.flush()
                 if traces:

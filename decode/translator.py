@@ -12,20 +12,19 @@ import tensorflow.compat.v1 as tf
 from tensorflow.core.protobuf import rewriter_config_pb2
 
 from data_pipeline.tokenizer import BOS_ID, EOS_ID, UNK_ID, Tokenizer
-from decode import DECODERS
 from decode.batching import call_batch_size, in_batches
 from decode.ensemble import build_model, load_configs
 from decode.exact import exact_search, expansion_step
 from decode.graph_cache import GraphCache
-from decode.graphs import (FED_OPTIONS, SearchResult, fields_of, graph_options, graph_shape,
-                           output_length_limit, pad_batch, score_encoded, search_encoded,
-                           search_result, sentence_trace, unrolled_length_bucket)
+from decode.graphs import (SearchResult, fields_of, output_length_limit, pad_batch, score_encoded,
+                           search_encoded, search_result, sentence_trace, unrolled_length_bucket)
 from decode.mbr import mbr_fields, rerank
-from decode.options import OPTIONS, decode_width, is_int, resolve, shown
 from decode.pieces import END_PIECE, Pieces
+from decode.request import DECODERS, DecodeRequest, Served, decode_request, score_request
 from decode.sampling import sentence_keys
 from decode.scoring import Scoring
 from seq2seq.config import load_config
+from seq2seq.decoding_options import OPTIONS, limits, uses
 from seq2seq.model_dir import SERVING_SIGNATURE
 
 EXACT_ROWS_PER_CALL = 512  # prefixes per model call of the exact search (docs/DECODING-NOTES.md)
@@ -49,7 +48,8 @@ class Translator:
       source_vocab_size, target_vocab_size, default_beam_width;
       decoders: all of DECODERS from a checkpoint, ("while_loop",) from a SavedModel;
       beam_widths: a range, 1..decode.max_beam_width (a SavedModel: its one width);
-      can_trace: False for a SavedModel, whose graph returns no trace.
+      can_trace: False for a SavedModel, whose graph returns no trace;
+      served: all of these as the context a DecodeRequest is validated in (decode/request.py).
     """
 
     def __init__(self, model_dir, export_dir=None, checkpoint=None, hparams=""):
@@ -87,6 +87,9 @@ class Translator:
             self._load_saved_model(export_dir)
         else:
             self._load_checkpoint(checkpoint)
+        self.served = Served(self.config["decode"], limits(
+            self.config["decode"], self.config["data"]["max_target_length"]), self.decoders,
+            self.beam_widths, self.default_beam_width, self.can_trace, bool(self._exported))
 
     def _load_checkpoint(self, checkpoint):
         """Builds the encoder and restores its variables; the decoders come on demand."""
@@ -101,9 +104,10 @@ class Translator:
                 self._target_ids = tf.placeholder(tf.int32, [None, None], name="target_ids")
                 self._target_length = tf.placeholder(tf.int32, [None], name="target_length")
                 self._target_prefix = tf.placeholder(tf.int32, [None, None], name="target_prefix")
+                self._max_lengths = tf.placeholder(tf.int32, [None], name="max_lengths")
             with tf.name_scope("options"):
-                self._fed_options = {name: tf.placeholder_with_default(dtype(decode_params[
-                    name]), [], name=name) for name, dtype in FED_OPTIONS.items()}
+                self._fed_options = {name: tf.placeholder(uses(name).fed, [], name=name)
+                                     for name in OPTIONS if uses(name).fed}
             self._model, checkpoints, self.members = build_model(
                 self._configs, self._model_dirs, checkpoint, self.source_vocab_size,
                 self.target_vocab_size)
@@ -160,57 +164,43 @@ class Translator:
         """Target ids -> text, up to the first end token."""
         return self._tokenizer.decode_target(ids)
 
-    def resolve_options(self, decoder, options=None):
-        """Every decoding option's value for `decoder` ("score": for `score`), `options` (name
-        -> value; None: the default) over the config (decode/options.py's `resolve`).
-        ValueError names the first bad one; a SavedModel serves the config's options only."""
-        resolved = resolve(decoder, options, self.config["decode"],
-                           self.config["data"]["max_target_length"])
-        changed = [name for name in OPTIONS if resolved[name] != self.config["decode"][name]]
-        if self._exported and changed:
-            raise ValueError("the exported SavedModel serves the config's decoding options "
-                             "only (a checkpoint serves others), got %s %s"
-                             % (changed[0], shown(resolved[changed[0]])))
-        return resolved
+    def target_ids(self, target, name):
+        """A target text, or a list of target pieces (a last "</s>" dropped), -> its ids;
+        ValueError naming `name`."""
+        return self._pieces.target(target, name)
 
-    def check_options(self, decoder, beam_width=None, n_best=1, options=None):
-        """The width to decode with (decode/options.py's `decode_width`). decoder: one of
-        `decoders`; beam_width: one of `beam_widths` (checked for greedy too) or None: the
-        default (sample, exact, mbr of samples take none); n_best: 1..width; options: as
-        `resolve_options`. ValueError names the first bad one, its allowed values and the value.
-        """
-        if decoder not in self.decoders:
-            raise ValueError("decoder must be one of %s, got %s"
-                             % (", ".join(self.decoders), shown(decoder)))
-        resolved = self.resolve_options(decoder, options)
-        if self._exported and is_int(beam_width) and beam_width != self.default_beam_width:
-            raise ValueError("the exported SavedModel serves only the while_loop decoder at "
-                             "beam_width %d (a checkpoint serves the others), got beam_width %s"
-                             % (self.default_beam_width, shown(beam_width)))
-        return decode_width(decoder, beam_width, n_best, resolved, self.beam_widths,
-                            self.default_beam_width)
+    def request(self, decoder="while_loop", beam_width=None, n_best=1, trace=False, options=None,
+                target_prefixes=None, sentences=1):
+        """The DecodeRequest of these arguments, validated once (decode/request.py), or
+        `decoder` itself if it is one. decoder: one of `decoders`; beam_width: one of
+        `beam_widths` (checked for greedy too) or None: the default (sample, exact, mbr of
+        samples take none); n_best: 1..the width; options: {name: value} of decoding options
+        (None: the config's); target_prefixes: None, or for each of `sentences` what its
+        translation starts with (decode/pieces.py: a text, a list of target pieces, or None or
+        "": no prefix). ValueError names the first bad one, its allowed values and the value."""
+        if isinstance(decoder, DecodeRequest):
+            return decoder
+        return decode_request(self.served, dict(
+            options or {}, decoder=decoder, beam_width=beam_width, n_best=n_best, trace=trace,
+            target_prefix=self._pieces.prefixes(target_prefixes, sentences)))
 
-    def translate(self, texts, decoder="while_loop", beam_width=None, n_best=1, trace=False,
-                  options=None, target_prefixes=None):
-        """A list of strings -> a `Translation` each, in order; decoder, beam_width, n_best,
-        options: as `check_options` (fewer hypotheses only where fewer are possible);
-        target_prefixes: None, or per text what its translation starts with (decode/pieces.py:
-        a text, a list of target pieces, or None or "": no prefix)."""
-        return self.translate_tokens(self._pieces.texts("texts", texts), decoder, beam_width,
-                                     n_best, trace, options, target_prefixes)
+    def translate(self, texts, *request, **fields):
+        """A list of strings -> a `Translation` each, in order, as the DecodeRequest `request`
+        (or built of these arguments by `request`) asks (fewer hypotheses only where fewer are
+        possible)."""
+        token_ids = self._pieces.texts("texts", texts)
+        return self.translate_tokens(token_ids, *request, **fields)
 
-    def translate_tokens(self, token_ids, decoder="while_loop", beam_width=None, n_best=1,
-                         trace=False, options=None, target_prefixes=None):
+    def translate_tokens(self, token_ids, *request, **fields):
         """`translate` for lists of source ids (from `tokenize`), each non-empty."""
-        width = self.check_options(decoder, beam_width, n_best, options)
-        prefixes = self._pieces.prefixes(target_prefixes, len(token_ids))
+        request = self.request(*request, sentences=len(token_ids), **fields)
         translations = []
-        for ids, (result, found_trace) in zip(token_ids, self._search(
-                token_ids, decoder, width, trace, options, prefixes)):
+        for ids, (result, found_trace) in zip(token_ids, self._search(token_ids, request)):
             hypotheses = [  # every search ends each hypothesis, at its length limit if not before
                 Hypothesis(self.detokenize(target_ids), score,
                            self._tokenizer.target_pieces(target_ids) + [END_PIECE])
-                for target_ids, score in zip(result.ids[:n_best], result.scores[:n_best])]
+                for target_ids, score in zip(result.ids[:request.n_best],
+                                             result.scores[:request.n_best])]
             translations.append(Translation(
                 hypotheses[0].text, hypotheses[0].score, hypotheses,
                 self._tokenizer.is_unfamiliar(ids), found_trace, result.proven,
@@ -218,41 +208,34 @@ class Translator:
         return translations
 
     def search(self, token_ids, decoder="while_loop", beam_width=None, options=None):
-        """Tokenized sentences (each non-empty) -> a `SearchResult` each, in input order."""
-        width = self.check_options(decoder, beam_width, options=options)
-        return [result for result, _ in self._search(token_ids, decoder, width, False, options)]
+        """Tokenized sentences (each non-empty) -> a `SearchResult` each, in input order;
+        decoder: a DecodeRequest, or with the rest `request`'s arguments."""
+        request = self.request(decoder, beam_width, options=options)
+        return [result for result, _ in self._search(token_ids, request)]
 
-    def _search(self, token_ids, decoder, width, trace, options, prefixes=None):
-        """`search` at a checked width, with `prefixes`: (SearchResult, trace or None) each."""
-        if trace and not self.can_trace:
-            raise ValueError("the exported SavedModel returns no trace (a checkpoint does)")
-        if trace and decoder in ("sample", "exact", "mbr"):
-            raise ValueError("trace: the %s decoder keeps no beams to trace; trace a beam search "
-                             "or greedy" % decoder)
-        if any(prefixes or ()) and self._exported:
-            raise ValueError("target_prefixes: the exported SavedModel takes none (a "
-                             "checkpoint's decoders do)")
+    def _search(self, token_ids, request):
+        """`search` under `request`: (SearchResult, trace or None) per sentence."""
         for index, ids in enumerate(token_ids):
             if not len(ids):
                 raise ValueError("sentence %d has no source tokens" % index)
-        options = self.resolve_options(decoder, options)
+        decoder, prefixes = request.decoder, request.target_prefix
 
         def run(batch):
             sentences = [token_ids[index] for index in batch]
             forced = prefixes and [prefixes[index] for index in batch]
             if decoder == "exact":
                 return [(SearchResult([found.ids], [found.score], found.proven, found.expansions),
-                         None) for found in self._run_exact(sentences, options, forced)]
+                         None) for found in self._run_exact(sentences, request, forced)]
             if decoder == "mbr":  # reranked here, outside any lock
-                samples = self._results("sample", options["num_samples"], sentences, options,
-                                        forced)
-                candidates = samples if options["mbr_candidates"] == "sample" else (
-                    self._results("while_loop", width, sentences, options, forced))
-                return [(rerank(*pair, self.detokenize, options["mbr_utility"]), None)
+                samples = self._results("sample", request.num_samples, sentences, request, forced)
+                candidates = samples if request.draws_samples else self._results(
+                    "while_loop", request.width, sentences, request, forced)
+                return [(rerank(*pair, self.detokenize, request.mbr_utility), None)
                         for pair in zip(candidates, samples)]
-            outputs = self._run(decoder, width, sentences, trace, options, forced)
+            outputs = self._run(decoder, request.width, sentences, request, forced)
             return [(search_result(*beam), sentence_trace(outputs[3], row, sentence, *beam,
-                                                          self._tokenizer) if trace else None)
+                                                          self._tokenizer)
+                     if request.trace else None)
                     for row, (sentence, beam) in enumerate(zip(sentences, zip(*outputs[:3])))]
         # The unrolled search builds a graph per length: smaller batches would build more.
         return self._in_batches(token_ids, run, split=decoder != "unrolled")
@@ -265,45 +248,58 @@ class Translator:
         return in_batches([len(ids) for ids in token_ids], self._cache.recorded_here(run),
                           batch_size, self._concurrent_batches)
 
-    def _feeds(self, sentences, options):
-        """The feeds of a batch of source id lists and of the fed decoding options."""
+    def _feeds(self, sentences, request):
+        """The feeds of a batch of source id lists and of the request's fed decoding options."""
         feeds = dict(zip((self._source_ids, self._source_length), pad_batch(sentences)))
-        feeds.update((tensor, options[name]) for name, tensor in self._fed_options.items())
+        if self._fed_options:
+            feeds.update((self._fed_options[name], value)
+                         for name, value in request.feeds().items())
         return feeds
 
-    def _results(self, decoder, width, sentences, options, prefixes):
+    def _results(self, decoder, width, sentences, request, prefixes):
         """`_run`'s outputs as a SearchResult per sentence."""
         return [search_result(*beam) for beam in zip(*self._run(
-            decoder, width, sentences, False, options, prefixes)[:3])]
+            decoder, width, sentences, request, prefixes)[:3])]
 
-    def _run(self, decoder, beam_width, sentences, trace, options, prefixes=None):
+    def _limits(self, sentences, prefixes):
+        """Each sentence's most target pieces: its length limit, raised to hold its prefix and
+        the end token."""
+        return [output_length_limit(len(sentence), self.config["decode"], len(prefix))
+                for sentence, prefix in zip(sentences, prefixes or [()] * len(sentences))]
+
+    def _run(self, decoder, beam_width, sentences, request, prefixes=None):
         """Source id lists -> ids [batch, K, time], scores [batch, K], lengths [batch, K] (and
-        the trace dict); prefixes: None or target ids per sentence."""
-        fetches, feeds = self._exported, self._feeds(sentences, options)
+        the trace dict) of `decoder` at `beam_width` under `request`'s options; prefixes: None
+        or target ids per sentence."""
+        feeds = self._feeds(sentences, request)
+        if self._exported:
+            return self._session.run(self._exported, feeds)
         prefixed = any(prefixes or ())
         if prefixed:
             feeds[self._target_prefix] = pad_batch(prefixes, pad_id=-1)[0]
-        if not fetches:
-            unrolled_length = unrolled_length_bucket(
-                max(map(len, sentences)), self.config["decode"],
-                max(map(len, prefixes or [()])) + 1) if decoder == "unrolled" else None
-            key = (decoder, beam_width, unrolled_length, trace, graph_shape(options, prefixed))
-            fetches = self._fetches(key, lambda graph_options: search_encoded(
-                self._model, self._encoded, self._source_length, self.config["decode"], *key[:4],
-                options=graph_options, target_prefix=self._target_prefix if prefixed else None))
+        feeds[self._max_lengths] = limits = self._limits(sentences, prefixes)
+        unrolled_length = unrolled_length_bucket(
+            max(map(len, sentences)), self.config["decode"], max(limits)) if (
+            decoder == "unrolled") else None
+        key = (decoder, beam_width, unrolled_length, request.trace,
+               (prefixed,) + request.graph_key())
+        fetches = self._fetches(key, request, lambda graph_options: search_encoded(
+            self._model, self._encoded, self._source_length, self.config["decode"], decoder,
+            beam_width, unrolled_length, request.trace, graph_options,
+            self._target_prefix if prefixed else None, self._max_lengths))
         return self._session.run(fetches, feeds)
 
-    def _run_exact(self, sentences, options, prefixes=None):
+    def _run_exact(self, sentences, request, prefixes=None):
         """decode/exact.py's search of a batch, from the while_loop search's best at the default
         beam width: an `ExactResult` per sentence; prefixes: None or target ids per sentence,
         forced as the beam searches force them."""
         prefixes = prefixes or [()] * len(sentences)
-        best = self._results("while_loop", self.default_beam_width, sentences, options, prefixes)
-        encoded = self._session.run(self._encoded, self._feeds(sentences, options))
+        best = self._results("while_loop", self.default_beam_width, sentences, request, prefixes)
+        encoded = self._session.run(self._encoded, self._feeds(sentences, request))
         inputs, outputs = self._fetches(
-            ("exact", None, None, False, graph_shape(options)._replace(kind=None)),
-            lambda graph_options: expansion_step(self._model, self._encoded,
-                                                 fields_of(Scoring, graph_options), EOS_ID))
+            ("exact", None, None, False, request.graph_key(("no_repeat_ngram_size", "min_length"))),
+            request, lambda graph_options: expansion_step(
+                self._model, self._encoded, fields_of(Scoring, graph_options), EOS_ID))
 
         def expand(rows, states, last_ids, hypotheses):
             padded = pad_batch([ids[::-1] for ids in hypotheses], -1)[0][:, ::-1]  # -1 first
@@ -314,7 +310,7 @@ class Translator:
                           inputs["forced_ids"]: [
                               prefixes[row][len(ids)] if len(ids) < len(prefixes[row]) else -1
                               for row, ids in zip(rows, hypotheses)],
-                          self._fed_options["min_length"]: options["min_length"]})
+                          self._fed_options["min_length"]: request.min_length})
             feeds.update(zip(tf.nest.flatten(inputs["states"]), map(np.stack, zip(*states))))
             found = self._session.run(outputs, feeds)  # a state: a tuple of its flattened rows
             return (list(zip(*tf.nest.flatten(found["states"]))), found["log_probs"],
@@ -322,49 +318,61 @@ class Translator:
 
         return exact_search(
             expand, list(zip(*tf.nest.flatten(encoded.initial_state))),
-            [max(output_length_limit(len(sentence), self.config["decode"]), len(prefix) + 1)
-             for sentence, prefix in zip(sentences, prefixes)],  # room for the prefix, the end
+            self._limits(sentences, prefixes),
             [(tuple(result.ids[0]), result.scores[0]) if result.ids else None for result in best],
-            fields_of(Scoring, options), BOS_ID, EOS_ID, options["max_expansions"],
+            fields_of(Scoring, dict(request)), BOS_ID, EOS_ID, request.max_expansions,
             EXACT_ROWS_PER_CALL)
 
-    def _fetches(self, key, build):
-        """GraphCache's fetches of `key`, built by `build(search_encoded's options for the key)`."""
+    def _fetches(self, key, request, build):
+        """GraphCache's fetches of `key`, built by `build(request's graph options)`: the values
+        of what `key` holds, placeholders for the fed options."""
         def build_graph():
-            options = graph_options(self._fed_options, key[4])
+            graph_options = request.graph_options(self._fed_options)
             if key[0] == "sample":
-                options["sentence_keys"] = sentence_keys(self._source_ids, self._source_length)
-            return build(options)
+                graph_options["sentence_keys"] = sentence_keys(self._source_ids,
+                                                               self._source_length)
+            return build(graph_options)
         return self._cache.fetches(key, build_graph)
+
+    def score_request(self, options=None):
+        """The DecodeRequest `score` computes under (decode/request.py's `score_request`), or
+        `options` itself if it is one; ValueError for a SavedModel, which only searches."""
+        if self._exported:
+            raise ValueError("scoring needs a checkpoint (the exported SavedModel only searches)")
+        if isinstance(options, DecodeRequest):
+            return options
+        return score_request(self.served, options)
 
     def score(self, sources, targets, options=None, target_pieces=None):
         """The model's scores of given translations (docs/API.md "HTTP API", POST /score).
 
         Args:
           sources, targets: lists of strings, pairwise (a target may be empty).
-          options: length_penalty, length_penalty_kind, coverage_penalty (None: the config's).
+          options: length_penalty, length_penalty_kind, coverage_penalty (None: the config's),
+            or the DecodeRequest of `score_request`.
           target_pieces: None, or per pair the target pieces to score in place of its target
             text's (a Translation's `pieces`; None: the text's; targets may be None if none is).
         Returns:
           A dict per pair: score, log_prob, length (end token counted), pieces [{piece,
           log_prob}].
         """
+        request = self.score_request(options)
         return self.score_tokens(self._pieces.texts("sources", sources), self._pieces.targets(
-            len(sources), targets, target_pieces), options)
+            len(sources), targets, target_pieces), request)
 
     def score_tokens(self, source_ids, target_ids, options=None):
         """`score` for lists of ids: sources non-empty, targets without the end token."""
-        if self._exported:
-            raise ValueError("scoring needs a checkpoint (the exported SavedModel only searches)")
-        options = self.resolve_options("score", options)
-        shape = graph_shape(options)._replace(ngram=0, min_length=False)
-        fetches = self._fetches(("score", None, None, False, shape), lambda graph_options: (
-            score_encoded(self._model, self._encoded, self._target_ids, self._target_length,
-                          fields_of(Scoring, graph_options))))
+        request = self.score_request(options)
+        fetches = self._fetches(
+            ("score", None, None, False, request.graph_key(("length_penalty_kind",
+                                                             "coverage_penalty"))),
+            request, lambda graph_options: score_encoded(
+                self._model, self._encoded, self._target_ids, self._target_length,
+                fields_of(Scoring, graph_options)))
 
         def run(batch):
             targets = [list(target_ids[index]) + [EOS_ID] for index in batch]
-            feeds = self._feeds([source_ids[index] for index in batch], options)
+            feeds = self._feeds([source_ids[index] for index in batch], request)
             feeds.update(zip((self._target_ids, self._target_length), pad_batch(targets)))
             piece_log_probs, log_probs, scores = self._session.run(fetches, feeds)
             return [{"score": float(scores[row]), "log_prob": float(log_probs[row]),
@@ -388,8 +396,9 @@ class Translator:
                 source_lengths = sorted(shortest.values())
             options = {"max_expansions": 1} if decoder == "exact" else None
             widths = [None] if decoder in ("sample", "exact", "mbr") else beam_widths or [None]
-            for width in sorted({self.check_options(decoder, width, options=options)
-                                 for width in widths}):
+            requests = {request.width: request for request in (
+                self.request(decoder, width, options=options) for width in widths)}
+            for _, request in sorted(requests.items()):
                 for length in source_lengths:
-                    self._search([[UNK_ID] * length], decoder, width, False, options)
+                    self._search([[UNK_ID] * length], request)
         return self.variants[already_built:]

@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 import sacrebleu  # noqa: E402
 
 from data_pipeline.corpus import read_text_lines  # noqa: E402
-from decode.options import SCORING_OPTIONS, add_flags, from_flags  # noqa: E402
+from decode.request import COMMON_OPTIONS, add_flags, flag_values  # noqa: E402
 from lab import families, lab_report, sweep  # noqa: E402
 from lab.graph_writer import GRAPH_LENGTHS, write_graphs  # noqa: E402
 
@@ -68,7 +68,7 @@ def parse_args(argv):
     parser.add_argument("--graphs", metavar="LOGDIR", help="only write the searches' graphs "
                         "to LOGDIR for TensorBoard (unrolled at %d and %d steps, while_loop)"
                         % GRAPH_LENGTHS)
-    add_flags(parser, SCORING_OPTIONS + ("max_expansions",))
+    add_flags(parser, COMMON_OPTIONS + ("max_expansions",))
     sweep.add_flags(parser)
     families.add_flags(parser)
     args = parser.parse_args(argv)
@@ -149,16 +149,16 @@ def timed(function, runs):
     return results[0], timings[0], timings[1:]
 
 
-def measure(translator, token_ids, references, decoder, beam_width, runs, options):
-    """(row: a dict of the STEADY_COLUMNS fields, results: a list of SearchResult)."""
+def measure(translator, token_ids, references, request, runs):
+    """(row: a dict of the STEADY_COLUMNS fields, results: a list of SearchResult) of the
+    DecodeRequest `request`."""
     with translator.recording_builds() as built:
-        results, first, timings = timed(
-            lambda: translator.search(token_ids, decoder, beam_width, options), runs)
+        results, first, timings = timed(lambda: translator.search(token_ids, request), runs)
     steady = statistics.median(timings)
     output_tokens = [len(result.ids[0]) for result in results]
     texts = [translator.detokenize(result.ids[0]) for result in results]
     return {
-        "decoder": decoder, "beam_width": beam_width, "graphs": len(built),
+        "decoder": request.decoder, "beam_width": request.width, "graphs": len(built),
         "build_seconds": sum(variant.build_seconds for variant in built),
         "num_ops": sum(variant.num_ops for variant in built),
         "first_call_ms": 1000 * first, "steady_ms": 1000 * steady,
@@ -234,12 +234,12 @@ def compare(args, translator, report, token_ids, references, options):
     results, report["results"], report["sentence_latency"] = {}, [], []
     for number, (decoder, width) in enumerate(variants, start=1):
         with contextlib.closing(Translator(args.model_dir)) as fresh:
-            row, results[decoder, width] = measure(
-                fresh, token_ids, references, decoder, width, args.runs, options)
+            request = fresh.request(decoder, width, options=options)
+            row, results[decoder, width] = measure(fresh, token_ids, references, request,
+                                                   args.runs)
             if decoder == "greedy" or width == args.beam_widths[-1]:
                 for ids in token_ids[:args.latency_sentences]:
-                    result, _, timings = timed(lambda: fresh.search(
-                        [ids], decoder, width, options)[0], args.runs)
+                    result, _, timings = timed(lambda: fresh.search([ids], request)[0], args.runs)
                     report["sentence_latency"].append({
                         "decoder": decoder, "beam_width": width, "source_tokens": len(ids),
                         "output_tokens": len(result.ids[0]),
@@ -272,9 +272,9 @@ def main(argv=None):
         if args.graphs:
             write_graphs(translator, args.graphs)
             return 0
-        options = from_flags(args, SCORING_OPTIONS)
-        for width in args.beam_widths:
-            translator.check_options("while_loop", width, options=options)
+        options = flag_values(args, COMMON_OPTIONS)
+        for width in args.beam_widths:  # checked before anything is decoded
+            translator.request("while_loop", width, options=options)
         source_path, reference_path = ((args.input, args.reference) if args.input
                                        else default_input_files(translator.config))
         sources, token_ids, references = load_inputs(translator, source_path, reference_path,

@@ -10,7 +10,7 @@ import numpy as np
 import sacrebleu
 
 from decode.mbr import UTILITIES, oracle_choice, utility_matrix
-from decode.options import SCORING_OPTIONS
+from decode.request import COMMON_OPTIONS
 from lab import sweep
 from seq2seq.model_dir import AVERAGED_RECORD, checkpoint_step, find_checkpoint, read_status_file
 
@@ -83,8 +83,8 @@ def open_models(args, translator):
     ValueError names a bad option, model directory or ensemble."""
     from decode.translator import Translator
 
-    if "mbr" in args.families:
-        translator.check_options("mbr", options=mbr_options(args))
+    if "mbr" in args.families:  # checked before anything is decoded
+        translator.request("mbr", options=mbr_options(args))
     specs = [(spec, spec.split("+"), None) for spec in args.compare_models]
     if args.ensemble_best:
         specs.append(("ensemble of the %d best checkpoints" % args.ensemble_best,
@@ -94,7 +94,7 @@ def open_models(args, translator):
     for name, model_dirs, checkpoints in specs:
         model = Translator(model_dirs if len(model_dirs) > 1 else model_dirs[0],
                            checkpoint=checkpoints)
-        model.check_options("while_loop", BEAM_WIDTH)
+        model.request("while_loop", BEAM_WIDTH)
         paths, what = checkpoints or [find_checkpoint(path) for path in model_dirs], "step"
         record = os.path.join(model_dirs[0], AVERAGED_RECORD)  # what training.average averaged
         if len(model_dirs) == 1 and os.path.isfile(record):
@@ -125,8 +125,8 @@ def oracle_bleu(pools, references):
 def run(args, translator, models, report, sources, references, options):
     """Adds the "families" rows to `report`: beam 5, --families, then each of `models`
     (`open_models`), all with the scoring `options` as resolved by the lab's `translator`."""
-    scoring = {name: value for name, value in translator.resolve_options(
-        "while_loop", options).items() if name in SCORING_OPTIONS}
+    beam = translator.request("while_loop", options=options)
+    scoring = {name: getattr(beam, name) for name in COMMON_OPTIONS}
     runs = [("beam %d" % BEAM_WIDTH, translator, "while_loop", scoring)]
     if "diverse" in args.families:
         runs.append(("diverse beam %d (%d groups, strength %g)" % (

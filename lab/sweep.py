@@ -12,7 +12,7 @@ import numpy as np
 import sacrebleu
 from sacrebleu.metrics import CHRF
 
-from decode.options import LENGTH_PENALTY_KINDS
+from seq2seq.decoding_options import LENGTH_PENALTY_KINDS
 
 VARIANT_KEYS = ("decoder", "beam_width", "length_penalty_kind", "length_penalty")  # name a row
 SCORE_TOLERANCE = 1e-4  # a score higher by more than this is higher (docs/API.md)
@@ -91,10 +91,10 @@ def open_translator(args, translator, references):
     lab_translator = Translator(args.model_dir, hparams="decode.max_beam_width=%d" % max(
         args.sweep_beam_widths + args.family_widths + [
             translator.config["decode"]["max_beam_width"]]))
-    for width in args.sweep_beam_widths if args.sweep else []:
-        lab_translator.check_options("while_loop", width)
+    for width in args.sweep_beam_widths if args.sweep else []:  # checked before any decoding
+        lab_translator.request("while_loop", width)
     if args.exact:
-        lab_translator.check_options("exact", options={"max_expansions": args.max_expansions})
+        lab_translator.request("exact", options={"max_expansions": args.max_expansions})
     sweep_coverage(args, lab_translator)
     return lab_translator
 
@@ -129,10 +129,11 @@ def quality(texts, references):
 
 def decode(translator, name, sources, references, decoder, beam_width, n_best=1, options=None):
     """(the Translations of `sources`, their `quality`, the seconds they took), timed once
-    WARM_UP of them have built the graphs; prints the BLEU."""
-    translator.translate(sources[:WARM_UP], decoder, beam_width, n_best, options=options)
+    WARM_UP of them have built the graphs; prints the BLEU. One DecodeRequest serves them all."""
+    request = translator.request(decoder, beam_width, n_best, options=options)
+    translator.translate(sources[:WARM_UP], request)
     started = time.perf_counter()
-    translations = translator.translate(sources, decoder, beam_width, n_best, options=options)
+    translations = translator.translate(sources, request)
     seconds = time.perf_counter() - started
     scores = quality([t.text for t in translations], references)
     print("%s: BLEU %.2f in %.1f s" % (name, scores["bleu"], seconds), file=sys.stderr)

@@ -9,12 +9,13 @@ import time
 from flask import Flask, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from decode.options import OPTIONS, TABLE, bounds, draws_samples, limits, shown, takes_option
+from decode.request import DecodeRequest, shown
+from seq2seq.decoding_options import OPTIONS, DecodingOptions, describe, takes, uses
 from server.batcher import Batcher
 from server.libretranslate import libretranslate_api
-from server.request_checks import (BODY_OVER_LIMIT, DEFAULT_DECODER, ApiError, Limits,
-                                   error_document, parse_score_request, parse_translate_request,
-                                   request_fields, served_max_expansions)
+from server.request_checks import (BODY_OVER_LIMIT, ApiError, Limits, error_document,
+                                   parse_score_request, parse_translate_request, request_fields,
+                                   served_here)
 from server.training_status import training_report
 
 LOG = logging.getLogger("seq2seq.serve")
@@ -28,29 +29,17 @@ PAGE_POLICY = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsaf
 DEFAULT_MAX_UNROLLED_TOKENS = 16  # serve.py's --warm_up_source_tokens default
 MAX_LOGGED_CHARS = 200
 MAX_METHOD_CHARS = 20
-# A text's Translation, or None and the message with which the Translator refused its prefix.
-ItemResult = collections.namedtuple("ItemResult", "translation graphs_built step refused",
-                                    defaults=(None,))
+# A text's Translation, the graphs its model call built, and the model step that made it.
+ItemResult = collections.namedtuple("ItemResult", "translation graphs_built step")
 
 
-def decoding_report(translator):
-    """/v1/info's `decoding`: per option its default, allowed values, hint and decoders."""
-    decode_params = translator.config["decode"]
-    named, report = limits(decode_params, translator.config["data"]["max_target_length"]), {}
-    for name in OPTIONS:
-        option = TABLE[name]
-        if option.kind == "choice":
-            allowed = {"type": "choice", "choices": list(option.low)}
-        else:
-            low, high = bounds(option, named)
-            allowed = {"type": "integer" if option.kind == "int" else "number", "min": low,
-                       "max": high, "exclusive_min": option.open_low,
-                       "exclusive_max": option.open_high}
-        report[name] = dict(default=decode_params[name], **allowed, hint=option.hint,
-                            decoders=[decoder for decoder in translator.decoders
-                                      if takes_option(decoder, name)])
-    report["max_expansions"]["max"] = served_max_expansions(decode_params)
-    return report
+def decoding_report(served):
+    """/v1/info's `decoding`: per option (seq2seq/decoding_options.py's rows) its default,
+    allowed values, hint, the decoders served that use it and whether it changes a score."""
+    return {name: dict(default=served.defaults[name], **describe(name, served.limits),
+                       hint=DecodingOptions.model_fields[name].description,
+                       decoders=[decoder for decoder in served.decoders if takes(decoder, name)],
+                       changes_score=uses(name).changes_score) for name in OPTIONS}
 
 
 def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, model_dir=None):
@@ -70,21 +59,11 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
                     serve["max_tokens"], max_unrolled_tokens)
 
     def run_batch(key, items):
-        """Translates a batch's items; a target prefix the Translator refuses (a ValueError
-        naming it) is that item's result, the batch's other items translated without it."""
-        prefixes = [item.prefix for item in items]
-        try:
-            with model.holding() as translator, translator.recording_builds() as built:
-                translations = translator.translate_tokens(
-                    [item.ids for item in items], decoder=key.decoder, beam_width=key.beam_width,
-                    n_best=max(item.n_best for item in items), trace=key.trace,
-                    options=dict(key.options), target_prefixes=prefixes if any(prefixes) else None)
-        except ValueError as error:
-            if not any(prefixes):
-                raise
-            if len(items) == 1:
-                return [ItemResult(None, 0, None, str(error))]
-            return [result for item in items for result in run_batch(key, [item])]
+        """Translates a batch's items: requests alike but for their prefixes and n_best."""
+        with model.holding() as translator, translator.recording_builds() as built:
+            translations = translator.translate_tokens(
+                [item.ids for item in items], key.for_call([item.prefix_ids for item in items],
+                                                           max(item.n_best for item in items)))
         return [ItemResult(translation._replace(n_best=translation.n_best[:item.n_best]),
                            len(built), translator.step)
                 for translation, item in zip(translations, items)]
@@ -115,9 +94,9 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
             model=dict(served_model(translator), source_vocab_size=translator.source_vocab_size,
                        target_vocab_size=translator.target_vocab_size),
             decoders=list(translator.decoders),
-            defaults={"decoder": DEFAULT_DECODER,
-                      "beam_width": translator.check_options(DEFAULT_DECODER), "n_best": 1},
-            decoding=decoding_report(translator),
+            defaults={"decoder": DecodeRequest.model_fields["decoder"].default,
+                      "beam_width": translator.default_beam_width, "n_best": 1},
+            decoding=decoding_report(served_here(translator)),
             limits=dict(limits._asdict(), min_beam_width=widths[0], max_beam_width=widths[-1],
                         max_n_best=widths[-1]),
             tracing=translator.can_trace,  # "trace": true with one text (not a SavedModel)
@@ -138,18 +117,14 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
     @app.post("/translate")
     def translate():
         translator = model.loaded().translator
-        items, key = parse_translate_request(request_fields(), limits, translator)
+        items, wanted = parse_translate_request(request_fields(), limits, translator)
         g.sentences = len(items)
+        key = wanted.for_call(n_best=wanted.n_best if wanted.trace else 1)  # a call keeps the most
         answer = batcher.submit(key, items, max(len(item.ids) for item in items))
-        for item, result in zip(items, answer.results):
-            if result.refused:
-                raise ApiError(400, re.sub(r"^target_prefixes(\[\d+\])?", item.prefix_name,
-                                           result.refused))
-        pooled = draws_samples(key.decoder, dict(key.options))  # mbr: candidates = samples
         return jsonify(
-            translations=[translation_answer(result.translation, pooled)
-                          for result in answer.results],
-            decoder=key.decoder, beam_width=key.beam_width, options=dict(key.options),
+            translations=[translation_answer(result.translation, key.draws_samples)
+                          for result in answer.results],  # mbr: candidates = samples
+            decoder=key.decoder, beam_width=key.searched_beam_width, options=key.used_options(),
             elapsed_ms=round((time.perf_counter() - g.started) * 1000.0, 2),
             decode_ms=round(answer.call_seconds * 1000.0, 2),
             graphs_built=answer.results[0].graphs_built,
@@ -157,24 +132,11 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
 
     @app.post("/score")
     def score():
-        sources, targets, pieces, names, options = parse_score_request(
+        source_ids, target_ids, wanted = parse_score_request(
             request_fields(), limits, model.loaded().translator)
-        g.sentences = len(sources)
+        g.sentences = len(source_ids)
         with model.holding() as translator:
-            try:
-                scores = translator.score(sources, targets, options, target_pieces=pieces if any(
-                    given is not None for given in pieces) else None)
-            except ValueError as error:  # a bad piece: name the request's field
-                raise ApiError(400, re.sub(r"^target_pieces\[(\d+)\]", lambda found: names[int(
-                    found.group(1))], str(error))) from None
-        # the character limit bounded the work; any translation /translate gives is taken back
-        from decode.graphs import output_length_limit  # TensorFlow's: loaded with the model
-        longest = output_length_limit(limits.max_tokens, translator.config["decode"]) - 1
-        for name, scored in zip(names, scores):
-            if scored["length"] - 1 > longest:
-                raise ApiError(400, "%s has %d tokens; the limit is %d, the longest translation "
-                               "of a source of %d" % (name, scored["length"] - 1, longest,
-                                                      limits.max_tokens))
+            scores = translator.score_tokens(source_ids, target_ids, wanted)
         return jsonify(scores=scores, model=served_model(translator))
 
     @app.errorhandler(ApiError)

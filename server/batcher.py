@@ -209,15 +209,16 @@ class BatchLog:
         self._lock = threading.Lock()
 
     def write(self, key, items, results, call):
-        """Appends the line of a `Call` of a BatchKey's Items, which gave ItemResults (none if it
-        failed); a failed write is logged, not raised."""
-        translations = [result.translation for result in results if not result.refused]
+        """Appends the line of a `Call` of a batch's Items (its key: their DecodeRequest), which
+        gave ItemResults (none if it failed); a failed write is logged, not raised."""
+        translations = [result.translation for result in results]
         traces = [translation.trace for translation in translations if translation.trace]
         record = dict(
             time=round(call.started, 6), slot=call.slot,
             idle_seconds=None if call.idle_seconds is None else round(call.idle_seconds, 6),
             wall_seconds=round(call.wall_seconds, 6), cpu_seconds=round(call.cpu_seconds, 6),
-            **{name: value for name, value in key._asdict().items() if name != "n_best"},
+            decoder=key.decoder, beam_width=key.searched_beam_width, trace=key.trace,
+            options=list(key.used_options().items()),
             n_best=max(item.n_best for item in items), size=len(items),
             source_lengths=[len(item.ids) for item in items],
             output_words=[len(translation.text.split()) for translation in translations],

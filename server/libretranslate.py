@@ -8,7 +8,7 @@ import re
 from babel import Locale
 from flask import Blueprint, current_app, jsonify, request
 
-from decode.options import shown
+from decode.request import shown
 from server.request_checks import ApiError, request_fields
 
 ENGLISH = {"code": "en", "name": "English"}  # the models here all read English

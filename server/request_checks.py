@@ -1,5 +1,6 @@
 """What a request may hold: its JSON body read and every field checked, or an ApiError saying
-which field is wrong and why (docs/API.md, "HTTP API" and "Scoring a translation")."""
+which field is wrong and why (docs/API.md, "HTTP API" and "Scoring a translation"); its decoding
+fields make one DecodeRequest (decode/request.py)."""
 
 import collections
 import json
@@ -7,18 +8,15 @@ import unicodedata
 
 from flask import request
 
-from decode.options import OPTIONS, SCORE_OPTIONS, draws_samples, shown, takes_option
+from decode.request import decode_request, shown
+from seq2seq.decoding_options import OPTIONS, SCORE_OPTIONS
 
-DEFAULT_DECODER = "while_loop"
-FIELDS = ("text", "texts", "decoder", "beam_width", "n_best", "trace", "target_prefix") + OPTIONS
+REQUEST_FIELDS = ("decoder", "beam_width", "n_best", "trace") + OPTIONS  # a DecodeRequest's
+FIELDS = ("text", "texts") + REQUEST_FIELDS[:4] + ("target_prefix",) + OPTIONS
 SCORE_TEXT_FIELDS = ("source", "target", "target_pieces", "pairs")
-SCORE_FIELDS = SCORE_TEXT_FIELDS + OPTIONS  # the Translator names the unused options
+SCORE_FIELDS = SCORE_TEXT_FIELDS + OPTIONS  # score_request names the options that are no score's
 PAIR_FIELDS = ({"source", "target"}, {"source", "target_pieces"})
-UNTRACED_DECODERS = ("sample", "exact", "mbr")  # they keep no beam to trace
 MAX_SERVED_EXPANSIONS = 20000  # the exact search's cap a request may ask for (SERVING-NOTES.md)
-# The optional fields of a type: the exact Python type JSON parses them to, and its name.
-TYPED_FIELDS = (("trace", bool, "true or false"), ("beam_width", int, "an integer"),
-                ("n_best", int, "an integer"))
 MAX_INTEGER_DIGITS = 100  # longer integers read as +-10**100: out of every range alike
 ALLOWED_CONTROLS = frozenset("\t\n\r")  # whitespace a pasted paragraph may carry
 REFUSED_CHARACTERS = {"Cc": "the control character", "Cs": "an unpaired surrogate"}
@@ -31,11 +29,8 @@ JSON_TYPE_NAMES = {type(None): "null", bool: "a boolean", int: "a number", float
 
 Limits = collections.namedtuple("Limits",
                                 "max_body_bytes max_texts max_chars max_tokens max_unrolled_tokens")
-# beam_width: as the Translator takes it (None where it takes none: sample, exact, mbr of samples);
-# options: (name, value) pairs of every decoding option the decoder uses, resolved.
-BatchKey = collections.namedtuple("BatchKey", "decoder beam_width trace n_best options")
-# One text of a request: source ids, hypotheses wanted, target prefix ("": none) and its field.
-Item = collections.namedtuple("Item", "ids n_best prefix prefix_name")
+# One text of a request: source ids, hypotheses wanted, target prefix ("": none) and its ids.
+Item = collections.namedtuple("Item", "ids n_best prefix prefix_ids")
 
 
 class ApiError(Exception):
@@ -47,9 +42,12 @@ def error_document(status, message):
     return {"error": {"code": CODES.get(status, "error"), "message": message}}
 
 
-def served_max_expansions(decode_params):
-    """The most expansions a request may ask of the exact search (at least the default)."""
-    return max(MAX_SERVED_EXPANSIONS, decode_params["max_expansions"])
+def served_here(translator):
+    """The translator's `served` (decode/request.py), capped as this server caps the exact
+    search's max_expansions (at least the default)."""
+    served = translator.served
+    return served._replace(limits=dict(served.limits, max_expansions=max(
+        MAX_SERVED_EXPANSIONS, served.defaults["max_expansions"])))
 
 
 def request_fields():
@@ -113,7 +111,8 @@ def _check_known(fields, known, listed=None):
 
 
 def parse_translate_request(fields, limits, translator):
-    """Returns (an Item per text, BatchKey) of a POST /translate, or raises ApiError (400)."""
+    """Returns (an Item per text, the DecodeRequest) of a POST /translate, or raises ApiError
+    (400)."""
     _check_known(fields, FIELDS)
     if ("text" in fields) == ("texts" in fields):
         raise ApiError(400, 'give exactly one of "text" (a string) or "texts" (a list of strings)')
@@ -124,34 +123,11 @@ def parse_translate_request(fields, limits, translator):
         named = [("texts[%d]" % index, text) for index, text in enumerate(texts)]
     token_ids = [_token_ids(name, text, limits, translator) for name, text in named]
     prefixes, prefix_names = _target_prefixes(fields.get("target_prefix"), len(named), limits)
-    for name, kind, kind_name in TYPED_FIELDS:
-        if fields.get(name) is not None and type(fields[name]) is not kind:
-            raise ApiError(400, "%s must be %s, got %s" % (name, kind_name, shown(fields[name])))
-    trace, beam_width = fields.get("trace"), fields.get("beam_width")
-    n_best = 1 if fields.get("n_best") is None else fields["n_best"]
-    if trace and len(token_ids) != 1:
+    if fields.get("trace") is True and len(token_ids) != 1:
         raise ApiError(400, "trace needs exactly one text, got texts with %d" % len(token_ids))
-    if trace and not translator.can_trace:
-        raise ApiError(400, "trace: this server serves a SavedModel, which returns no trace")
-    decoder = DEFAULT_DECODER if fields.get("decoder") is None else fields["decoder"]
-    given = {name: fields[name] for name in OPTIONS if name in fields}
-    expansions, most = given.get("max_expansions"), served_max_expansions(
-        translator.config["decode"])
-    if decoder == "exact" and decoder in translator.decoders and type(expansions) is int and \
-            not 1 <= expansions <= most:
-        raise ApiError(400, "max_expansions must be in 1..%d on this server, got %s"
-                       % (most, shown(expansions)))
-    try:
-        width = translator.check_options(decoder, beam_width, n_best, given)
-        options = translator.resolve_options(decoder, given)
-    except ValueError as error:
-        raise ApiError(400, str(error)) from None
-    if trace and decoder in UNTRACED_DECODERS:
-        raise ApiError(400, "trace: the %s decoder keeps no beams to trace; trace a beam search "
-                       "or greedy" % decoder)
     prefix_ids = [_prefix_ids(name, prefix, limits, translator) if prefix else []
                   for name, prefix in zip(prefix_names, prefixes)]
-    if decoder == "unrolled":
+    if fields.get("decoder") == "unrolled":
         lengths = [(name, len(ids), "source") for (name, _), ids in zip(named, token_ids)]
         lengths += [(name, len(ids), "prefix") for name, ids in zip(prefix_names, prefix_ids)]
         for name, length, kind in lengths:
@@ -159,12 +135,13 @@ def parse_translate_request(fields, limits, translator):
                 raise ApiError(400, "%s has %d tokens; the unrolled decoder's graph grows with "
                                "the length, so it serves up to %d %s tokens here; use "
                                "while_loop" % (name, length, limits.max_unrolled_tokens, kind))
-    used = tuple((name, options[name]) for name in OPTIONS if takes_option(decoder, name))
-    items = [Item(ids, n_best, prefix, name)
-             for ids, prefix, name in zip(token_ids, prefixes, prefix_names)]
-    takes_width = not draws_samples(decoder, options) and decoder != "exact"
-    return items, BatchKey(decoder, width if takes_width else None, bool(trace),
-                           n_best if trace else None, used)
+    try:
+        wanted = decode_request(served_here(translator), dict(
+            {name: fields.get(name) for name in REQUEST_FIELDS}, target_prefix=prefix_ids))
+    except ValueError as error:
+        raise ApiError(400, str(error)) from None
+    return [Item(ids, wanted.n_best, prefix, ids_forced) for ids, prefix, ids_forced
+            in zip(token_ids, prefixes, prefix_ids)], wanted
 
 
 def _target_prefixes(value, count, limits):
@@ -198,9 +175,8 @@ def list_field(fields, name, items, limits):
 
 
 def parse_score_request(fields, limits, translator):
-    """Returns (sources, targets, target pieces, the targets' field names, options) of a POST
-    /score, or raises ApiError; a pair gives a target (targets[i]; "" if pieces) or its pieces
-    (pieces[i]; None if a target)."""
+    """Returns (source ids, target ids, the DecodeRequest of its options) of a POST /score, or
+    raises ApiError; a pair gives a target or its target pieces."""
     _check_known(fields, SCORE_FIELDS, SCORE_TEXT_FIELDS + SCORE_OPTIONS)
     single = {"source", "target", "target_pieces"} & set(fields)
     if "pairs" in fields:
@@ -221,18 +197,32 @@ def parse_score_request(fields, limits, translator):
     else:
         raise ApiError(400, 'give "source" and "target" (strings) or "target_pieces" (a list of '
                        'pieces), or "pairs" (a list of {"source", "target"} objects)')
+    source_ids = [_token_ids(prefix + "source", pair["source"], limits, translator)
+                  for prefix, pair in named]
+    from decode.graphs import output_length_limit  # TensorFlow's: loaded with the model
+    longest = output_length_limit(limits.max_tokens, translator.config["decode"]) - 1
+    target_ids = []  # the character limit bounds the work; any translation /translate gives: in
     for prefix, pair in named:
-        _token_ids(prefix + "source", pair["source"], limits, translator)
-    names = [prefix + ("target" if "target" in pair else "target_pieces") for prefix, pair in named]
-    for name, (_, pair) in zip(names, named):
-        if name.endswith("target_pieces") and not isinstance(pair["target_pieces"], list):
-            raise ApiError(400, "%s must be a list of pieces, got %s"  # the Translator checks
-                           % (name, JSON_TYPE_NAMES[type(pair["target_pieces"])]))  # each piece
-    targets = [checked_text(name, pair["target"], limits, True) if "target" in pair else ""
-               for name, (_, pair) in zip(names, named)]
-    options = {name: fields[name] for name in OPTIONS if name in fields}
-    return ([pair["source"].strip() for _, pair in named], targets,
-            [pair.get("target_pieces") for _, pair in named], names, options)
+        name = prefix + ("target" if "target" in pair else "target_pieces")
+        if "target" in pair:
+            target = checked_text(name, pair["target"], limits, True)
+        elif not isinstance(pair["target_pieces"], list):
+            raise ApiError(400, "%s must be a list of pieces, got %s"
+                           % (name, JSON_TYPE_NAMES[type(pair["target_pieces"])]))
+        else:
+            target = pair["target_pieces"]
+        try:
+            target_ids.append(translator.target_ids(target, name))
+        except ValueError as error:  # a piece the target vocabulary lacks
+            raise ApiError(400, str(error)) from None
+        if len(target_ids[-1]) > longest:
+            raise ApiError(400, "%s has %d tokens; the limit is %d, the longest translation of a "
+                           "source of %d" % (name, len(target_ids[-1]), longest, limits.max_tokens))
+    try:
+        return source_ids, target_ids, translator.score_request(
+            {name: fields[name] for name in OPTIONS if name in fields})
+    except ValueError as error:
+        raise ApiError(400, str(error)) from None
 
 
 def checked_text(name, text, limits, may_be_empty=False):
@@ -255,12 +245,12 @@ def checked_text(name, text, limits, may_be_empty=False):
 
 
 def _prefix_ids(name, prefix, limits, translator):
-    """Returns the target ids a target prefix forces, or raises ApiError (400): more tokens than
-    a source may have."""
+    """Returns the target ids a target prefix forces, or raises ApiError (400): a character the
+    target vocabulary lacks, more tokens than a source may have."""
     try:
         ids = translator.prefix_ids(prefix, name)
-    except ValueError:  # a character the vocabulary lacks: its model call refuses it alone
-        return []
+    except ValueError as error:
+        raise ApiError(400, str(error)) from None
     if len(ids) > limits.max_tokens:
         raise ApiError(400, "%s has %d tokens; the limit is %d"
                        % (name, len(ids), limits.max_tokens))

@@ -1,14 +1,16 @@
 """Shared fixtures: a tiny prepared corpus and a tiny trained model.
 
-Both are built once per test run (in a temporary directory) and shared by every
-test module that asks for them, so the suite stays fast. `make test` runs the
-modules on two pytest-xdist workers: the first worker to need the corpus or the
-model builds it while the other waits for it, then both read it.
+Both are built once per test run (in a temporary directory, or $TESTS_TINY_DIR) and shared
+by every test module that asks for them, so the suite stays fast. `make test` runs the
+modules on two pytest-xdist workers: the first worker to need the corpus or the model builds
+it while the other waits for it, then both read it. The tests that compare decodes by
+tests/same_hypotheses.py's rule are marked float_sensitive (`pytest -m float_sensitive`).
 """
 
 import fcntl
 import os
 import sys
+import types
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -30,6 +32,38 @@ LONG_FILES_OF_FEW_TESTS = ("tests/test_distributed.py", "tests/test_serve_reload
                            "tests/test_serve_training_browser.py")
 
 
+# tests/same_hypotheses.py's comparisons of two decodes of the same sentences on different batch
+# shapes: only these can pass under one CPU's arithmetic and fail under another's (Makefile).
+SAME_HYPOTHESES_RULE = ("assert_same_hypotheses", "assert_same_trace")
+
+
+def _uses_the_rule(code, names, seen):
+    """Whether `code` calls a SAME_HYPOTHESES_RULE function, itself or through a function of
+    tests/ it names (`names`: its globals), however deep."""
+    if code in seen:
+        return False
+    seen.add(code)
+    for name in code.co_names:
+        if name in SAME_HYPOTHESES_RULE:
+            return True
+        value = names.get(name)
+        if isinstance(value, types.FunctionType) and \
+                value.__code__.co_filename.startswith(os.path.join(REPO, "tests", "")) and \
+                _uses_the_rule(value.__code__, value.__globals__, seen):
+            return True
+    return any(isinstance(const, types.CodeType) and _uses_the_rule(const, names, seen)
+               for const in code.co_consts)
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects
+def pytest_collection_modifyitems(items):
+    """Marks float_sensitive each test that compares decodes by tests/same_hypotheses.py."""
+    for item in items:
+        function = getattr(item, "function", None)
+        if function is not None and _uses_the_rule(function.__code__, function.__globals__, set()):
+            item.add_marker(pytest.mark.float_sensitive)
+
+
 def pytest_xdist_make_scheduler(config, log):
     """With --dist loadfile, the scheduler that starts LONG_FILES_OF_FEW_TESTS first."""
     if config.getoption("dist") != "loadfile":
@@ -47,7 +81,11 @@ def pytest_xdist_make_scheduler(config, log):
 
 @pytest.fixture(scope="session")
 def run_dir(tmp_path_factory, worker_id):
-    """A temporary directory that every xdist worker of this run shares."""
+    """Where the tiny corpus and model are built: $TESTS_TINY_DIR if set (`make test`'s second
+    run finds them there, built by its first), else a temporary directory that every xdist
+    worker of this run shares."""
+    if os.environ.get("TESTS_TINY_DIR"):
+        return os.path.abspath(os.environ["TESTS_TINY_DIR"])
     base = tmp_path_factory.getbasetemp()
     return str(base if worker_id == "master" else base.parent)
 

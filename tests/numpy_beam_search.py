@@ -14,7 +14,7 @@ costs its true log-probability like any other. The searches also take a
 dropped the same way, and the limit is raised to leave room for the prefix
 and the end token.
 
-What it checks: `decode/beam_search.py` (`select_best`, the step that
+What it checks: `decode/beam_search.py` (`beam_step`, the step that
 docs/WALKTHROUGH.md section 7 explains) through tests/test_beam_search.py,
 test_greedy.py, test_diverse_beam.py, test_target_prefix.py,
 test_decoding_options.py, test_epsilon.py and test_exact_search.py.

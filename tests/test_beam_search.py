@@ -11,6 +11,7 @@ import tensorflow.compat.v1 as tf
 
 import numpy_beam_search as reference
 from decode import beam_search, greedy_search, rnn_beam_search, while_loop_beam_search
+from decode.scoring import Scoring
 from same_hypotheses import assert_same_hypotheses, hypotheses, trace_steps
 from toy_decoder import ToyDecoder, row_state
 
@@ -102,7 +103,7 @@ def test_ties_go_to_the_lower_beam_and_token_as_in_the_numpy_reference(search, b
 
 @pytest.mark.parametrize("search", sorted(SEARCHES))
 def test_matches_numpy_reference_over_a_vocabulary_long_enough_to_chunk(search):
-    # 400 tokens: select_best takes each row's best tokens with the chunked top_k.
+    # 400 tokens: beam_step takes each slot's best tokens with the chunked top_k.
     toy = ToyDecoder(vocab_size=400, hidden_size=6, seed=9, logit_scale=1.0)
     batch_state = toy.initial_state([-3.0, 0.5])
     actual = run_search(SEARCHES[search], toy, batch_state, 5, 3, 0.6)
@@ -265,22 +266,30 @@ def test_template_update_fn_shares_its_variables_across_steps():
         assert len(tf.global_variables()) == 1
 
 
-def test_select_best_carries_a_finished_hypothesis_once_with_its_score():
-    # Beam of 3: slot 0 finished with the best score, slots 1 and 2 alive.
+def run_step(logits, log_probs, lengths, finished, max_lengths=()):
+    """beam_step at step 3 on a model that gives `logits` [b, k, v] whatever it is fed:
+    (the BeamState after it, parent_ids)."""
     with tf.Graph().as_default():
-        beam = beam_search.Beam(log_probs=tf.constant([[-0.1, -1.0, -2.0]]),
-                            lengths=tf.constant([[2, 3, 3]]),
-                            finished=tf.constant([[True, False, False]]))
-        logits = tf.constant([[[9.0, 0.0, 0.0, 0.0],      # finished: ignored
-                               [0.0, 0.0, 2.0, 1.0],
-                               [0.0, 0.0, 5.0, 0.0]]])
-        choice = beam_search.select_best(logits, beam, step=3, end_token_id=END, scoring=0.0)
+        state = beam_search.BeamState(
+            log_probs=tf.constant(log_probs), lengths=tf.constant(lengths),
+            finished=tf.constant(finished), ids=tf.zeros_like(lengths),
+            max_lengths=tf.constant(max_lengths) if len(max_lengths) else ())
+        step = beam_search.beam_step(lambda model, ids: (model, tf.constant(logits)), state, 3,
+                                     END, Scoring())
         with tf.Session() as session:
-            beam, token_ids, parent_ids = session.run(choice)
+            return session.run(step)
+
+
+def test_beam_step_carries_a_finished_hypothesis_once_with_its_score():
+    # Beam of 3: slot 0 finished with the best score, slots 1 and 2 alive.
+    beam, parent_ids = run_step([[[9.0, 0.0, 0.0, 0.0],      # finished: ignored
+                                  [0.0, 0.0, 2.0, 1.0],
+                                  [0.0, 0.0, 5.0, 0.0]]],
+                                [[-0.1, -1.0, -2.0]], [[2, 3, 3]], [[True, False, False]])
     log_softmax_1 = reference.log_softmax([0.0, 0.0, 2.0, 1.0])
     log_softmax_2 = reference.log_softmax([0.0, 0.0, 5.0, 0.0])
     np.testing.assert_array_equal(parent_ids, [[0, 1, 2]])
-    np.testing.assert_array_equal(token_ids, [[END, 2, 2]])
+    np.testing.assert_array_equal(beam.ids, [[END, 2, 2]])
     np.testing.assert_allclose(beam.log_probs, [[-0.1, -1.0 + log_softmax_1[2],
                                                  -2.0 + log_softmax_2[2]]], rtol=1e-6)
     np.testing.assert_array_equal(beam.lengths, [[2, 4, 4]])
@@ -406,31 +415,25 @@ def test_unrolled_with_extra_steps_equals_while_loop_with_limits():
     assert_same_result(while_loop, unrolled)
 
 
-def test_select_best_ends_alive_hypotheses_at_their_limit_with_the_true_log_prob():
+def test_beam_step_ends_alive_hypotheses_at_their_limit_with_the_true_log_prob():
     # Two sentences, same beam of 3 (slot 0 finished, slots 1 and 2 alive),
     # same logits; only the first is at its limit (step 3 chooses token 4).
-    with tf.Graph().as_default():
-        beam = beam_search.Beam(log_probs=tf.constant([[-0.1, -1.0, -2.0]] * 2),
-                            lengths=tf.constant([[2, 3, 3]] * 2),
-                            finished=tf.constant([[True, False, False]] * 2))
-        logits = tf.constant([[[9.0, 0.0, 0.0, 0.0],
-                               [0.0, 0.0, 2.0, 1.0],
-                               [0.0, 0.0, 5.0, 0.0]]] * 2)
-        choice = beam_search.select_best(logits, beam, step=3, end_token_id=END, scoring=0.0,
-                                     max_lengths=tf.constant([4, 9]))
-        with tf.Session() as session:
-            beam, token_ids, parent_ids = session.run(choice)
+    beam, parent_ids = run_step([[[9.0, 0.0, 0.0, 0.0],
+                                  [0.0, 0.0, 2.0, 1.0],
+                                  [0.0, 0.0, 5.0, 0.0]]] * 2,
+                                [[-0.1, -1.0, -2.0]] * 2, [[2, 3, 3]] * 2,
+                                [[True, False, False]] * 2, max_lengths=[4, 9])
     log_softmax_1 = reference.log_softmax([0.0, 0.0, 2.0, 1.0])
     log_softmax_2 = reference.log_softmax([0.0, 0.0, 5.0, 0.0])
     # At the limit: only end tokens, each with its own log-probability.
     np.testing.assert_array_equal(parent_ids[0], [0, 1, 2])
-    np.testing.assert_array_equal(token_ids[0], [END, END, END])
+    np.testing.assert_array_equal(beam.ids[0], [END, END, END])
     np.testing.assert_allclose(beam.log_probs[0], [-0.1, -1.0 + log_softmax_1[END],
                                                    -2.0 + log_softmax_2[END]], rtol=1e-6)
     np.testing.assert_array_equal(beam.lengths[0], [2, 4, 4])
     np.testing.assert_array_equal(beam.finished[0], [True, True, True])
     # Below the limit: as without one.
-    np.testing.assert_array_equal(token_ids[1], [END, 2, 2])
+    np.testing.assert_array_equal(beam.ids[1], [END, 2, 2])
     np.testing.assert_allclose(beam.log_probs[1], [-0.1, -1.0 + log_softmax_1[2],
                                                    -2.0 + log_softmax_2[2]], rtol=1e-6)
     np.testing.assert_array_equal(beam.finished[1], [True, False, False])

@@ -1,11 +1,13 @@
 """The config schema: defaults, YAML merge, --hparams, type checks, shape keys."""
 
 import re
+from typing import Literal, get_args, get_origin
 
 import pytest
 import yaml
 
 from seq2seq import config as cfg
+from seq2seq.decoding_options import DecodingOptions
 
 
 def _write(tmp_path, text):
@@ -62,7 +64,11 @@ def test_bad_configs_name_the_key(tmp_path, text, message):
     ("decode.beam_width=20", r"decode\.beam_width must be in \[1, decode\.max_beam_width=16\], got 20"),
     ("decode.beam_width=0", r"decode\.beam_width must be in"),
     ("decode.max_length_extra=0", r"decode\.max_length_extra must be >= 1"),
-    ("train.label_smoothing=-0.1", r"train\.label_smoothing must be >= 0"),
+    ("train.label_smoothing=-0.1", r"train\.label_smoothing must be in \[0, 1\), got -0\.1"),
+    ("train.max_stepz=3", r"unknown key 'train\.max_stepz' \(known in train: [a-z_, ]*max_steps"),
+    ("model.num_units=abc", r"model\.num_units must be an integer, got 'abc'"),
+    ("model.tie_output_projection=2", r"model\.tie_output_projection must be a boolean, got '2'"),
+    ("train.decay=linear", r"train\.decay must be one of rsqrt, constant, cosine, got 'linear'"),
     # Out of range: each message names the key, the range and the value.
     ("train.shuffle_buffer=0", r"train\.shuffle_buffer must be >= 1, got 0"),
     ("train.save_checkpoints_steps=0", r"train\.save_checkpoints_steps must be >= 1, got 0"),
@@ -72,9 +78,10 @@ def test_bad_configs_name_the_key(tmp_path, text, message):
     ("data.embedded_test_size=0", r"data\.embedded_test_size must be >= 1, got 0"),
     ("train.batch_tokens=-1", r"train\.batch_tokens must be >= 0, got -1"),
     ("train.eval_bleu_sentences=-5", r"train\.eval_bleu_sentences must be >= 0, got -5"),
-    ("train.learning_rate=0", r"train\.learning_rate must be > 0, got 0\.0"),
+    ("train.learning_rate=0", r"train\.learning_rate must be > 0, got 0$"),
     ("train.learning_rate=-0.001", r"train\.learning_rate must be > 0, got -0\.001"),
-    ("train.learning_rate=nan", r"train\.learning_rate must be a finite number, got 'nan'"),
+    ("train.learning_rate=nan", r"train\.learning_rate must be a finite number, got nan"),
+    ("train.learning_rate=true", r"train\.learning_rate must be a finite number, got 'true'"),
     ("train.warmup_steps=-1", r"train\.warmup_steps must be >= 0, got -1"),
     ("train.keep_checkpoint_max=-1", r"train\.keep_checkpoint_max must be >= 0, got -1"),
     ("train.throttle_secs=-1", r"train\.throttle_secs must be >= 0, got -1"),
@@ -107,6 +114,21 @@ def test_bad_configs_name_the_key(tmp_path, text, message):
 def test_bad_hparams(hparams, message):
     with pytest.raises(cfg.ConfigError, match=message):
         cfg.load_config(hparams=hparams)
+
+
+def test_every_bad_key_is_named_at_once():
+    with pytest.raises(cfg.ConfigError) as error:
+        cfg.load_config(hparams="train.max_steps=0,model.num_units=abc,serve.max_texts=x")
+    assert str(error.value) == ("model.num_units must be an integer, got 'abc'; train.max_steps "
+                                "must be >= 1, got 0; serve.max_texts must be an integer, got 'x'")
+
+
+def test_a_yaml_boolean_where_text_is_wanted_says_to_quote_it(tmp_path):
+    with pytest.raises(cfg.ConfigError, match=r"data\.target_locale must be a string, got False "
+                                              r"\(quote it in YAML: 'no'\)"):
+        cfg.load_config(_write(tmp_path, "data:\n  target_locale: no\n"))
+    empty = cfg.load_config(_write(tmp_path, "data:\n  dev_data:\n  data_dir: 2024\n"))["data"]
+    assert (empty["dev_data"], empty["data_dir"]) == ("", "2024")
 
 
 def test_range_edges_are_accepted():
@@ -316,9 +338,28 @@ def test_every_key_has_an_inline_comment_in_the_schema_and_the_demo_config():
     with open("configs/default.yaml", encoding="utf-8") as f:
         demo = f.read()
     for section, key in _schema_keys():
-        if section == "decode" and key in cfg.DECODING_OPTIONS:  # the table's hint says it
-            assert len(cfg.DECODING_OPTIONS[key].hint) > 10, key
+        if section == "decode" and key in DecodingOptions.model_fields:  # its hint says it
+            assert len(DecodingOptions.model_fields[key].description) > 10, key
         else:
-            assert re.search(r'^ +"%s": [^\n]*,  # \S' % key, schema, re.M), key
+            assert re.search(r"^    %s: [^\n]*  # \S" % key, schema, re.M), key
         yaml_key = r"^  %s: " % key if section else r"^%s: " % key
         assert re.search(yaml_key + r"[^#\n]*# \S", demo, re.M), "%s.%s" % (section, key)
+
+
+def test_the_demo_config_states_each_keys_bounds_and_choices_as_the_schema_declares():
+    with open("configs/default.yaml", encoding="utf-8") as f:
+        demo = f.read()
+    checked = 0
+    for section, key in _schema_keys():
+        if section is None or section == "decode" and key in DecodingOptions.model_fields:
+            continue  # an option's hint is its own
+        field = cfg.Config.model_fields[section].annotation.model_fields[key]
+        # The key's comment, with its continuation lines ("  #   ...").
+        comment = re.search(r"^  %s: [^#\n]*(#[^\n]*(\n +#[^\n]*)*)" % key, demo, re.M).group(1)
+        expected = get_args(field.annotation) if get_origin(field.annotation) is Literal else ()
+        if any(hasattr(rule, sign) for rule in field.metadata for sign in ("ge", "gt", "le", "lt")):
+            expected += (cfg._bounds(field),)
+        for text in expected:
+            assert text in comment, "%s.%s: %r not in %r" % (section, key, text, comment)
+            checked += 1
+    assert checked > 40

@@ -1,9 +1,8 @@
 """Between-graph replicated training: chief, worker and parameter server on 127.0.0.1.
 
-Three `train.py` processes with TF_CONFIG, as on three machines, each with one
-tower or with `--num_gpus 2` (two virtual CPU devices per process). The
-Estimator's parameter server runs `server.join()` forever, so the test stops it
-once the chief and the worker have finished.
+Three `train.py` processes with TF_CONFIG, as on three machines: a chief with `--num_gpus 2` (two
+virtual CPU devices), a worker with one tower. The Estimator's parameter server runs
+`server.join()` forever, so the test stops it once the chief and the worker have finished.
 """
 
 import json
@@ -20,7 +19,7 @@ import tensorflow.compat.v1 as tf
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_STEPS = 400  # the worker starts 5 s after the chief (train_and_evaluate): it must get steps too
-TIMEOUT_SECS = 300  # a bound for a hung run; each case takes 20-30 s on a quiet machine
+TIMEOUT_SECS = 300  # a bound for a hung run; the cluster takes 20-30 s on a quiet machine
 
 
 def _free_ports(count):
@@ -38,27 +37,31 @@ def _tail(path, lines=15):
         return "".join(f.readlines()[-lines:])
 
 
-@pytest.mark.parametrize("num_gpus", [1, 2])
-def test_chief_worker_and_ps_train_together(tiny_config, tiny_data, tmp_path, num_gpus):
+@pytest.fixture(scope="module")
+def cluster(tiny_config, tiny_data, tmp_path_factory):
+    """One run of a chief on two towers, a worker on one and a parameter server (the two tower
+    counts meet in one cluster, each in its own task): (model_dir, {task: its log's path})."""
+    directory = tmp_path_factory.mktemp("cluster")
     chief_port, worker_port, ps_port = _free_ports(3)
-    cluster = {"chief": ["127.0.0.1:%d" % chief_port],
-               "worker": ["127.0.0.1:%d" % worker_port],
-               "ps": ["127.0.0.1:%d" % ps_port]}
-    model_dir = str(tmp_path / "model")
+    addresses = {"chief": ["127.0.0.1:%d" % chief_port],
+                 "worker": ["127.0.0.1:%d" % worker_port],
+                 "ps": ["127.0.0.1:%d" % ps_port]}
+    model_dir = str(directory / "model")
     command = [sys.executable, os.path.join(REPO, "train.py"),
                "--config", os.path.join(REPO, "configs", "tiny.yaml"),
                "--model_dir", model_dir,
                "--hparams", "data.data_dir=%s" % tiny_config["data"]["data_dir"],
-               "--max_steps", str(MAX_STEPS), "--num_gpus", str(num_gpus)]
+               "--max_steps", str(MAX_STEPS)]
 
     processes, logs = {}, {}
     try:
-        for task in ("ps", "chief", "worker"):
+        for task, num_gpus in (("ps", 1), ("chief", 2), ("worker", 1)):
             env = dict(os.environ, TF_CONFIG=json.dumps(
-                {"cluster": cluster, "task": {"type": task, "index": 0}}))
-            logs[task] = str(tmp_path / ("%s.log" % task))
+                {"cluster": addresses, "task": {"type": task, "index": 0}}))
+            logs[task] = str(directory / ("%s.log" % task))
             with open(logs[task], "w") as log:
-                processes[task] = subprocess.Popen(command, env=env, cwd=REPO, stdout=log,
+                processes[task] = subprocess.Popen(command + ["--num_gpus", str(num_gpus)],
+                                                   env=env, cwd=REPO, stdout=log,
                                                    stderr=subprocess.STDOUT)
         deadline = time.time() + TIMEOUT_SECS
         while any(processes[task].poll() is None for task in ("chief", "worker")):
@@ -76,20 +79,27 @@ def test_chief_worker_and_ps_train_together(tiny_config, tiny_data, tmp_path, nu
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait()
+    return model_dir, logs
 
+
+def test_chief_worker_and_ps_train_together(cluster):
+    model_dir, logs = cluster
     global_step = tf.train.load_checkpoint(model_dir).get_tensor(tf.GraphKeys.GLOBAL_STEP)
     assert global_step >= MAX_STEPS, _tail(logs["chief"])
     # The chief alone could reach MAX_STEPS: the worker must have trained too.
     with open(logs["worker"], encoding="utf-8", errors="replace") as worker_log:
         assert re.search(r"step \d+/%d " % MAX_STEPS, worker_log.read()), _tail(logs["worker"])
-    if num_gpus > 1:
-        # The chief's graph splits each batch over its towers, each on its own device.
-        with open(os.path.join(model_dir, "graph.pbtxt"), encoding="utf-8") as graph:
-            text = graph.read()
-        assert 'name: "tower_1/' in text and 'device: "/job:chief/task:0/device:CPU:1"' in text
     # Only the chief writes the model directory and exports.
     assert os.path.exists(os.path.join(model_dir, "config.yaml"))
     assert os.listdir(os.path.join(model_dir, "export"))
+
+
+def test_the_chief_splits_each_batch_over_its_towers(cluster):
+    """Each tower of the chief on its own device, beside a worker of one tower."""
+    model_dir, _ = cluster
+    with open(os.path.join(model_dir, "graph.pbtxt"), encoding="utf-8") as graph:
+        text = graph.read()
+    assert 'name: "tower_1/' in text and 'device: "/job:chief/task:0/device:CPU:1"' in text
 
 
 @pytest.mark.parametrize("written", [False, True], ids=["empty model_dir", "written earlier"])

@@ -163,7 +163,7 @@ def test_members_must_share_their_vocabularies(tiny, tiny_model_dir, tmp_path):
     assert load_configs([tiny_model_dir, same]) == [tiny["config"]] * 2
     other = str(tmp_path / "other")  # the tiny model with a SentencePiece model of its own
     shutil.copytree(tiny_model_dir, other)
-    train_tokenizer(list(zip(SOURCES, TARGETS)) * 20, other, 40, "unigram", joint=True)
+    train_tokenizer(list(zip(SOURCES, TARGETS)) * 20, other, 60, "unigram", joint=True)
     with pytest.raises(ValueError, match="%s and %s have different vocabularies" % (
             same, other)):
         load_configs([same, other])

@@ -498,10 +498,10 @@ class ExplodingTranslator:
     def __getattr__(self, name):
         return getattr(self._translator, name)
 
-    def translate_tokens(self, token_ids, **options):
+    def translate_tokens(self, token_ids, request):
         if self._boom in token_ids:
             raise RuntimeError("failed in /srv/secret/decode/translator.py line 12")
-        return self._translator.translate_tokens(token_ids, **options)
+        return self._translator.translate_tokens(token_ids, request)
 
 
 def test_an_internal_error_is_a_generic_500_and_is_logged(translator, config, caplog):

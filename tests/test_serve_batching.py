@@ -359,7 +359,7 @@ class CountingTranslator:
     def __init__(self, translator, hold_first=False):
         self._translator = translator
         self.calls = []
-        self.options = []
+        self.requests = []  # each call's DecodeRequest
         self.first_started = threading.Event()
         self.release = threading.Event()
         if not hold_first:
@@ -368,10 +368,10 @@ class CountingTranslator:
     def __getattr__(self, name):
         return getattr(self._translator, name)
 
-    def translate_tokens(self, token_ids, **options):
+    def translate_tokens(self, token_ids, request):
         self.calls.append(len(token_ids))
-        self.options.append(dict(options, token_ids=token_ids))
-        translations = self._translator.translate_tokens(token_ids, **options)
+        self.requests.append(request)
+        translations = self._translator.translate_tokens(token_ids, request)
         if not self.first_started.is_set():
             self.first_started.set()
             assert self.release.wait(TIMEOUT_S)
@@ -467,7 +467,7 @@ def test_traced_requests_batch_only_with_traced_ones_and_keep_their_trace(transl
     bodies = [{"text": text, "trace": trace} for text in SENTENCES[1:3] for trace in (True, False)]
     responses = post_behind_a_held_call(app, counting, bodies)
     assert sorted(counting.calls[1:]) == [2, 2]
-    assert sorted(options["trace"] for options in counting.options[1:]) == [False, True]
+    assert sorted(request.trace for request in counting.requests[1:]) == [False, True]
     for body, response in zip(bodies, responses):
         [translation] = response.get_json()["translations"]
         [alone] = translator.translate([body["text"]], trace=body["trace"])
@@ -502,7 +502,7 @@ def test_requests_that_differ_in_n_best_only_share_a_batch(translator):
     responses = post_behind_a_held_call(app, counting, bodies)
     assert [response.status_code for response in responses] == [200] * len(bodies)
     assert counting.calls[1:] == [len(bodies)]
-    assert counting.options[1]["n_best"] == 3, "a call decodes its batch's largest n_best"
+    assert counting.requests[1].n_best == 3, "a call decodes its batch's largest n_best"
     for text, n_best, response in zip(SENTENCES, n_bests, responses):
         assert_as_alone(translator, text, response.get_json()["translations"][0],
                         beam_width=3, n_best=n_best)

@@ -17,7 +17,7 @@ from server.app import create_app
 from server.model_slot import ModelSlot
 from tests.same_hypotheses import SCORE_TOLERANCE, assert_same_hypotheses, n_best
 from tests.test_serve_api import REPO, assert_error, assert_serves
-from tests.test_serve_batching import CountingTranslator, app_with, post_behind_a_held_call
+from tests.test_serve_batching import CountingTranslator, app_with
 from tests.test_serve_process import ServerProcess
 
 SENTENCE = "I paid three hundred and five euros on Monday"
@@ -179,20 +179,17 @@ def test_a_bad_target_prefix_is_a_400_naming_it(client, fields, message):
     assert_serves(client)
 
 
-def test_a_prefix_the_vocabulary_cannot_spell_fails_only_its_own_request(translator):
-    counting = CountingTranslator(translator, hold_first=True)
-    app = app_with(counting, translator.config)
+def test_a_prefix_the_vocabulary_cannot_spell_is_refused_before_any_model_call(translator):
+    counting = CountingTranslator(translator)
+    client = app_with(counting, translator.config).test_client()
     unspellable = "\u65e5\u672c"  # no CJK in the tiny corpus: <unk> pieces
-    bodies = [{"texts": ["one", "two"], "target_prefix": ["um", unspellable]},
-              {"text": "forty two", "target_prefix": "quarenta"}, {"text": "nine thousand"}]
-    refused, *answered = post_behind_a_held_call(app, counting, bodies)
-    assert counting.calls[1] == 4, "the three requests shared a model call"
-    assert_error(refused, 400, "bad_request", "target_prefix[1] %s holds characters the target "
+    assert_error(client.post("/translate", json={"texts": ["one", "two"],
+                                                 "target_prefix": ["um", unspellable]}),
+                 400, "bad_request", "target_prefix[1] %s holds characters the target "
                  "vocabulary lacks" % json.dumps(unspellable))
-    assert [response.status_code for response in answered] == [200, 200]
-    assert answered[0].get_json()["translations"][0]["text"].startswith("quarenta")
-    assert_same_hypotheses(n_best(answered[1].get_json()["translations"]), n_best(
-        translator.translate(["nine thousand"])))
+    assert counting.calls == [], "refused where it entered"
+    answer = posted(client, "/translate", text="forty two", target_prefix="quarenta")
+    assert answer["translations"][0]["text"].startswith("quarenta")
 
 
 # --- POST /score of target_pieces -----------------------------------------------------------------
@@ -300,7 +297,7 @@ def test_an_ensemble_of_other_vocabularies_is_refused_at_start(tiny_model_dir, t
     same = model_files(tiny_model_dir, str(tmp_path / "same"))
     other = model_files(tiny_model_dir, str(tmp_path / "other"))
     train_tokenizer([("Tom is here.", "Tom está aqui."), ("Where is it?", "Onde está?")] * 20,
-                    other, 30, "unigram", joint=True)
+                    other, 50, "unigram", joint=True)
     finished = serve_py("--model_dir", same, "--model_dir", other)
     assert finished.returncode == 2, finished.stderr
     assert "%s and %s have different vocabularies" % (same, other) in finished.stderr

@@ -10,7 +10,8 @@ import os
 
 import pytest
 
-from decode.options import HINTS, OPTIONS, SCORING_OPTIONS, TABLE, check_beam_width, problem
+from decode.request import COMMON_OPTIONS
+from seq2seq.decoding_options import OPTIONS, DecodingOptions
 from server.app import create_app
 from server.model_slot import ModelSlot
 from server.request_checks import MAX_SERVED_EXPANSIONS
@@ -54,7 +55,7 @@ def test_info_reports_each_option_s_default_range_hint_and_decoders(client, tran
     assert list(decoding) == list(OPTIONS)
     for name, entry in decoding.items():
         assert entry["default"] == decode_params[name]
-        assert entry["hint"] == HINTS[name]
+        assert entry["hint"] == DecodingOptions.model_fields[name].description
     longest, widest = translator.config["data"]["max_target_length"], decode_params["max_beam_width"]
     assert {name: (entry["type"], entry.get("choices") or (
         entry["min"], entry["max"], entry["exclusive_min"], entry["exclusive_max"]))
@@ -78,7 +79,7 @@ def test_info_reports_each_option_s_default_range_hint_and_decoders(client, tran
     every = ["while_loop", "unrolled", "greedy", "sample", "exact", "mbr"]
     samplers = ["sample", "mbr"]
     assert {name: entry["decoders"] for name, entry in decoding.items()} == dict(
-        {name: every for name in SCORING_OPTIONS}, coverage_penalty=every[:4] + ["mbr"],
+        {name: every for name in COMMON_OPTIONS}, coverage_penalty=every[:4] + ["mbr"],
         diverse_beam_groups=every[:2], diverse_beam_strength=every[:2], num_samples=samplers,
         temperature=samplers, top_k=samplers, top_p=samplers, epsilon=samplers, seed=samplers,
         max_expansions=["exact"], mbr_candidates=["mbr"], mbr_utility=["mbr"])
@@ -97,33 +98,12 @@ def test_info_s_ranges_are_the_ones_requests_are_held_to(client, translator):
                 edges += [(entry["max"], not entry["exclusive_max"]), (entry["max"] + step, False)]
         for value, allowed in edges:
             if allowed:  # the Translator's check: decoding would only add time
-                assert translator.resolve_options(decoder, {name: value})[name] == value
+                assert getattr(translator.request(decoder, options={name: value}), name) == value
             else:
                 response = client.post("/translate", json={"text": "one", "decoder": decoder,
                                                             name: value})
                 assert response.status_code == 400, (name, value)
                 assert response.get_json()["error"]["message"].startswith(name + " must be ")
-
-
-def test_the_table_s_messages_for_the_declared_options():
-    named = {"max_target_length": 64, "max_beam_width": 8}
-    assert problem(TABLE["epsilon"], 1.0, named) == "must be in [0, 1)"
-    assert problem(TABLE["epsilon"], 0.0, named) is None
-    finite = "must be a finite number of at most 3.403e+38 in size"  # float32 in the graphs
-    assert problem(TABLE["epsilon"], float("nan"), named) == finite
-    assert problem(TABLE["diverse_beam_strength"], float("inf"), named) == finite
-    assert problem(TABLE["diverse_beam_strength"], -3.5e38, named) == finite
-    assert problem(TABLE["diverse_beam_strength"], 3.4e38, named) is None
-    assert problem(TABLE["diverse_beam_groups"], 0, named) == "must be in 1.."
-    assert problem(TABLE["diverse_beam_strength"], -0.5, named) == "must be in 0.."
-    assert problem(TABLE["mbr_utility"], "meteor", named) == "must be one of chrf, bleu"
-    assert problem(TABLE["mbr_candidates"], "beam", named) is None
-    assert [TABLE[name].decoders for name in ("epsilon", "num_samples", "mbr_candidates")] == [
-        ("sample", "mbr"), ("sample", "mbr"), ("mbr",)]
-    check_beam_width("while_loop", {"diverse_beam_groups": 2}, 4)
-    check_beam_width("sample", {"diverse_beam_groups": 2}, 3)  # no groups: not its option
-    with pytest.raises(ValueError, match="diverse_beam_groups must divide beam_width 3, got 2"):
-        check_beam_width("unrolled", {"diverse_beam_groups": 2}, 3)
 
 
 # --- POST /translate: every option's bad values -------------------------------------------------
@@ -192,10 +172,10 @@ BAD_OPTIONS = [
     ("max_expansions a float", dict(EXACT, max_expansions=10.0),
      "max_expansions must be an integer, got 10.0"),
     ("max_expansions zero", dict(EXACT, max_expansions=0),
-     "max_expansions must be in 1..%d on this server, got 0" % MAX_SERVED_EXPANSIONS),
+     "max_expansions must be in 1..%d, got 0" % MAX_SERVED_EXPANSIONS),
     ("max_expansions over the server's cap", dict(EXACT, max_expansions=MAX_SERVED_EXPANSIONS + 1),
-     "max_expansions must be in 1..%d on this server, got %d" % (MAX_SERVED_EXPANSIONS,
-                                                                  MAX_SERVED_EXPANSIONS + 1)),
+     "max_expansions must be in 1..%d, got %d" % (MAX_SERVED_EXPANSIONS,
+                                                  MAX_SERVED_EXPANSIONS + 1)),
     ("max_expansions with sample", dict(SAMPLE, max_expansions=5),
      "max_expansions is an option of the exact decoder, not of sample"),
     ("beam_width with sample", dict(SAMPLE, beam_width=2),
@@ -238,8 +218,8 @@ def test_options_are_the_translators(client, translator, decoder, options, n_bes
     expected = translator.translate(texts, decoder=decoder, n_best=n_best, options=options)
     for translation, alone in zip(answer["translations"], expected):
         assert_as_translator(translation, alone)
-    resolved = translator.resolve_options(decoder, options)
-    assert answer["options"] == {name: resolved[name] for name in answer["options"]}
+    resolved = translator.request(decoder, options=options)
+    assert answer["options"] == {name: getattr(resolved, name) for name in answer["options"]}
     assert set(answer["options"]) <= set(OPTIONS) and set(options) <= set(answer["options"])
 
 
@@ -274,8 +254,7 @@ def test_requests_batch_only_with_the_same_decoder_and_options(translator):
               {"text": "seven", "decoder": "greedy"}]
     responses = post_behind_a_held_call(app, counting, bodies)
     assert [response.status_code for response in responses] == [200] * len(bodies)
-    calls = sorted(zip(counting.calls[1:], (call["options"]["min_length"] for call in
-                                             counting.options[1:])))
+    calls = sorted(zip(counting.calls[1:], (call.min_length for call in counting.requests[1:])))
     assert calls == [(1, 0), (2, 0), (2, 5)], \
         "the default given or left out batch together; another min_length or decoder apart"
     for body, response in zip(bodies, responses):

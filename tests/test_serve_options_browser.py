@@ -4,13 +4,14 @@ real headless Chromium against the app on 127.0.0.1 (the tiny model).
 """
 
 import json
+import typing
 
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import Select
 
-from decode.options import HINTS, OPTIONS, SAMPLING_OPTIONS, TABLE
+from seq2seq.decoding_options import OPTIONS, SAMPLERS, DecodingOptions, uses
 from tests.test_serve_browser import (browser, canned, canned_answer, column,  # noqa: F401
                                       column_hypotheses, open_page, serving, set_number,
                                       translate_and_wait)
@@ -19,6 +20,11 @@ SENTENCE = "I paid three hundred and five euros on Monday"
 SCORING = ["length_penalty", "length_penalty_kind", "coverage_penalty", "no_repeat_ngram_size",
            "min_length"]
 DIVERSE = ["diverse_beam_groups", "diverse_beam_strength"]
+SAMPLING_OPTIONS = [name for name in OPTIONS if uses(name).decoders == SAMPLERS]
+
+
+def is_choice(name):
+    return typing.get_origin(DecodingOptions.model_fields[name].annotation) is typing.Literal
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +46,7 @@ def choose_decoders(browser, *decoders):
 
 
 def set_option(browser, name, value):
-    if TABLE[name].kind == "choice":
+    if is_choice(name):
         Select(browser.find_element(By.ID, "option-" + name)).select_by_value(value)
     else:
         set_number(browser, "option-" + name, value)
@@ -75,8 +81,8 @@ def test_the_options_appear_with_their_hints_for_the_decoders_that_use_them(brow
     decode_params = translator.config["decode"]
     assert [row[0] for row in rows] == list(OPTIONS)
     for name, label, value, hint, decoders in rows:
-        assert label == name and hint == HINTS[name]
-        assert (value if TABLE[name].kind == "choice" else float(value)) == decode_params[name]
+        assert label == name and hint == DecodingOptions.model_fields[name].description
+        assert (value if is_choice(name) else float(value)) == decode_params[name]
         assert decoders == ("sample, mbr" if name in SAMPLING_OPTIONS else "exact" if name ==
                             "max_expansions" else "not exact" if name == "coverage_penalty"
                             else "while_loop, unrolled" if name in DIVERSE else "mbr"

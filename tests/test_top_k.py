@@ -42,7 +42,7 @@ def test_chunk_size_minimises_the_elements_left_to_sort():
 
 
 def test_a_tensor_k_is_tf_top_k():
-    # select_best's k when the vocabulary size is known only at run time.
+    # beam_step's k when the vocabulary size is known only at run time.
     values = np.random.RandomState(1).randint(3, size=(2, 3, 400)).astype(np.float32)
     with tf.Graph().as_default():
         inputs = tf.constant(values)

@@ -519,23 +519,24 @@ def test_evaluating_or_exporting_without_a_checkpoint_is_one_error_line(tiny_con
 
 def test_training_stops_early_and_exports_the_best(tiny_config, tiny_data, tmp_path, caplog):
     """A learning rate too small to change a float32 weight: every evaluation ties the first,
-    so with early_stopping_evaluations 2 training stops at the third (step 30 of 100)."""
+    so with early_stopping_evaluations 1 training stops at the second (step 20 of 100). (The
+    count over several evaluations: test_best_checkpoint.py, on the same exporters.)"""
     config = copy.deepcopy(tiny_config)
-    config["train"].update(learning_rate=1e-30, early_stopping_evaluations=2)
+    config["train"].update(learning_rate=1e-30, early_stopping_evaluations=1)
     model_dir = str(tmp_path / "model")
     caplog.set_level(logging.INFO, logger="seq2seq")
     result = train.run(config, model_dir, max_steps=100)
-    assert (result["global_step"], result["stopped"]) == (30, "early_stopping")
-    assert _latest_step(model_dir) == 30
-    assert ("early stopping at step 30: 2 evaluation(s) in a row without a better dev BLEU "
+    assert (result["global_step"], result["stopped"]) == (20, "early_stopping")
+    assert _latest_step(model_dir) == 20
+    assert ("early stopping at step 20: 1 evaluation(s) in a row without a better dev BLEU "
             "than step 10's") in caplog.text
     status = read_training_status(model_dir)
-    assert [evaluation["step"] for evaluation in status["evaluations"]] == [10, 20, 30]
-    assert (status["running"], status["step"], status["stopped"]) == (False, 30, "early_stopping")
+    assert [evaluation["step"] for evaluation in status["evaluations"]] == [10, 20]
+    assert (status["running"], status["step"], status["stopped"]) == (False, 20, "early_stopping")
     exported = os.path.join(result["export_path"], "variables", "variables")
     assert tf.train.load_checkpoint(exported).get_tensor("global_step") == 10, "the best"
 
     rerun = train.run(config, model_dir, max_steps=100)  # a stopped run stays stopped
-    assert (rerun["global_step"], rerun["stopped"]) == (30, "early_stopping")
-    assert _latest_step(model_dir) == 30
+    assert (rerun["global_step"], rerun["stopped"]) == (20, "early_stopping")
+    assert _latest_step(model_dir) == 20
     assert read_training_status(model_dir)["evaluations"] == status["evaluations"]

@@ -105,11 +105,11 @@ def test_every_cited_path_exists_and_name_resolves(title, text):
 def test_the_cited_names_are_the_ones_the_walkthrough_is_about():
     """The name check checks something: a few cornerstones are cited, and a wrong name fails."""
     cited = set(name for _, text in SECTIONS for name in _cited(text)[1])
-    for name in ("seq2seq.model.Seq2SeqModel.beam_update_fn", "decode.beam_search.select_best",
+    for name in ("seq2seq.model.Seq2SeqModel.beam_update_fn", "decode.beam_search.beam_step",
                  "decode.beam_search.rnn_beam_search", "server.batcher.Batcher",
                  "tf.make_template", "decode.diverse.group_best", "decode.mbr.mbr_choose",
                  "decode.ensemble.Ensemble", "training.average.average_checkpoints",
-                 "seq2seq.decoding_options.TABLE"):
+                 "decode.request.DecodeRequest"):
         assert name in cited
     with pytest.raises(AttributeError):
         resolve("decode.beam_search.no_such_search")
