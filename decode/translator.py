@@ -165,8 +165,7 @@ class Translator:
         return self._tokenizer.decode_target(ids)
 
     def target_ids(self, target, name):
-        """A target text, or a list of target pieces (a last "</s>" dropped), -> its ids;
-        ValueError naming `name`."""
+        """A target text or pieces (a last "</s>" dropped) -> its ids; ValueError naming `name`."""
         return self._pieces.target(target, name)
 
     def request(self, decoder="while_loop", beam_width=None, n_best=1, trace=False, options=None,
@@ -176,8 +175,8 @@ class Translator:
         `beam_widths` (checked for greedy too) or None: the default (sample, exact, mbr of
         samples take none); n_best: 1..the width; options: {name: value} of decoding options
         (None: the config's); target_prefixes: None, or for each of `sentences` what its
-        translation starts with (decode/pieces.py: a text, a list of target pieces, or None or
-        "": no prefix). ValueError names the first bad one, its allowed values and the value."""
+        translation starts with (decode/pieces.py: a text, target pieces, None or "": none).
+        ValueError names the first bad one, its allowed values and the value."""
         if isinstance(decoder, DecodeRequest):
             return decoder
         return decode_request(self.served, dict(
@@ -185,11 +184,9 @@ class Translator:
             target_prefix=self._pieces.prefixes(target_prefixes, sentences)))
 
     def translate(self, texts, *request, **fields):
-        """A list of strings -> a `Translation` each, in order, as the DecodeRequest `request`
-        (or built of these arguments by `request`) asks (fewer hypotheses only where fewer are
-        possible)."""
-        token_ids = self._pieces.texts("texts", texts)
-        return self.translate_tokens(token_ids, *request, **fields)
+        """A list of strings -> a `Translation` each, in order, as the DecodeRequest `request` (or
+        one built of these arguments by `request`) asks; fewer hypotheses only where fewer exist."""
+        return self.translate_tokens(self._pieces.texts("texts", texts), *request, **fields)
 
     def translate_tokens(self, token_ids, *request, **fields):
         """`translate` for lists of source ids (from `tokenize`), each non-empty."""
@@ -324,8 +321,7 @@ class Translator:
             EXACT_ROWS_PER_CALL)
 
     def _fetches(self, key, request, build):
-        """GraphCache's fetches of `key`, built by `build(request's graph options)`: the values
-        of what `key` holds, placeholders for the fed options."""
+        """GraphCache's fetches of `key`, built by `build(the request's graph options)`."""
         def build_graph():
             graph_options = request.graph_options(self._fed_options)
             if key[0] == "sample":
