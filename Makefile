@@ -93,4 +93,4 @@ prepare: $(STAMP)
 
 # What demo and the benchmarks write; other models under runs/ are left alone.
 clean:
-	rm -rf data/default runs/default bench/out
+	rm -rf data/default runs/default runs/tests bench/out
