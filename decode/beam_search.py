@@ -17,6 +17,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from decode import backtrack, compaction, diverse
+from decode import constraints as constraints_lib
 from decode import scoring as scoring_lib
 from seq2seq.common import batch_free_shape_invariants, batch_gather, get_shape, tile_beams
 
@@ -33,6 +34,8 @@ class BeamState(NamedTuple):
     max_lengths: Any = ()    # [b] int32, a sentence's most tokens, the end token included
     target_prefix: Any = ()  # [b, p] int32, a sentence's forced first pieces, then -1
     seeds: Any = ()          # [b, 2] int64, a sentence's sampling seed (decode/sampling.py)
+    constraints: Any = ()    # decode.constraints.Constraints, a sentence's constraints
+    progress: Any = ()       # [b, k, C] int32, its progress on each (decode/constraints.py)
 
     def hypotheses(self):
         """The fields that the results and the trace read."""
@@ -65,21 +68,33 @@ def beam_step(update_fn, state, step, end_token_id, scoring):
     vocab_size = get_shape(logits)[2]
     row_width = (tf.minimum(beam_width, vocab_size) if isinstance(vocab_size, tf.Tensor)
                  else min(beam_width, vocab_size))                              # r
-    first = tf.equal(tf.range(row_width), 0)  # [r]: a slot's best, a finished slot's only
     # Score the candidates: a slot's log-probability plus each allowed token's log-softmax. Of
     # the k * v only each slot's r best can reach the best k; at its limit a sentence may only
     # end, at the end token's own log-probability.
     log_normaliser = tf.reduce_logsumexp(logits, axis=-1, keepdims=True)      # [b, k, 1]
     allowed = scoring_lib.allowed_logits(logits, step, end_token_id, scoring, state.tokens,
                                          state.target_prefix)                  # [b, k, v]
+    constrained = carried(state.progress)
+    if constrained:  # the end token waits for the constraints; keep mode's protected pieces
+        allowed = tf.where_v2(constraints_lib.blocked(state.constraints, state.progress,
+                                                      vocab_size, end_token_id), -np.inf, allowed)
     row_logits, row_tokens = top_k(allowed, row_width)                         # [b, k, r]
+    if constrained:  # and each unmet constraint's next piece: r becomes r + C
+        row_logits, row_tokens = constraints_lib.with_next_pieces(
+            row_logits, row_tokens, allowed, state.constraints, state.progress)
+        row_width = get_shape(row_tokens)[2]
+    first = tf.equal(tf.range(row_width), 0)  # [r]: a slot's best, a finished slot's only
     if carried(state.max_lengths):
         at_limit = tf.greater_equal(step + 1, state.max_lengths)[:, None, None]  # [b, 1, 1]
         only_end = tf.where_v2(first, logits[:, :, end_token_id:end_token_id + 1], -np.inf)
         row_logits = tf.where_v2(at_limit, only_end, row_logits)               # [b, k, r]
         row_tokens = tf.where_v2(at_limit, end_token_id, row_tokens)           # [b, k, r]
     log_probs = state.log_probs[..., None] + (row_logits - log_normaliser)     # [b, k, r]
-    if beam_width == 1:  # greedy: the slot's best token is the beam, nothing to rank
+    if constrained:  # ending with a constraint unmet (at the limit) leaves no hypothesis
+        ends_unmet = tf.logical_and(tf.equal(row_tokens, end_token_id), constraints_lib.unmet(
+            state.constraints, state.progress)[..., None])
+        log_probs = tf.where_v2(ends_unmet, -np.inf, log_probs)                # [b, k, r]
+    if beam_width == 1 and not constrained:  # greedy: the slot's best token is the beam
         token_ids = tf.where_v2(state.finished, end_token_id, row_tokens[..., 0])   # [b, 1]
         log_probs = tf.where_v2(state.finished, state.log_probs, log_probs[..., 0])  # [b, 1]
         return (extend(state, model, token_ids, log_probs, step, end_token_id),
@@ -98,7 +113,11 @@ def beam_step(update_fn, state, step, end_token_id, scoring):
     # Take the best k of the k * r by score (diverse: each group's best k / G): candidate i
     # extends slot i // r by tokens[i].
     flat = [batch_size, -1]                                                     # [b, k * r]
-    if scoring.diverse_beam_groups == 1:
+    progress = state.progress
+    if constrained:  # dynamic beam allocation: round-robin over the banks
+        best, progress = constraints_lib.choose(scores, tokens, state.constraints,
+                                                state.progress, end_token_id, beam_width)
+    elif scoring.diverse_beam_groups == 1:
         _, best = tf.nn.top_k(tf.reshape(scores, flat), k=beam_width)          # [b, k]
     else:  # the groups count only the tokens of alive, possible hypotheses
         fresh = tf.logical_and(tf.logical_not(finished), scores > -np.inf)    # [b, k, r]
@@ -108,7 +127,8 @@ def beam_step(update_fn, state, step, end_token_id, scoring):
     token_ids = batch_gather(tf.reshape(tokens, flat), best)                    # [b, k]
     log_probs = batch_gather(tf.reshape(log_probs, flat), best)                 # [b, k]
     # Extend: the new state, every slot from its parent.
-    return extend(state, model, token_ids, log_probs, step, end_token_id, parent_ids), parent_ids
+    return (extend(state, model, token_ids, log_probs, step, end_token_id, parent_ids)._replace(
+        progress=progress), parent_ids)
 
 
 def extend(state, model, token_ids, log_probs, step, end_token_id, parent_ids=None):
@@ -175,7 +195,8 @@ def beam_scores(state, scoring):
 
 
 def start(initial_state, beam_width, begin_token_id, scoring, sequence_length, max_lengths=None,
-          source_mask=None, target_prefix=None, all_alive=False):
+          source_mask=None, target_prefix=None, all_alive=False, constraints=None,
+          protected_ids=None):
     """A search's first BeamState [b, k], its arguments checked (as rnn_beam_search's, the
     sequence_length by `checked_length`); each diverse group's first slot starts alive, or with
     `all_alive` (sampling) every slot, so that no two slots take the same first token."""
@@ -215,6 +236,12 @@ def start(initial_state, beam_width, begin_token_id, scoring, sequence_length, m
         state = state._replace(target_prefix=target_prefix)
         if carried(state.max_lengths):  # room for the prefix and the end token
             state = state._replace(max_lengths=tf.maximum(state.max_lengths, prefix_lengths + 1))
+    if constraints is not None:  # every hypothesis ends by sequence_length: met, or -inf
+        _check(groups == 1, "constraints cannot be combined with diverse beam groups")
+        limits = (tf.minimum(state.max_lengths, sequence_length) if carried(state.max_lengths)
+                  else tf.fill([batch_size], sequence_length))                 # [b]
+        checked, progress = constraints_lib.start(constraints, limits, beam_width, protected_ids)
+        state = state._replace(constraints=checked, progress=progress, max_lengths=limits)
     return state
 
 
@@ -232,7 +259,7 @@ def checked_length(sequence_length):
 
 def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width, begin_token_id,
                     end_token_id, length_penalty=0.0, name="rnn", max_lengths=None, trace=False,
-                    source_mask=None, target_prefix=None):
+                    source_mask=None, target_prefix=None, constraints=None, protected_ids=None):
     """Beam search unrolled in Python: one graph step per token (docs/API.md's contract).
 
     Args:
@@ -249,6 +276,11 @@ def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width, begin
       target_prefix: None or [batch, p] ints, each sentence's forced first pieces padded with
         -1, each taken at its log-probability; a sentence's limit is raised to hold its
         prefix and the end token; sequence_length must exceed every prefix.
+      constraints: None or [batch, C, L] ints, each sentence's constraints (a row each: its
+        pieces, then -1): every hypothesis returned holds each (docs/DECODING-NOTES.md,
+        "Constrained beam search"); a hypothesis that could not is -inf.
+      protected_ids: None or [batch, P] ints, -1 padded: pieces a sentence takes only as its
+        single-piece constraints, each once (keep mode).
     Returns:
       ids [batch, beam, time] int32 (end token repeated after it), scores [batch, beam]
       float32 best first, lengths [batch, beam] int32 (end token counted); with `trace` also
@@ -260,7 +292,8 @@ def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width, begin
     with tf.name_scope(name):
         sequence_length = checked_length(sequence_length)
         state = start(initial_state, beam_width, begin_token_id, scoring, sequence_length,
-                      max_lengths, source_mask, target_prefix)
+                      max_lengths, source_mask, target_prefix, constraints=constraints,
+                      protected_ids=protected_ids)
         return search(lambda state, step: beam_step(update_fn, state, step, end_token_id,
                                                     scoring),
                       state, sequence_length, end_token_id, scoring, trace, unrolled=True)
@@ -269,7 +302,7 @@ def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width, begin
 def while_loop_beam_search(update_fn, initial_state, sequence_length, beam_width,
                            begin_token_id, end_token_id, length_penalty=0.0, name="while_loop",
                            max_lengths=None, trace=False, source_mask=None, compact=False,
-                           target_prefix=None):
+                           target_prefix=None, constraints=None, protected_ids=None):
     """Beam search in a tf.while_loop that stops once every hypothesis has finished.
 
     Args and Returns as `rnn_beam_search`, but `sequence_length` may also be a scalar int32
@@ -281,7 +314,8 @@ def while_loop_beam_search(update_fn, initial_state, sequence_length, beam_width
     with tf.name_scope(name):
         sequence_length = checked_length(sequence_length)
         state = start(initial_state, beam_width, begin_token_id, scoring, sequence_length,
-                      max_lengths, source_mask, target_prefix)
+                      max_lengths, source_mask, target_prefix, constraints=constraints,
+                      protected_ids=protected_ids)
         return search(lambda state, step: beam_step(update_fn, state, step, end_token_id,
                                                     scoring),
                       state, sequence_length, end_token_id, scoring, trace, compact)
@@ -347,7 +381,8 @@ def search(step_fn, state, sequence_length, end_token_id, scoring, trace=False, 
         history = {key: array.stack() for key, array in history.items()}       # [t, b, k, ...]
     hypotheses = batch[1] if compact else state
     return backtrack.results(history, beam_scores(hypotheses, scoring), hypotheses.lengths,
-                             end_token_id, trace, sort=sampling or scoring.diverse_beam_groups > 1)
+                             end_token_id, trace, sort=sampling or carried(state.progress)
+                             or scoring.diverse_beam_groups > 1)
 
 
 def greedy_search(update_fn, initial_state, sequence_length, begin_token_id, end_token_id,

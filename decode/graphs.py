@@ -23,6 +23,17 @@ SearchResult = collections.namedtuple("SearchResult", "ids scores proven expansi
                                       defaults=(None, None, None))
 
 
+Translation = collections.namedtuple(
+    "Translation", "text score n_best unfamiliar trace proven expansions pieces expected_utility "
+    "candidates utilities", defaults=(False,) + (None,) * 7)
+Translation.__doc__ = """The best's text and score, the n-best `Hypothesis`es, whether the source
+is unfamiliar, the docs/API.md trace (or None); exact's proven and expansions; the best's pieces;
+mbr's expected utility, candidates and utilities (decode/mbr.py's `mbr_fields`)."""
+Hypothesis = collections.namedtuple("Hypothesis", "text score pieces", defaults=(None,))
+Hypothesis.__doc__ = """A translation's text, score and target pieces ("</s>" last), which
+`Translator.score(..., target_pieces=)` scores to the same score."""
+
+
 def fields_of(kind, options):
     """A namedtuple `kind` (Scoring, Sampling) of its fields in `options` (else defaults)."""
     return kind(**{name: options[name] for name in kind._fields if name in options})
@@ -31,7 +42,8 @@ def fields_of(kind, options):
 def output_length_limit(source_length, decode_params, prefix_length=0):
     """The most target tokens (end token included) for a source of `source_length` tokens:
     ceil(max_length_ratio * source_length) + max_length_extra, in float32 as in the graph,
-    raised to hold a target prefix of `prefix_length` and the end token."""
+    raised to hold `prefix_length` forced pieces (a target prefix, constraints) and the end
+    token."""
     scaled = np.float32(decode_params["max_length_ratio"]) * np.float32(source_length)
     return max(int(np.ceil(scaled)) + decode_params["max_length_extra"], prefix_length + 1)
 
@@ -51,7 +63,7 @@ def unrolled_length_bucket(max_source_length, decode_params, min_length=0):
 
 def search_encoded(model, encoder_output, source_length, decode_params, decoder, beam_width,
                    unrolled_length=None, trace=False, options=None, target_prefix=None,
-                   max_lengths=None):
+                   max_lengths=None, constraints=None, protected_ids=None):
     """The n-best translations of an encoded batch, each within its sentence's length limit.
 
     Args:
@@ -63,7 +75,8 @@ def search_encoded(model, encoder_output, source_length, decode_params, decoder,
         Python values); sample also needs "sentence_keys" ([batch] int64, decode/sampling.py).
       target_prefix: None or [batch, P] int32, each sentence's forced first pieces, -1 after.
       max_lengths: None (`output_length_limits`), or [batch] int32 each sentence's limit, which
-        must hold its target prefix and the end token (`output_length_limit`).
+        must hold its target prefix, its constraints and the end token (`output_length_limit`).
+      constraints, protected_ids: the beam searches' (decode/beam_search.py), or None.
     Returns:
       ids [batch, K, time] int32, scores [batch, K] float32 best first, lengths [batch, K]
       int32 counting the end token, and with `trace` the trace dict.
@@ -80,9 +93,10 @@ def search_encoded(model, encoder_output, source_length, decode_params, decoder,
                                                         with_attention=trace or coverage)
         common = dict(max_lengths=limits, source_mask=encoder_output.mask if coverage else None,
                       target_prefix=target_prefix)
+        constrained = dict(constraints=constraints, protected_ids=protected_ids)
         if decoder == "unrolled":
             return rnn_beam_search(update_fn, initial_state, unrolled_length, beam_width,
-                                   BOS_ID, EOS_ID, scoring, trace=trace, **common)
+                                   BOS_ID, EOS_ID, scoring, trace=trace, **common, **constrained)
         max_length = tf.reduce_max(limits, name="max_output_length")
         if decoder == "sample":
             return sample_search(update_fn, initial_state, max_length, beam_width, BOS_ID, EOS_ID,
@@ -91,8 +105,9 @@ def search_encoded(model, encoder_output, source_length, decode_params, decoder,
         if decoder == "greedy":
             return greedy_search(update_fn, initial_state, max_length, BOS_ID, EOS_ID, scoring,
                                  trace=trace, compact=True, **common)
-        return while_loop_beam_search(update_fn, initial_state, max_length, beam_width,
-                                      BOS_ID, EOS_ID, scoring, trace=trace, compact=True, **common)
+        return while_loop_beam_search(update_fn, initial_state, max_length, beam_width, BOS_ID,
+                                      EOS_ID, scoring, trace=trace, compact=True, **common,
+                                      **constrained)
 
 
 def score_encoded(model, encoder_output, target_ids, target_length, scoring):
@@ -129,6 +144,17 @@ def pad_batch(sequences, pad_id=PAD_ID):
     for row, sequence in enumerate(sequences):
         ids[row, :len(sequence)] = sequence
     return ids, lengths
+
+
+def pad_constraints(constraints):
+    """Per sentence a list of constraints (id lists) -> [batch, C, L] int32, -1 padded."""
+    count = max(map(len, constraints))
+    width = max([len(constraint) for given in constraints for constraint in given] + [0])
+    padded = np.full([len(constraints), count, width], -1, np.int32)
+    for row, given in enumerate(constraints):
+        for index, constraint in enumerate(given):
+            padded[row, index, :len(constraint)] = constraint
+    return padded
 
 
 def search_result(ids, scores, lengths):

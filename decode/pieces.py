@@ -1,9 +1,13 @@
-"""What callers hand the Translator, as ids: texts, target pieces (a translation's own `pieces`,
-to score) and target prefixes; bad input is a ValueError naming the argument, index and value.
+"""What callers hand the Translator, as ids: texts (placeholders protected), target pieces (a
+translation's own `pieces`, to score), target prefixes and constraints, and what a batch of them
+forces; bad input is a ValueError naming the argument, index and value.
 """
 
+from data_pipeline.placeholders import TOKENS
 from data_pipeline.tokenizer import EOS_ID, UNK_ID, model_text
+from decode.graphs import output_length_limit, pad_batch, pad_constraints
 from decode.request import shown
+from seq2seq.decoding_options import takes
 
 END_PIECE = "</s>"
 
@@ -15,13 +19,23 @@ class Pieces:
         self._tokenizer = tokenizer
         self._ids = {piece: index for index, piece in enumerate(
             tokenizer.target_pieces(range(tokenizer.target_vocab_size)))}
+        self.protected_ids = [self._ids[token] for token in TOKENS[:tokenizer.protected_tokens]]
+
+    def source(self, text):
+        """A source text -> its ids, each placeholder and tag a protected token (for a model
+        trained with them: data_pipeline/placeholders.py)."""
+        return self._tokenizer.encode_source(self._tokenizer.protect(text)[0])
+
+    def placeholders(self, text):
+        """The placeholders and tags of a source text that `source` protects, in order."""
+        return self._tokenizer.protect(text)[1]
 
     def texts(self, name, texts, source=True):
         """A list of strings -> their ids (sources: non-empty)."""
         if isinstance(texts, str):
             raise ValueError("%s must be a list of strings, got one string "
                              "(wrap a single sentence in a list)" % name)
-        encode = self._tokenizer.encode_source if source else self._tokenizer.encode_target
+        encode = self.source if source else self._tokenizer.encode_target
         token_ids = []
         for index, text in enumerate(texts):
             if not isinstance(text, str):
@@ -87,3 +101,47 @@ class Pieces:
                 name, shown(prefix), " ".join(sorted(
                     {char for char in model_text(prefix) if UNK_ID in encode(char)})) or "?"))
         return ids
+
+    def constraints(self, constraints, count):
+        """None (no constraints), or per sentence of `count` the ids of its constraints: None or
+        a list of texts or lists of target pieces (as a prefix), each at least one piece."""
+        if constraints is None:
+            return None
+        if isinstance(constraints, str) or len(constraints) != count:
+            raise ValueError("constraints must be a list of one list per sentence (%d), got %s"
+                             % (count, shown(constraints)))
+        for index, given in enumerate(constraints):
+            if isinstance(given, str):
+                raise ValueError("constraints[%d] must be a list of constraints, got one string "
+                                 "(wrap it in a list)" % index)
+        return [[self.constraint(each, "constraints[%d][%d]" % (index, position))
+                 for position, each in enumerate(given or ())]
+                for index, given in enumerate(constraints)]
+
+    def constraint(self, constraint, name):
+        """The target ids of one constraint (a text or target pieces, as a prefix): ValueError
+        naming `name` if it has none."""
+        ids = self.prefix(constraint, name)
+        if not ids:
+            raise ValueError("%s is empty: a constraint needs at least one piece" % name)
+        return ids
+
+    def forced(self, sentences, request, decode_params):
+        """What a batch forces under `request` (made for its sentences, source id lists): the
+        inputs search_encoded takes, padded ({name: array}: target_prefix [b, p], constraints
+        [b, C, L] and, keeping placeholders, protected_ids [b, P]; keep mode makes each protected
+        token of a source one more constraint and blocks the others), and each sentence's length
+        limit, raised to hold its forced pieces and the end token."""
+        prefixes, forced = request.target_prefix or [()] * len(sentences), {}
+        if request.target_prefix:
+            forced["target_prefix"] = pad_batch(prefixes, -1)[0]
+        constraints = request.constraints or [()] * len(sentences)
+        if self.protected_ids and takes(request.decoder, "placeholders") and (
+                request.placeholders == "keep"):
+            constraints = [list(given) + [[piece] for piece in self._tokenizer.protected_target_ids(
+                ids)] for ids, given in zip(sentences, constraints)]
+            forced["protected_ids"] = [self.protected_ids] * len(sentences)
+        if any(constraints) or "protected_ids" in forced:  # none at all: all blocked, still fed
+            forced["constraints"] = pad_constraints(constraints)
+        return forced, [output_length_limit(len(ids), decode_params, len(prefix) + sum(
+            map(len, given))) for ids, prefix, given in zip(sentences, prefixes, constraints)]

@@ -10,8 +10,8 @@ import typing
 
 from pydantic import ValidationError, model_validator
 
-from seq2seq.decoding_options import (OPTIONS, SCORE_OPTIONS, DecodingOptions, beam_groups_problem,
-                                      field_problem, takes)
+from seq2seq.decoding_options import (BEAM_SEARCHES, OPTIONS, SCORE_OPTIONS, DecodingOptions,
+                                      Uses, beam_groups_problem, field_problem, takes)
 
 DECODERS = ("while_loop", "unrolled", "greedy", "sample", "exact", "mbr")
 UNTRACED = ("sample", "exact", "mbr")  # they keep no beam to trace
@@ -29,15 +29,21 @@ default one, whether it traces, and whether it is an exported SavedModel (its on
 config's options, no target prefix)."""
 
 
+Ids = typing.Tuple[int, ...]
+
+
 class DecodeRequest(DecodingOptions):
     """What to decode: the decoder, beam width, n-best, trace, target prefixes (per sentence the
-    target ids its translation starts with; None: none) and every decoding option, each given
+    target ids its translation starts with; None: none), constraints (per sentence the target
+    id sequences each translation contains; None: none) and every decoding option, each given
     or the model's default. Build it with `decode_request`."""
     decoder: typing.Literal[DECODERS] = "while_loop"
     beam_width: int
     n_best: int = 1
     trace: bool = False
-    target_prefix: typing.Optional[typing.Tuple[typing.Tuple[int, ...], ...]] = None
+    target_prefix: typing.Optional[typing.Tuple[Ids, ...]] = None
+    constraints: typing.Annotated[typing.Optional[typing.Tuple[typing.Tuple[Ids, ...], ...]],
+                                  Uses(BEAM_SEARCHES)] = None
 
     @model_validator(mode="before")
     @classmethod
@@ -50,10 +56,12 @@ class DecodeRequest(DecodingOptions):
         if decoder not in served.decoders:
             raise ValueError("decoder must be one of %s, got %s"
                              % (", ".join(served.decoders), shown(decoder)))
-        unused = [name for name in given if name in OPTIONS and not takes(decoder, name)
-                  and (name, decoder) != ("coverage_penalty", "exact")]  # 0 is fine: below
+        unused = [name for name in given if name in OPTIONS + ("constraints",)
+                  and not takes(decoder, name, cls.model_fields)
+                  and (name, decoder) != ("coverage_penalty", "exact")  # 0 is fine: below
+                  and (name != "constraints" or any(given[name]))]  # as are none
         if unused:
-            users = [user for user in DECODERS if takes(user, unused[0])]
+            users = [user for user in DECODERS if takes(user, unused[0], cls.model_fields)]
             raise ValueError("%s is an option of the %s decoder%s, not of %s" % (
                 unused[0], " and ".join(users), "s" * (len(users) > 1), decoder))
         if decoder == "exact" and given.get("coverage_penalty"):  # a prefix's coverage term
@@ -69,9 +77,7 @@ class DecodeRequest(DecodingOptions):
                 "%d" % served.default_beam_width))
         defaults = {name: served.defaults[name] if takes(decoder, name) else field.default
                     for name, field in DecodingOptions.model_fields.items()}
-        prefixes = given.get("target_prefix")
-        if prefixes is not None:
-            given["target_prefix"] = tuple(map(tuple, prefixes)) if any(prefixes) else None
+        given.update(per_sentence(given.get("target_prefix"), given.get("constraints")))
         return {**defaults, "beam_width": served.default_beam_width, **given}
 
     @model_validator(mode="after")
@@ -104,9 +110,25 @@ class DecodeRequest(DecodingOptions):
         if self.trace and self.decoder in UNTRACED:
             raise ValueError("trace: the %s decoder keeps no beams to trace; trace a beam search "
                              "or greedy" % self.decoder)
-        if self.target_prefix and served.exported:
-            raise ValueError("target_prefixes: the exported SavedModel takes none (a checkpoint's "
-                             "decoders do)")
+        for name, given in (("target_prefixes", self.target_prefix),
+                            ("constraints", self.constraints)):
+            if given and served.exported:
+                raise ValueError("%s: the exported SavedModel takes none (a checkpoint's "
+                                 "decoders do)" % name)
+        if self.constraints and self.diverse_beam_groups > 1:
+            raise ValueError("constraints cannot be combined with diverse_beam_groups %d: the "
+                             "constrained search shares one beam among its banks"
+                             % self.diverse_beam_groups)
+        for index, constraints in enumerate(self.constraints or ()):
+            forced = sum(map(len, constraints)) + len((self.target_prefix or [()] * (
+                index + 1))[index])
+            if not all(constraints):
+                raise ValueError("constraints[%d] holds an empty constraint" % index)
+            if forced + 1 > info.context["max_target_length"]:
+                raise ValueError("constraints[%d]: its %d pieces, the target prefix's and the end "
+                                 "token must fit in max_target_length %d, got %d" % (
+                                     index, sum(map(len, constraints)),
+                                     info.context["max_target_length"], forced + 1))
         return self
 
     @property
@@ -132,12 +154,27 @@ class DecodeRequest(DecodingOptions):
         """{name: value} of the decoding options the decoder uses."""
         return {name: getattr(self, name) for name in OPTIONS if takes(self.decoder, name)}
 
-    def for_call(self, target_prefix=None, n_best=None):
+    def for_call(self, target_prefix=None, n_best=None, constraints=None):
         """This request for one call of sentences that it was validated for: their target
-        prefixes (ids each; none: None) and the n_best the call keeps (None: its own)."""
-        return self.model_copy(update={
-            "target_prefix": tuple(map(tuple, target_prefix)) if any(target_prefix or ()) else None,
-            "n_best": n_best or self.n_best})
+        prefixes and constraints (ids, as the fields; none: None) and the n_best the call keeps
+        (None: its own)."""
+        return self.model_copy(update=dict(per_sentence(target_prefix, constraints),
+                                           n_best=n_best or self.n_best))
+
+
+    def for_sentences(self, indices):
+        """This request for the sentences at `indices` of those it was validated for."""
+        return self.model_copy(update=per_sentence(*(
+            values and [values[index] for index in indices]
+            for values in (self.target_prefix, self.constraints))))
+
+
+def per_sentence(target_prefix, constraints):
+    """The per-sentence fields as a DecodeRequest holds them: tuples, or None where no sentence
+    has one."""
+    return {"target_prefix": tuple(map(tuple, target_prefix)) if any(target_prefix or ()) else None,
+            "constraints": tuple(tuple(map(tuple, each)) for each in constraints)
+            if any(constraints or ()) else None}
 
 
 def shown(value, limit=40):
@@ -192,7 +229,7 @@ def add_flags(parser, names=OPTIONS):
         field = DecodingOptions.model_fields[name]
         literal = typing.get_origin(field.annotation) is typing.Literal
         group.add_argument("--" + name, type=str if literal else field.annotation,
-                           help=field.description,
+                           help=field.description.replace("%", "%%"),  # argparse formats it
                            choices=typing.get_args(field.annotation) if literal else None)
 
 

@@ -6,6 +6,7 @@ of many batches, sorted by length within a chunk).
         --n_best 3 --input input.txt --output nbest.txt --trace trace.jsonl
     python -m decode.translate --model_dir runs/a --model_dir runs/b --decoder mbr \
         --input input.txt --target_prefix starts.txt
+    python -m decode.translate --model_dir runs/lab --input messages.txt --constraints terms.tsv
 """
 
 import argparse
@@ -18,7 +19,7 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported, in main
 
 from data_pipeline.corpus import iter_text_lines  # noqa: E402
-from decode.request import DECODERS, add_flags, flag_values  # noqa: E402
+from decode.request import DECODERS, add_flags, decode_request, flag_values  # noqa: E402
 
 OUTPUT_FORMAT = """\
 input: UTF-8 text. Lines end at LF or CR LF, as `wc -l` counts them (at CR in
@@ -42,7 +43,11 @@ for an empty input line.
 
 --target_prefix FILE: one line per input line (read with the input, before
 anything is translated), what its translation starts with; an empty line: no
-prefix. Several --model_dir: an ensemble of models sharing their vocabularies."""
+prefix. --constraints FILE: the same, each line the texts its translation must
+contain, separated by TABs (the beam searches). Placeholders and tags of the
+input (%(name)s, {}, <b>) come back as written: with --placeholders keep (the
+default) each exactly once. Several --model_dir: an ensemble of models sharing
+their vocabularies."""
 
 BATCHES_PER_CHUNK = 16  # lines read at a time: many batches for length sorting, bounded memory
 
@@ -67,6 +72,9 @@ def parse_args(argv):
                         help="write each sentence's search trace to FILE, one JSON line each")
     parser.add_argument("--target_prefix", metavar="FILE",
                         help="what each translation starts with, one line per input line")
+    parser.add_argument("--constraints", metavar="FILE",
+                        help="what each translation contains, one line of TAB-separated texts "
+                             "per input line")
     parser.add_argument("--show_unfamiliar", action="store_true",
                         help='append a TAB and "unfamiliar" (or nothing) to every output line')
     add_flags(parser)
@@ -92,18 +100,30 @@ def format_translation(translation, n_best, show_unfamiliar=False):
     return "".join("%s\t%.6f%s\n" % (h.text, h.score, flag) for h in hypotheses) + "\n"
 
 
-def translate_lines(translator, lines, request, args, prefixes=None):
-    """Input lines (blank ones are not translated) and their target prefixes (ids each; None:
-    none) -> (output text, trace text: one JSON line per input line, "" without --trace)."""
+def translate_lines(translator, lines, request, args):
+    """Input lines (blank ones are not translated) under `request`, made for these lines ->
+    (output text, trace text: one JSON line per input line, "" without --trace)."""
     token_ids = [translator.tokenize(line.strip()) for line in lines]
     to_translate = [index for index, ids in enumerate(token_ids) if ids]
     translations = dict(zip(to_translate, translator.translate_tokens(
-        [token_ids[index] for index in to_translate],
-        request.for_call(prefixes and [prefixes[index] for index in to_translate]))))
+        [token_ids[index] for index in to_translate], request.for_sentences(to_translate),
+        originals=[translator.placeholders(lines[index].strip()) for index in to_translate])))
     found = [translations.get(index) for index in range(len(lines))]
     return ("".join(format_translation(t, args.n_best, args.show_unfamiliar) for t in found),
             "".join(json.dumps(t and t.trace, ensure_ascii=False) + "\n" for t in found)
             if args.trace else "")
+
+
+def read_per_line(path, flag, lines, parse):
+    """--flag's FILE, one line per input line: parse(line, "path:number:") for each (a blank
+    input line: []); ValueError if the line counts differ."""
+    with open(path, "rb") as file:
+        values = list(iter_text_lines(file, path))
+    if len(values) != len(lines):
+        raise ValueError("--%s %s has %d lines but the input has %d: give one per input line"
+                         % (flag, path, len(values), len(lines)))
+    return [parse(value.strip(), "%s:%d:" % (path, number)) if line.strip() else []
+            for number, (line, value) in enumerate(zip(lines, values), 1)]
 
 
 def main(argv=None):
@@ -118,23 +138,20 @@ def main(argv=None):
     with contextlib.ExitStack() as files:
         try:
             translator = Translator(args.model_dir)
-            request = translator.request(args.decoder, args.beam_width, args.n_best,
-                                         bool(args.trace), flag_values(args))
             source = files.enter_context(  # bytes, split into lines as the corpus reader does
                 open(args.input, "rb") if args.input else contextlib.nullcontext(sys.stdin.buffer))
             lines = iter_text_lines(source, args.input or "standard input")
-            prefixes = itertools.repeat(None)
-            if args.target_prefix:  # checked against the input before any output is written
-                with open(args.target_prefix, "rb") as prefix_file:
-                    prefixes = list(iter_text_lines(prefix_file, args.target_prefix))
-                lines = list(lines)
-                if len(prefixes) != len(lines):
-                    raise ValueError("--target_prefix %s has %d lines but the input has %d: give "
-                                     "one per input line" % (args.target_prefix, len(prefixes),
-                                                             len(lines)))
-                prefixes = [translator.prefix_ids(prefix.strip(), "%s:%d:" % (
-                    args.target_prefix, number)) if line.strip() else []
-                    for number, (line, prefix) in enumerate(zip(lines, prefixes), 1)]
+            given = {"target_prefix": translator.prefix_ids, "constraints": lambda line, name: [
+                translator.constraint_ids(text, name) for text in line.split("\t") if text]}
+            per_line = {}
+            for flag, parse in given.items():  # read before any output is written
+                if getattr(args, flag):
+                    lines = list(lines)
+                    per_line[flag] = read_per_line(getattr(args, flag), flag, lines, parse)
+            request = decode_request(translator.served, dict(  # the files' lines as fields
+                flag_values(args), decoder=args.decoder, beam_width=args.beam_width,
+                n_best=args.n_best, trace=bool(args.trace), **per_line))
+            lines = iter(lines)
             if not args.output:
                 sys.stdout.reconfigure(encoding="utf-8")
             sink = files.enter_context(open(args.output, "w", encoding="utf-8") if args.output
@@ -143,11 +160,9 @@ def main(argv=None):
             # At a terminal each line is answered at once.
             chunk_size = 1 if source.isatty() else (
                 BATCHES_PER_CHUNK * translator.config["decode"]["batch_size"])
-            pairs = zip(lines, prefixes)
-            for chunk in iter(lambda: list(itertools.islice(pairs, chunk_size)), []):
-                chunk, chunk_prefixes = map(list, zip(*chunk))
-                output, trace = translate_lines(translator, chunk, request, args,
-                                                args.target_prefix and chunk_prefixes)
+            for chunk in iter(lambda: list(itertools.islice(lines, chunk_size)), []):
+                output, trace = translate_lines(translator, chunk, request.for_sentences(
+                    range(translated, translated + len(chunk))), args)
                 sink.write(output)
                 sink.flush()
                 if traces:

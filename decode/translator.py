@@ -4,7 +4,7 @@ From a checkpoint each decoder graph (decode/graphs.py) is built on first use in
 and session (decode/graph_cache.py); a SavedModel serves the search it was exported with.
 """
 
-import collections
+import functools
 import os
 
 import numpy as np
@@ -16,8 +16,9 @@ from decode.batching import call_batch_size, in_batches
 from decode.ensemble import build_model, load_configs
 from decode.exact import exact_search, expansion_step
 from decode.graph_cache import GraphCache
-from decode.graphs import (SearchResult, fields_of, output_length_limit, pad_batch, score_encoded,
-                           search_encoded, search_result, sentence_trace, unrolled_length_bucket)
+from decode.graphs import (Hypothesis, SearchResult, Translation, fields_of, pad_batch,
+                           score_encoded, search_encoded, search_result, sentence_trace,
+                           unrolled_length_bucket)
 from decode.mbr import mbr_fields, rerank
 from decode.pieces import END_PIECE, Pieces
 from decode.request import DECODERS, DecodeRequest, Served, decode_request, score_request
@@ -29,23 +30,12 @@ from seq2seq.model_dir import SERVING_SIGNATURE
 
 EXACT_ROWS_PER_CALL = 512  # prefixes per model call of the exact search (docs/DECODING-NOTES.md)
 
-Translation = collections.namedtuple(
-    "Translation", "text score n_best unfamiliar trace proven expansions pieces expected_utility "
-    "candidates utilities", defaults=(False,) + (None,) * 7)
-Translation.__doc__ = """The best's text and score, the n-best `Hypothesis`es, whether the source
-is unfamiliar, the docs/API.md trace (or None); exact's proven and expansions; the best's pieces;
-mbr's expected utility, candidates and utilities (decode/mbr.py's `mbr_fields`)."""
-Hypothesis = collections.namedtuple("Hypothesis", "text score pieces", defaults=(None,))
-Hypothesis.__doc__ = """A translation's text, score and target pieces ("</s>" last), which
-`Translator.score(..., target_pieces=)` scores to the same score."""
-
-
 class Translator:
     """Translates with a model, or an ensemble of models; thread-safe (builds take a lock).
 
     Attributes:
       config, model_name, step: the first model's; members: {"name", "step"} of each model;
-      source_vocab_size, target_vocab_size, default_beam_width;
+      source_vocab_size, target_vocab_size, default_beam_width, protected_tokens (0: none);
       decoders: all of DECODERS from a checkpoint, ("while_loop",) from a SavedModel;
       beam_widths: a range, 1..decode.max_beam_width (a SavedModel: its one width);
       can_trace: False for a SavedModel, whose graph returns no trace;
@@ -77,6 +67,7 @@ class Translator:
         self._pieces = Pieces(self._tokenizer)
         self.source_vocab_size = self._tokenizer.source_vocab_size
         self.target_vocab_size = self._tokenizer.target_vocab_size
+        self.protected_tokens = self._tokenizer.protected_tokens
         self._graph = tf.Graph()
         self._session = tf.Session(graph=self._graph, config=tf.ConfigProto(  # Grappler off
             inter_op_parallelism_threads=self.config["decode"]["inter_op_threads"],
@@ -103,7 +94,9 @@ class Translator:
                 self._source_length = tf.placeholder(tf.int32, [None], name="source_length")
                 self._target_ids = tf.placeholder(tf.int32, [None, None], name="target_ids")
                 self._target_length = tf.placeholder(tf.int32, [None], name="target_length")
-                self._target_prefix = tf.placeholder(tf.int32, [None, None], name="target_prefix")
+                self._forced = {  # what a batch's sentences may force: search_encoded's Args
+                    name: tf.placeholder(tf.int32, [None] * rank, name=name) for name, rank in
+                    (("target_prefix", 2), ("constraints", 3), ("protected_ids", 2))}
                 self._max_lengths = tf.placeholder(tf.int32, [None], name="max_lengths")
             with tf.name_scope("options"):
                 self._fed_options = {name: tf.placeholder(uses(name).fed, [], name=name)
@@ -153,12 +146,21 @@ class Translator:
         self._session.close()
 
     def tokenize(self, text):
-        """Source text -> its list of SentencePiece ids (no begin or end token)."""
-        return self._tokenizer.encode_source(text)
+        """Source text -> its SentencePiece ids (no begin or end token), its `placeholders` as
+        protected tokens if the model has them."""
+        return self._pieces.source(text)
+
+    def placeholders(self, text):
+        """The placeholders and tags `tokenize` protects in `text`, in order (`originals`)."""
+        return self._pieces.placeholders(text)
 
     def prefix_ids(self, prefix, name="target_prefix"):
         """A target prefix (text or pieces) -> the ids it forces; ValueError naming `name`."""
         return self._pieces.prefix(prefix, name)
+
+    def constraint_ids(self, constraint, name="constraints"):
+        """`prefix_ids` for a constraint, which must not be empty."""
+        return self._pieces.constraint(constraint, name)
 
     def detokenize(self, ids):
         """Target ids -> text, up to the first end token."""
@@ -169,32 +171,35 @@ class Translator:
         return self._pieces.target(target, name)
 
     def request(self, decoder="while_loop", beam_width=None, n_best=1, trace=False, options=None,
-                target_prefixes=None, sentences=1):
-        """The DecodeRequest of these arguments, validated once (decode/request.py), or
-        `decoder` itself if it is one. decoder: one of `decoders`; beam_width: one of
-        `beam_widths` (checked for greedy too) or None: the default (sample, exact, mbr of
-        samples take none); n_best: 1..the width; options: {name: value} of decoding options
-        (None: the config's); target_prefixes: None, or for each of `sentences` what its
-        translation starts with (decode/pieces.py: a text, target pieces, None or "": none).
-        ValueError names the first bad one, its allowed values and the value."""
+                target_prefixes=None, sentences=1, constraints=None):
+        """The DecodeRequest of these arguments (decode/request.py's fields; the per-sentence
+        ones as decode/pieces.py takes them: target_prefixes and constraints, each None or one
+        per of `sentences`), or `decoder` itself if it is one. ValueError names the first bad
+        one, its allowed values and the value."""
         if isinstance(decoder, DecodeRequest):
             return decoder
         return decode_request(self.served, dict(
             options or {}, decoder=decoder, beam_width=beam_width, n_best=n_best, trace=trace,
-            target_prefix=self._pieces.prefixes(target_prefixes, sentences)))
+            target_prefix=self._pieces.prefixes(target_prefixes, sentences),
+            constraints=self._pieces.constraints(constraints, sentences)))
 
     def translate(self, texts, *request, **fields):
         """A list of strings -> a `Translation` each, in order, as the DecodeRequest `request` (or
-        one built of these arguments by `request`) asks; fewer hypotheses only where fewer exist."""
-        return self.translate_tokens(self._pieces.texts("texts", texts), *request, **fields)
+        one built of these arguments by `request`) asks; fewer hypotheses only where fewer exist.
+        Each text's placeholders and tags come back as written."""
+        return self.translate_tokens(self._pieces.texts("texts", texts), *request, originals=[
+            self.placeholders(text) for text in texts], **fields)
 
-    def translate_tokens(self, token_ids, *request, **fields):
-        """`translate` for lists of source ids (from `tokenize`), each non-empty."""
+    def translate_tokens(self, token_ids, *request, originals=None, **fields):
+        """`translate` for lists of source ids (from `tokenize`), each non-empty; originals:
+        None, or per sentence its `placeholders`, put back in place of the protected tokens."""
         request = self.request(*request, sentences=len(token_ids), **fields)
+        originals = originals or [()] * len(token_ids)
         translations = []
-        for ids, (result, found_trace) in zip(token_ids, self._search(token_ids, request)):
+        for ids, (result, found_trace), placeholders in zip(
+                token_ids, self._search(token_ids, request, originals), originals):
             hypotheses = [  # every search ends each hypothesis, at its length limit if not before
-                Hypothesis(self.detokenize(target_ids), score,
+                Hypothesis(self._text(target_ids, placeholders), score,
                            self._tokenizer.target_pieces(target_ids) + [END_PIECE])
                 for target_ids, score in zip(result.ids[:request.n_best],
                                              result.scores[:request.n_best])]
@@ -205,31 +210,35 @@ class Translator:
         return translations
 
     def search(self, token_ids, decoder="while_loop", beam_width=None, options=None):
-        """Tokenized sentences (each non-empty) -> a `SearchResult` each, in input order;
-        decoder: a DecodeRequest, or with the rest `request`'s arguments."""
+        """Source id lists -> a `SearchResult` each (decoder: a DecodeRequest, or `request`'s)."""
         request = self.request(decoder, beam_width, options=options)
         return [result for result, _ in self._search(token_ids, request)]
 
-    def _search(self, token_ids, request):
-        """`search` under `request`: (SearchResult, trace or None) per sentence."""
+    def _text(self, ids, originals=()):
+        """Target ids -> text, each protected token back as `originals` (`placeholders`) says."""
+        return self._tokenizer.restore(self.detokenize(ids), originals)
+
+    def _search(self, token_ids, request, originals=None):
+        """`search` under `request` (MBR's texts: `_text`): (SearchResult, trace or None) each."""
         for index, ids in enumerate(token_ids):
             if not len(ids):
                 raise ValueError("sentence %d has no source tokens" % index)
-        decoder, prefixes = request.decoder, request.target_prefix
+        decoder, originals = request.decoder, originals or [()] * len(token_ids)
 
         def run(batch):
             sentences = [token_ids[index] for index in batch]
-            forced = prefixes and [prefixes[index] for index in batch]
+            call = request.for_sentences(batch)
             if decoder == "exact":
                 return [(SearchResult([found.ids], [found.score], found.proven, found.expansions),
-                         None) for found in self._run_exact(sentences, request, forced)]
+                         None) for found in self._run_exact(sentences, call)]
             if decoder == "mbr":  # reranked here, outside any lock
-                samples = self._results("sample", request.num_samples, sentences, request, forced)
+                samples = self._results("sample", request.num_samples, sentences, call)
                 candidates = samples if request.draws_samples else self._results(
-                    "while_loop", request.width, sentences, request, forced)
-                return [(rerank(*pair, self.detokenize, request.mbr_utility), None)
-                        for pair in zip(candidates, samples)]
-            outputs = self._run(decoder, request.width, sentences, request, forced)
+                    "while_loop", request.width, sentences, call)
+                return [(rerank(*pair, functools.partial(self._text, originals=originals[index]),
+                                request.mbr_utility), None)
+                        for index, pair in zip(batch, zip(candidates, samples))]
+            outputs = self._run(decoder, request.width, sentences, call)
             return [(search_result(*beam), sentence_trace(outputs[3], row, sentence, *beam,
                                                           self._tokenizer)
                      if request.trace else None)
@@ -253,45 +262,36 @@ class Translator:
                          for name, value in request.feeds().items())
         return feeds
 
-    def _results(self, decoder, width, sentences, request, prefixes):
+    def _results(self, decoder, width, sentences, request):
         """`_run`'s outputs as a SearchResult per sentence."""
         return [search_result(*beam) for beam in zip(*self._run(
-            decoder, width, sentences, request, prefixes)[:3])]
+            decoder, width, sentences, request)[:3])]
 
-    def _limits(self, sentences, prefixes):
-        """Each sentence's most target pieces: its length limit, raised to hold its prefix and
-        the end token."""
-        return [output_length_limit(len(sentence), self.config["decode"], len(prefix))
-                for sentence, prefix in zip(sentences, prefixes or [()] * len(sentences))]
-
-    def _run(self, decoder, beam_width, sentences, request, prefixes=None):
-        """Source id lists -> ids [batch, K, time], scores [batch, K], lengths [batch, K] (and
-        the trace dict) of `decoder` at `beam_width` under `request`'s options; prefixes: None
-        or target ids per sentence."""
+    def _run(self, decoder, beam_width, sentences, request):
+        """Source id lists -> ids [b, K, t], scores [b, K], lengths [b, K] (and the trace dict)
+        of `decoder` at `beam_width` under `request` (made for these sentences)."""
         feeds = self._feeds(sentences, request)
         if self._exported:
             return self._session.run(self._exported, feeds)
-        prefixed = any(prefixes or ())
-        if prefixed:
-            feeds[self._target_prefix] = pad_batch(prefixes, pad_id=-1)[0]
-        feeds[self._max_lengths] = limits = self._limits(sentences, prefixes)
+        forced, limits = self._pieces.forced(sentences, request, self.config["decode"])
+        feeds.update((self._forced[name], values) for name, values in forced.items())
+        feeds[self._max_lengths] = limits
         unrolled_length = unrolled_length_bucket(
             max(map(len, sentences)), self.config["decode"], max(limits)) if (
             decoder == "unrolled") else None
         key = (decoder, beam_width, unrolled_length, request.trace,
-               (prefixed,) + request.graph_key())
+               tuple(sorted(forced)) + request.graph_key())
         fetches = self._fetches(key, request, lambda graph_options: search_encoded(
             self._model, self._encoded, self._source_length, self.config["decode"], decoder,
             beam_width, unrolled_length, request.trace, graph_options,
-            self._target_prefix if prefixed else None, self._max_lengths))
+            max_lengths=self._max_lengths, **{name: self._forced[name] for name in forced}))
         return self._session.run(fetches, feeds)
 
-    def _run_exact(self, sentences, request, prefixes=None):
-        """decode/exact.py's search of a batch, from the while_loop search's best at the default
-        beam width: an `ExactResult` per sentence; prefixes: None or target ids per sentence,
-        forced as the beam searches force them."""
-        prefixes = prefixes or [()] * len(sentences)
-        best = self._results("while_loop", self.default_beam_width, sentences, request, prefixes)
+    def _run_exact(self, sentences, request):
+        """decode/exact.py's search of a batch (prefixes forced as the beam searches force them),
+        from the while_loop search's best at the default beam width: an `ExactResult` each."""
+        prefixes = request.target_prefix or [()] * len(sentences)
+        best = self._results("while_loop", self.default_beam_width, sentences, request)
         encoded = self._session.run(self._encoded, self._feeds(sentences, request))
         inputs, outputs = self._fetches(
             ("exact", None, None, False, request.graph_key(("no_repeat_ngram_size", "min_length"))),
@@ -315,7 +315,7 @@ class Translator:
 
         return exact_search(
             expand, list(zip(*tf.nest.flatten(encoded.initial_state))),
-            self._limits(sentences, prefixes),
+            self._pieces.forced(sentences, request, self.config["decode"])[1],
             [(tuple(result.ids[0]), result.scores[0]) if result.ids else None for result in best],
             fields_of(Scoring, dict(request)), BOS_ID, EOS_ID, request.max_expansions,
             EXACT_ROWS_PER_CALL)
@@ -331,8 +331,8 @@ class Translator:
         return self._cache.fetches(key, build_graph)
 
     def score_request(self, options=None):
-        """The DecodeRequest `score` computes under (decode/request.py's `score_request`), or
-        `options` itself if it is one; ValueError for a SavedModel, which only searches."""
+        """decode/request.py's `score_request` (or `options` if a DecodeRequest; a SavedModel:
+        ValueError)."""
         if self._exported:
             raise ValueError("scoring needs a checkpoint (the exported SavedModel only searches)")
         if isinstance(options, DecodeRequest):

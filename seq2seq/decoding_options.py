@@ -81,6 +81,9 @@ class DecodingOptions(BaseModel):
                         "translations; beam: the beam's n-best", Uses(("mbr",))) = "sample"
     mbr_utility: row(typing.Literal["chrf", "bleu"], "how alike two translations are: chrF or "
                      "sentence BLEU", Uses(("mbr",))) = "chrf"
+    placeholders: row(typing.Literal["keep", "free"], "keep: each placeholder or tag of the "
+                      "source (%(name)s, {}, <b>) appears exactly once in every translation; "
+                      "free: the model decides", Uses(BEAM_SEARCHES)) = "keep"
 
 
 
@@ -111,10 +114,10 @@ class DecodingOptions(BaseModel):
 OPTIONS = tuple(DecodingOptions.model_fields)
 
 
-def uses(name):
-    """A field's `Uses` (a field that is no option, none)."""
-    found = [each for each in DecodingOptions.model_fields[name].metadata
-             if isinstance(each, Uses)] if name in OPTIONS else []
+def uses(name, fields=None):
+    """A field's `Uses` (of `fields`, a model's model_fields: the options'; no such field, none)."""
+    field = (fields or DecodingOptions.model_fields).get(name)
+    found = [each for each in field.metadata if isinstance(each, Uses)] if field else []
     return found[0] if found else Uses()
 
 
@@ -128,9 +131,9 @@ def limits(decode_params, max_target_length, max_expansions=MAX_EXPANSIONS):
             "max_beam_width": decode_params["max_beam_width"]}
 
 
-def takes(decoder, name):
-    """Whether `decoder` uses the decoding option `name`."""
-    return uses(name).decoders is None or decoder in uses(name).decoders
+def takes(decoder, name, fields=None):
+    """Whether `decoder` uses the decoding option (or field of `fields`, as `uses`) `name`."""
+    return uses(name, fields).decoders in (None, ()) or decoder in uses(name, fields).decoders
 
 
 def describe(name, limits):
