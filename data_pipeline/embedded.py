@@ -115,8 +115,7 @@ def vary(rng, sentence):
     if rng.random() < 0.15 and sentence[-1:] in ".?":
         sentence = sentence[:-1]
     if rng.random() < 0.2:
-        first = sentence[:1]
-        sentence = (first.lower() if first.isupper() else first.upper()) + sentence[1:]
+        sentence = sentence[:1].swapcase() + sentence[1:]
     return sentence
 
 
@@ -326,7 +325,7 @@ def _in_sentence(rng, noun, plural, determiner, english_modifiers, portuguese_mo
                       + ([agree(adjective, noun.gender, plural)] if adjective else []))
     if rng.random() < _BARE_SHARE:
         return english, target
-    frame = (NOUN_PHRASE_FRAMES + (PREDICATE_FRAME,))[rng.randrange(len(NOUN_PHRASE_FRAMES) + 1)]
+    frame = rng.choice(NOUN_PHRASE_FRAMES + (PREDICATE_FRAME,))
     english_frame = frame.english_plural if plural else frame.english
     target_frame = frame.portuguese_plural if plural else frame.portuguese
     if frame is PREDICATE_FRAME:  # "The car is red.": another adjective, agreeing

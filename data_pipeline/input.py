@@ -90,7 +90,7 @@ def make_dataset(config, split, mode, share=SINGLE_TASK):
             dataset = _bucket_batches(dataset, config)
         else:
             dataset = dataset.padded_batch(train["eval_batch_size"])
-        return dataset.map(_features_and_labels).prefetch(tf.data.AUTOTUNE)
+        return dataset.prefetch(tf.data.AUTOTUNE)
 
 
 def parse_example(serialized):
@@ -99,10 +99,8 @@ def parse_example(serialized):
     features = tf.io.parse_single_example(serialized, {
         SOURCE_IDS: tf.io.VarLenFeature(tf.int64), TARGET_IDS: tf.io.VarLenFeature(tf.int64),
         TARGET_TEXT: tf.io.FixedLenFeature([], tf.string, default_value="")})
-    parsed = {name: tf.cast(tf.sparse.to_dense(features[name]), tf.int32)
-              for name in (SOURCE_IDS, TARGET_IDS)}
-    parsed[TARGET_TEXT] = features[TARGET_TEXT]
-    return parsed
+    return {name: value if name == TARGET_TEXT else tf.cast(tf.sparse.to_dense(value), tf.int32)
+            for name, value in features.items()}
 
 
 def bucket_boundaries(max_length, bucket_width):
@@ -130,22 +128,17 @@ def _bucket_batches(dataset, config):
     else:
         sizes = [train["batch_size"]] * (len(boundaries) + 1)
     return dataset.bucket_by_sequence_length(
-        lambda inputs: tf.maximum(inputs["source_length"], inputs["target_length"]),
+        lambda features, labels: tf.maximum(features["source_length"], labels["target_length"]),
         boundaries, sizes, drop_remainder=num_towers > 1)  # towers split every batch evenly
 
 
 def _model_inputs(serialized, with_text):
+    """A serialised example -> (features, labels) of one pair, as the module docstring says."""
     example = parse_example(serialized)
     source_ids, target_ids = example[SOURCE_IDS], example[TARGET_IDS]
-    inputs = {"source_ids": source_ids, "source_length": tf.size(source_ids),
-              "target_input": tf.concat([[BOS_ID], target_ids], axis=0),
+    labels = {"target_input": tf.concat([[BOS_ID], target_ids], axis=0),
               "target_output": tf.concat([target_ids, [EOS_ID]], axis=0),
               "target_length": tf.size(target_ids) + 1}
     if with_text:
-        inputs["target_text"] = example[TARGET_TEXT]
-    return inputs
-
-
-def _features_and_labels(batch):
-    features = {key: batch.pop(key) for key in ("source_ids", "source_length")}
-    return features, batch  # the labels: target_input, target_output, target_length[, target_text]
+        labels["target_text"] = example[TARGET_TEXT]
+    return {"source_ids": source_ids, "source_length": tf.size(source_ids)}, labels

@@ -28,33 +28,25 @@ def find(text):
 
 
 def protect(text, limit=MAX_TOKENS):
-    """(`text` with its first `limit` placeholders and tags ｟0｠, ｟1｠, ... in order, their text).
-
-    Further placeholders stay as they are written: the model sees them as text.
-    """
+    """(`text` with its first `limit` placeholders and tags ｟0｠, ｟1｠, ... in order, their text);
+    further placeholders stay as written: the model sees them as text."""
     matches = _matches(text)[:limit]
     return _tokens_for(text, matches, range(len(matches))), [match[0] for match in matches]
 
 
 def protect_target(target, originals):
     """A translation with the tokens of its source's placeholders, or None when it does not hold
-    exactly them (as a multiset, the positional ones `%s` and `{}` in the source's order).
-
-    Each placeholder takes the token of the first source placeholder with the same text that no
-    earlier one took: "%(b)s %(a)s" for "%(a)s %(b)s" gives "｟1｠ ｟0｠".
-    """
-    matches, free = _matches(target), list(enumerate(originals))
-    if len(matches) != len(originals):
+    exactly them (as a multiset, the positional ones `%s` and `{}` in the source's order). Each
+    takes the token of the first source placeholder with its text that no earlier one took:
+    "%(b)s %(a)s" for "%(a)s %(b)s" gives "｟1｠ ｟0｠"."""
+    matches = _matches(target)
+    if sorted(match[0] for match in matches) != sorted(originals):
         return None
-    tokens, positional = [], []
+    free, tokens = list(originals), []
     for match in matches:
-        index = next((index for index, text in free if text == match[0]), None)
-        if index is None:
-            return None
-        free.remove((index, match[0]))
-        tokens.append(index)
-        if _positional(match):
-            positional.append(index)
+        tokens.append(free.index(match[0]))
+        free[tokens[-1]] = None  # taken
+    positional = [index for match, index in zip(matches, tokens) if _positional(match)]
     return _tokens_for(target, matches, tokens) if positional == sorted(positional) else None
 
 

@@ -13,7 +13,6 @@ import collections
 import json
 import os
 import random
-import shutil
 import sys
 import tempfile
 import time
@@ -22,8 +21,8 @@ import tensorflow.compat.v1 as tf
 from tqdm import tqdm
 
 from data_pipeline import embedded
-from data_pipeline.corpus import (EMPTY_SIDE, CorpusError, format_skipped, normalize, read_corpus,
-                                  split_spec)
+from data_pipeline.corpus import (EMPTY_SIDE, Corpus, CorpusError, format_skipped, normalize,
+                                  read_corpus, split_spec)
 from data_pipeline.tokenizer import (JOINT_MODEL, MIN_CALIBRATION, OPTIONS, SOURCE_MODEL,
                                      TARGET_MODEL, train_tokenizer)
 from seq2seq.config import (
@@ -40,7 +39,6 @@ CARVE_SEED, TRAIN_ORDER_SEED = 20240101, 20261121  # fixed: the corpus's propert
 PreparedData = collections.namedtuple("PreparedData", [
     "data_dir", "manifest", "tokenizer_files", "train_files", "dev_files", "test_files",
     "source_vocab_size", "target_vocab_size", "raw_text"])
-_Split = collections.namedtuple("_Split", ["pairs", "skipped"])
 
 
 def prepare(config, verbose=True):
@@ -67,13 +65,11 @@ def prepare(config, verbose=True):
     for note in notes:
         log(note)
     os.makedirs(data_dir, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=".staging-", dir=data_dir)
-    try:
+    with tempfile.TemporaryDirectory(prefix=".staging-", dir=data_dir,
+                                     ignore_cleanup_errors=True) as staging:
         manifest = _build(data, splits, calibration, staging, log, verbose)
         manifest.update(fingerprint=wanted, notes=notes, settings=settings, inputs=inputs)
         _install(staging, data_dir, existing, manifest)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     log("prepared %s in %.1f s" % (data_dir, time.time() - started))
     return _prepared_data(data_dir, manifest)
 
@@ -106,11 +102,6 @@ def settings_mismatches(manifest, config):
             for key in sorted(set(prepared) | set(wanted)) if prepared.get(key) != wanted.get(key)]
 
 
-def shard_names(split, num_shards):
-    """``("train", 2)`` -> ``["train-00000-of-00002.tfrecord", "train-00001-of-00002..."]``."""
-    return ["%s-%05d-of-%05d.tfrecord" % (split, index, num_shards) for index in range(num_shards)]
-
-
 def serialize_example(source_ids, target_ids, target_text=None):
     """Two id lists and the reference text if given -> a serialised tf.train.Example."""
     feature = {name: tf.train.Feature(int64_list=tf.train.Int64List(value=ids))
@@ -121,15 +112,19 @@ def serialize_example(source_ids, target_ids, target_text=None):
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
-def write_shards(examples, paths, description, verbose):
-    """Writes (source_ids, target_ids[, target_text]) examples in order, shard k the k-th slice."""
-    with tqdm(total=len(examples), desc=description, unit=" pairs", disable=not verbose) as bar:
-        for index, path in enumerate(paths):
-            begin, end = (k * len(examples) // len(paths) for k in (index, index + 1))
-            with tf.io.TFRecordWriter(path) as writer:
+def write_shards(examples, directory, split, num_shards, verbose):
+    """Writes (source_ids, target_ids[, target_text]) examples in order into `num_shards` files
+    of `directory`, shard k the k-th slice; returns their names: train-00000-of-00002.tfrecord..."""
+    names = ["%s-%05d-of-%05d.tfrecord" % (split, index, num_shards) for index in range(num_shards)]
+    with tqdm(total=len(examples), desc="writing " + split, unit=" pairs",
+              disable=not verbose) as bar:
+        for index, name in enumerate(names):
+            begin, end = (k * len(examples) // num_shards for k in (index, index + 1))
+            with tf.io.TFRecordWriter(os.path.join(directory, name)) as writer:
                 for example in examples[begin:end]:
                     writer.write(serialize_example(*example))
             bar.update(end - begin)
+    return names
 
 
 def _build(data, splits, calibration, directory, log, verbose):
@@ -189,8 +184,8 @@ def _embedded_splits(data):
     if embedded.missing_families(locale):
         notes.append("%s has no hand-written lexicon: no %s phrases"
                      % (locale, ", ".join(embedded.missing_families(locale))))
-    splits = {split: _Split([(normalize(example.source), normalize(example.target))
-                             for example in examples], collections.Counter())
+    splits = {split: Corpus([(normalize(example.source), normalize(example.target))
+                             for example in examples], collections.Counter(), [])
               for split, examples in zip(SPLITS, corpus)}
     kinds = collections.defaultdict(list)
     for example in corpus.dev + [example for example in corpus.train if example.family == "names"]:
@@ -203,15 +198,14 @@ def _file_splits(data):
     notes, splits = [], {}
     for split in SPLITS:
         if data[split + "_data"]:
-            corpus = read_corpus(data[split + "_data"])
-            splits[split] = _Split(corpus.pairs, corpus.skipped)
+            splits[split] = read_corpus(data[split + "_data"])
             notes.append("%s: read %s" % (split, data[split + "_data"]))
     carve = [split for split in ("dev", "test") if split not in splits]
     if carve:
         carved, remaining, dropped = _carve(splits["train"].pairs, len(carve))
-        splits["train"] = _Split(remaining, splits["train"].skipped
-                                 + collections.Counter({SOURCE_IN_DEV_TEST: dropped}))
-        splits.update((split, _Split(pairs, collections.Counter()))
+        skipped = splits["train"].skipped + collections.Counter({SOURCE_IN_DEV_TEST: dropped})
+        splits["train"] = splits["train"]._replace(pairs=remaining, skipped=skipped)
+        splits.update((split, Corpus(pairs, collections.Counter(), []))
                       for split, pairs in zip(carve, carved))
         notes.append("no %s data given: carved %s out of %s (%d%% of its distinct sources each, "
                      "at most %d pairs); %d more train pairs repeating those sources were dropped"
@@ -266,9 +260,8 @@ def _write_split(split, corpus_split, tokenizer, data, directory, verbose):
                           % (split, format_skipped(skipped), *limits))
     if split == "train":
         random.Random(TRAIN_ORDER_SEED).shuffle(encoded)
-    shards = shard_names(split, min(data["num_shards"], len(encoded)) if split == "train" else 1)
-    write_shards(encoded, [os.path.join(directory, name) for name in shards], "writing " + split,
-                 verbose)
+    num_shards = min(data["num_shards"], len(encoded)) if split == "train" else 1
+    shards = write_shards(encoded, directory, split, num_shards, verbose)
     record = {"kept": len(encoded), "skipped": dict(sorted(skipped.items())), "shards": shards}
     if split != "train":
         record["raw_text"] = [split + ".src", split + ".tgt"]

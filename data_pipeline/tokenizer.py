@@ -206,8 +206,7 @@ class _Familiarity:
             bigrams.update("%d %d" % pair for pair in zip(ids, ids[1:]))
         model = cls({"unigrams": unigrams, "bigrams": bigrams})
         costs = sum(count * model.cost(*pair) for pair, count in model.bigrams.items())
-        prior = costs / unigrams.total()
-        return cls(dict(model.data, prior=prior, prior_pieces=PRIOR_PIECES))
+        return cls(dict(model.data, prior=costs / unigrams.total(), prior_pieces=PRIOR_PIECES))
 
     def cost(self, previous, piece):
         """-log P(piece | previous): Witten-Bell over add-one unigrams (seen pieces, one unseen)."""

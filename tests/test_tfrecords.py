@@ -3,7 +3,7 @@
 import tensorflow.compat.v1 as tf
 
 from data_pipeline.input import parse_example
-from data_pipeline.prepare import serialize_example, shard_names, write_shards
+from data_pipeline.prepare import serialize_example, write_shards
 
 EXAMPLES = [([5, 6, 7], [8, 9]), ([10], [11, 12, 13, 14]), ([15, 16], [17]),
             ([18, 19, 20, 21], [22, 23]), ([24], [25])]
@@ -19,14 +19,10 @@ def read_examples(path):
     return examples
 
 
-def test_shard_names():
-    assert shard_names("train", 2) == ["train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord"]
-
-
 def test_shards_hold_contiguous_runs_in_order(tmp_path):
-    paths = [str(tmp_path / name) for name in shard_names("train", 2)]
-    write_shards(EXAMPLES, paths, "writing", verbose=False)
-    shards = [read_examples(path) for path in paths]
+    names = write_shards(EXAMPLES, str(tmp_path), "train", 2, verbose=False)
+    assert names == ["train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord"]
+    shards = [read_examples(str(tmp_path / name)) for name in names]
     assert shards == [EXAMPLES[:2], EXAMPLES[2:]]
 
 
