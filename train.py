@@ -32,12 +32,12 @@ from seq2seq.model_dir import (  # noqa: E402
 from training.best_checkpoint import BestCheckpointExporter, log_evaluation  # noqa: E402
 from training.early_stopping import EarlyStopping, evaluations_since_best  # noqa: E402
 from training.model_fn import (  # noqa: E402
-    NonFiniteLossError, as_non_finite_loss_error, model_fn, serving_input_receiver_fn,
-    session_config)
+    NonFiniteLossError, model_fn, raise_non_finite_loss, serving_input_receiver_fn, session_config)
 from training.status import (  # noqa: E402
     StatusExporter, start_training_status, write_training_status)
 
 CHIEF_TIMEOUT_SECS = 600  # a cluster task's wait for the chief to write the model directory
+TRAINING_SCHEDULES = ("train_and_evaluate", "train")
 
 logger = logging.getLogger("seq2seq")
 
@@ -45,8 +45,7 @@ logger = logging.getLogger("seq2seq")
 def check_model_shape(config, model_dir, schedule):
     """Raises ConfigError if `model_dir` holds a model of another shape, or an average that
     `schedule` would train (checked before any data is prepared or file written)."""
-    if schedule in ("train_and_evaluate", "train") and \
-            os.path.exists(os.path.join(model_dir, AVERAGED_RECORD)):
+    if schedule in TRAINING_SCHEDULES and os.path.exists(os.path.join(model_dir, AVERAGED_RECORD)):
         raise ConfigError("%s is an average of checkpoints (training.average): it holds no "
                           "optimizer state to resume training from; train into the model "
                           "directory it averages, or a new --model_dir" % model_dir)
@@ -88,11 +87,8 @@ def model_dir_files(model_dir):
 
 
 def wait_for_chief(model_dir, chief, timeout_secs):
-    """Waits for the chief task to write the model directory's config and tokenizer.
-
-    Raises:
-      TimeoutError: not within `timeout_secs`; the message names the chief's address.
-    """
+    """Waits for the chief task to write the model directory's config and tokenizer; after
+    `timeout_secs`, raises a TimeoutError naming the chief's address."""
     logger.info("waiting for the chief (%s) to write %s", chief, model_dir)
     deadline = time.monotonic() + timeout_secs
     while True:
@@ -176,16 +172,15 @@ def _train_and_evaluate(estimator, config, model_dir):
         eval_spec = tf.estimator.EvalSpec(
             input_fn, steps=None, start_delay_secs=0, throttle_secs=train["throttle_secs"],
             exporters=[BestCheckpointExporter(model_dir_files), StatusExporter(), early_stopping])
-        train_spec = tf.estimator.TrainSpec(input_fn, max_steps=train["max_steps"],
-                                            hooks=[early_stopping.hook])
-        result = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
+        result = tf.estimator.train_and_evaluate(estimator, tf.estimator.TrainSpec(
+            input_fn, max_steps=train["max_steps"], hooks=[early_stopping.hook]), eval_spec)
         if not estimator.config.is_chief:
             return {}
         if cluster:  # a distributed chief only trains: its evaluator task evaluates
             return _trained(estimator, config, model_dir)
         metrics = result[0] or _evaluate(estimator, config, model_dir)  # None: no step trained
-    stopped = "early_stopping" if early_stopping.stopped else "max_steps"
-    return dict(metrics, **_export(estimator, config, model_dir), stopped=stopped)
+    return dict(metrics, **_export(estimator, config, model_dir),
+                stopped="early_stopping" if early_stopping.stopped else "max_steps")
 
 
 _SCHEDULES = {"train_and_evaluate": _train_and_evaluate, "train": _train,
@@ -207,7 +202,9 @@ def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=
     if max_steps is not None:
         config["train"]["max_steps"] = max_steps
     estimator = build_estimator(config, model_dir, num_gpus, chief_timeout_secs)
-    cluster = estimator.config.cluster_spec.jobs
+    task, cluster = estimator.config, estimator.config.cluster_spec.jobs
+    chief = cluster and task.cluster_spec.job_tasks("chief")[0]
+    trains = task.is_chief and schedule in TRAINING_SCHEDULES  # and so keeps the training status
     if cluster and schedule != "train_and_evaluate":
         raise ConfigError("TF_CONFIG describes a cluster: run the train_and_evaluate schedule "
                           "there (an evaluator task evaluates); --schedule %s runs without "
@@ -216,35 +213,30 @@ def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=
         raise ConfigError("%s holds no checkpoint to %s: train a model into it first"
                           % (model_dir, schedule))
     check_model_shape(config, model_dir, schedule)
-    status = None
     # a parameter server only serves variables; an export needs no data
-    if estimator.config.task_type != "ps" and schedule != "export":
-        if cluster and not estimator.config.is_chief:  # the chief prepares the data first
-            wait_for_chief(model_dir, estimator.config.cluster_spec.job_tasks("chief")[0],
-                           chief_timeout_secs)
+    if task.task_type != "ps" and schedule != "export":
+        if cluster and not task.is_chief:  # the chief prepares the data first
+            wait_for_chief(model_dir, chief, chief_timeout_secs)
         tokenizer = Tokenizer.load(prepare(config, verbose=True).data_dir)
         os.makedirs(model_dir, exist_ok=True)
         check_tokenizer(config, model_dir, tokenizer)
-        if estimator.config.is_chief and schedule in ("train_and_evaluate", "train"):
+        if trains:
             write_model_dir(config, model_dir, tokenizer)
-            resumed_step = checkpoint_step(latest_checkpoint(model_dir)) or 0
-            status = start_training_status(model_dir, resumed_step, config["train"]["max_steps"])
+            start_training_status(model_dir, checkpoint_step(latest_checkpoint(model_dir)) or 0,
+                                  config["train"]["max_steps"])
     try:
         result = _SCHEDULES[schedule](estimator, config, model_dir)
     except BaseException as error:
-        if status:
+        if trains:
             write_training_status(model_dir, running=False, eta_seconds=None, stopped="error")
         if isinstance(error, tf.errors.DeadlineExceededError) and cluster:
             raise TimeoutError(
                 "the chief (%s) did not make the session ready within %d s: is it running, at "
                 "that address? (a chief slow to start: raise --chief_timeout_secs)"
-                % (estimator.config.cluster_spec.job_tasks("chief")[0], chief_timeout_secs)
-            ) from None
-        non_finite = as_non_finite_loss_error(error)
-        if non_finite is None:
-            raise
-        raise non_finite from None
-    if status:
+                % (chief, chief_timeout_secs)) from None
+        raise_non_finite_loss(error)
+        raise
+    if trains:
         write_training_status(model_dir, running=False, eta_seconds=None,
                               step=int(result["global_step"]), stopped=result["stopped"])
     return result
@@ -259,12 +251,10 @@ def positive_int(text):
 
 def config_path(args):
     """--config, else the trained model's config to evaluate or export, else DEFAULT_CONFIG."""
-    if args.config:
-        return args.config
-    trained = os.path.join(args.model_dir or "", CONFIG_FILE)
-    if args.schedule in ("evaluate", "export") and args.model_dir and os.path.isfile(trained):
-        return trained
-    return DEFAULT_CONFIG
+    if args.config or args.schedule not in ("evaluate", "export") or not args.model_dir:
+        return args.config or DEFAULT_CONFIG
+    trained = os.path.join(args.model_dir, CONFIG_FILE)
+    return trained if os.path.isfile(trained) else DEFAULT_CONFIG
 
 
 def parse_args(argv):

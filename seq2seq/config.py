@@ -13,8 +13,8 @@ import yaml
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError,
                       create_model, model_validator)
 
-from seq2seq.decoding_options import (DecodingOptions, beam_groups_problem, field_problem,
-                                      limits)
+from seq2seq.decoding_options import (OPTIONS, DecodingOptions, beam_groups_problem,
+                                      field_problem, limits)
 
 
 class ConfigError(ValueError):
@@ -104,7 +104,7 @@ class TrainSection(_Section):
 
 # The decoding options (seq2seq/decoding_options.py's DecodingOptions, whose hints say what they
 # do): a field each here of its default's type, to read --hparams text; then checked as
-# DecodingOptions, under limits that name data.max_target_length, by Config._decoding_options_fit.
+# DecodingOptions, under limits that name data.max_target_length, by Config._rules_across_keys.
 _DecodeOptions = create_model("_DecodeOptions", __base__=_Section, **{
     name: ({bool: bool, int: Int, float: Float, str: str}[type(field.default)], field.default)
     for name, field in DecodingOptions.model_fields.items()})
@@ -147,6 +147,7 @@ class Config(_Section):
 
     @model_validator(mode="after")
     def _rules_across_keys(self):
+        """The rules across sections; then the decoding options, checked as a request's are."""
         data, model, decode = self.data, self.model, self.decode
         broken = [message for wrong, message in (
             (data.corpus == "files" and not data.train_data,
@@ -161,21 +162,14 @@ class Config(_Section):
         ) if wrong]
         if broken:
             raise ValueError("; ".join(broken))
-        return self
-
-    @model_validator(mode="after")
-    def _decoding_options_fit(self):
-        """The decoding options checked as a request's are, under the config's limits."""
-        decode = self.decode.model_dump()
-        named = limits(decode, self.data.max_target_length)
+        named = limits(decode.model_dump(), data.max_target_length)
         try:
-            DecodingOptions.model_validate(
-                {name: decode[name] for name in DecodingOptions.model_fields}, context=named)
+            DecodingOptions.model_validate(decode.model_dump(include=set(OPTIONS)), context=named)
         except ValidationError as e:
             raise ValueError("; ".join("decode.%s %s, got %r" % (
                 error["loc"][0], field_problem(error, named), error["input"])
                 for error in e.errors()))
-        wrong = beam_groups_problem(decode["diverse_beam_groups"], decode["beam_width"], "decode.")
+        wrong = beam_groups_problem(decode.diverse_beam_groups, decode.beam_width, "decode.")
         if wrong:
             raise ValueError(wrong)
         return self
@@ -240,10 +234,8 @@ def _message(error):
     field = Config.model_fields[loc[0]]
     if len(loc) > 1:
         field = field.annotation.model_fields[loc[1]]
-    if kind == "literal_error":
-        rule = "one of " + ", ".join(get_args(field.annotation))
-    else:  # a type, or a bound: greater_than_equal, less_than, ...
-        rule = _KINDS.get(kind) or _bounds(field)
+    rule = ("one of " + ", ".join(get_args(field.annotation)) if kind == "literal_error" else
+            _KINDS.get(kind) or _bounds(field))  # a type, or a bound: greater_than_equal, ...
     hint = " (quote it in YAML: 'no')" if kind == "string_type" and isinstance(value, bool) else ""
     return "%s must be %s, got %r%s" % (key, rule, value, hint)
 
@@ -301,20 +293,16 @@ def corpus_overrides(train_data="", dev_data="", test_data=""):
 def _sets_data_dir(kind, layer):
     """Whether a layer sets a "files" corpus's data_dir."""
     data = layer.get("data") or {}
-    if kind in ("yaml", "resolved") and data.get("corpus") != "files":
-        return False
     if kind == "yaml" and data.get("data_dir") == DEFAULTS["data"]["data_dir"]:
         return False  # a copy of the demo's config: data/default holds the embedded corpus
-    return "data_dir" in data
+    return "data_dir" in data and (kind in ("hparams", "overrides") or
+                                   data.get("corpus") == "files")
 
 
 def load_config(path=None, hparams="", overrides=None):
-    """DEFAULTS, then the YAML file at `path`, `hparams`, then `overrides` (a nested mapping).
-
-    Returns:
-      The config as a nested dict of plain values, DEFAULTS' shape. A "files" corpus without a
-      data_dir of its own gets data/corpus-<hash>.
-    """
+    """DEFAULTS, then the YAML file at `path`, `hparams`, then `overrides` (a nested mapping), as
+    a nested dict of plain values (DEFAULTS' shape); a "files" corpus without a data_dir of its
+    own gets data/corpus-<hash>."""
     layers = []
     if path:
         if not os.path.exists(path):
@@ -343,16 +331,11 @@ def load_config(path=None, hparams="", overrides=None):
     return config
 
 
-def get(config, dotted):
-    """config["section"]["key"] for "section.key"."""
-    section, key = dotted.split(".")
-    return config[section][key]
-
-
 def shape_mismatches(old, new):
     """The SHAPE_KEYS two configs disagree on, as "key: old -> new"."""
-    return ["%s: %r -> %r" % (key, get(old, key), get(new, key))
-            for key in SHAPE_KEYS if get(old, key) != get(new, key)]
+    values = [(key, *(config[section][name] for config in (old, new)))
+              for key in SHAPE_KEYS for section, name in [key.split(".")]]
+    return ["%s: %r -> %r" % found for found in values if found[1] != found[2]]
 
 
 def fingerprint(mapping):

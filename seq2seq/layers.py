@@ -33,9 +33,7 @@ def dense(inputs, units, use_bias=True):
 
 def dropout(inputs, rate, training):
     """Dropout at `rate` when `training` (a Python bool), else the identity."""
-    if not training or rate == 0.0:
-        return inputs
-    return tf.nn.dropout(inputs, rate=rate)
+    return tf.nn.dropout(inputs, rate=rate) if training and rate else inputs
 
 
 def _table(vocab_size, embedding_size):
@@ -48,14 +46,12 @@ class Embeddings:
 
     def __init__(self, source_vocab_size, target_vocab_size, embedding_size, share, dropout_rate):
         self._dropout_rate = dropout_rate
+        scopes = {"shared": source_vocab_size} if share else {
+            "source": source_vocab_size, "target": target_vocab_size}
         with tf.variable_scope(None, default_name="embeddings"):
-            def table(scope, vocab_size):
-                return template(scope, _table, vocab_size=vocab_size, embedding_size=embedding_size)
-            if share:
-                self.source_table = self.target_table = table("shared", source_vocab_size)
-            else:
-                self.source_table = table("source", source_vocab_size)
-                self.target_table = table("target", target_vocab_size)
+            tables = [template(scope, _table, vocab_size=vocab_size, embedding_size=embedding_size)
+                      for scope, vocab_size in scopes.items()]
+        self.source_table, self.target_table = tables[0], tables[-1]  # shared: the same one
 
     def embed(self, side, ids, training):
         """[...] int32 ids of `side` ("source" or "target") -> [..., E] float32."""
@@ -66,9 +62,8 @@ class Embeddings:
 
 def _orthogonal_gates(shape, dtype=tf.float32, partition_info=None):
     """An initializer for [units, 3 * units]: one orthogonal block per gate."""
-    rows, cols = shape
     orthogonal = tf.orthogonal_initializer()
-    return tf.concat([orthogonal([rows, cols // 3], dtype) for _ in range(3)], axis=1)
+    return tf.concat([orthogonal([shape[0], shape[1] // 3], dtype) for _ in range(3)], axis=1)
 
 
 class GRU:

@@ -67,10 +67,6 @@ class BidirectionalEncoder:
             return outputs, final_state
 
 
-def _bridge(encoder_final_state, units):
-    return tf.tanh(dense(encoder_final_state, units))
-
-
 class Seq2SeqModel:
     """The model of the config's "model" section (model_params), vocabularies of V_s and V_t
     pieces; all variables under `scope_name` (`name`, made unique if taken)."""
@@ -86,7 +82,7 @@ class Seq2SeqModel:
                 2 * (model_params.get("encoder_units", 0) or num_units // 2),  # each direction's
                 model_params["encoder_layers"], dropout_rate)
             with tf.variable_scope(None, default_name="decoder"):
-                self._bridge = template("bridge", _bridge, units=num_units)
+                self._bridge = template("bridge", dense, units=num_units)
                 self._cell = GRU(num_units)
                 self._attention = Attention(model_params["attention"],
                                             model_params["attention_size"], num_units)
@@ -106,11 +102,11 @@ class Seq2SeqModel:
             memory, final_state = self._encoder(embedded, source_length, training)
             with tf.name_scope("source_mask"):
                 mask = sequence_mask(source_length, tf.shape(source_ids)[1])
-            return EncoderOutput(memory=memory, keys=self._attention.project_keys(memory),
-                                 mask=mask, initial_state={"h": self._bridge(final_state)})
+            keys = self._attention.project_keys(memory)  # first: op order seeds the weights
+            return EncoderOutput(memory=memory, keys=keys, mask=mask,
+                                 initial_state={"h": tf.tanh(self._bridge(final_state))})
 
-    def teacher_forced_logits(self, encoder_output, target_input, training,
-                              with_attention=False):
+    def teacher_forced_logits(self, encoder_output, target_input, training, with_attention=False):
         """target_input [batch, tgt_time] int32 (begin token + target) -> logits [batch,
         tgt_time, V_t] (and with_attention, weights [batch, tgt_time, src_time])."""
         with tf.name_scope("decoder"):

@@ -47,11 +47,8 @@ def best_checkpoint_dir(model_dir):
 
 
 def find_checkpoint(model_dir):
-    """The checkpoint a model directory serves: its best-BLEU one, else its latest.
-
-    Raises:
-      ValueError: it holds no checkpoint.
-    """
+    """The checkpoint a model directory serves: its best-BLEU one, else its latest (else
+    ValueError)."""
     best_dir = best_checkpoint_dir(model_dir)
     path = (best_dir and latest_checkpoint(best_dir)) or latest_checkpoint(model_dir)
     if not path:
@@ -61,11 +58,8 @@ def find_checkpoint(model_dir):
 
 
 def read_status_file(model_dir):
-    """MODEL_DIR/training_status.json's object, or None if there is none.
-
-    Raises:
-      ValueError: the file holds no JSON object (the message names it).
-    """
+    """MODEL_DIR/training_status.json's object, None if there is none; ValueError naming the
+    file if it holds no JSON object."""
     path = os.path.join(model_dir, STATUS_FILE)
     try:
         with open(path, encoding="utf-8") as status_file:

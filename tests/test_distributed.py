@@ -8,7 +8,6 @@ virtual CPU devices), a worker with one tower. The Estimator's parameter server 
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -16,6 +15,9 @@ import time
 
 import pytest
 import tensorflow.compat.v1 as tf
+
+import train
+from data_pipeline.tokenizer import Tokenizer
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_STEPS = 400  # the worker starts 5 s after the chief (train_and_evaluate): it must get steps too
@@ -103,13 +105,14 @@ def test_the_chief_splits_each_batch_over_its_towers(cluster):
 
 
 @pytest.mark.parametrize("written", [False, True], ids=["empty model_dir", "written earlier"])
-def test_a_worker_without_its_chief_stops_naming_it(written, tmp_path, request):
+def test_a_worker_without_its_chief_stops_naming_it(written, tmp_path, tiny_config, tiny_data):
     """No chief at its address: the worker gives up after --chief_timeout_secs with one error
     line that names the chief, not a hang and not a traceback; also when an earlier run wrote
     the model directory, so that the worker goes on to wait for the chief's session."""
     config = os.path.join(REPO, "configs", "tiny.yaml")
-    if written:
-        shutil.copytree(request.getfixturevalue("tiny_model_dir"), tmp_path / "model")
+    if written:  # as a chief writes it first (a trained model would only slow the test)
+        train.write_model_dir(tiny_config, str(tmp_path / "model"),
+                              Tokenizer.load(tiny_data.data_dir))
         config = str(tmp_path / "model" / "config.yaml")  # its data_dir: prepared already
     chief_port, worker_port = _free_ports(2)
     chief = "127.0.0.1:%d" % chief_port

@@ -49,6 +49,14 @@ def _latest_export(model_dir):
     return exports[-1]
 
 
+@pytest.fixture(scope="module")
+def saved_model_translator(tiny_model_dir):
+    """A Translator of the tiny model's SavedModel, loaded once for this module's tests."""
+    translator = Translator(tiny_model_dir, export_dir=_latest_export(tiny_model_dir))
+    yield translator
+    translator.close()
+
+
 def _run_saved_model(export_dir, inputs):
     with tf.Graph().as_default(), tf.Session() as session:
         meta_graph = tf.saved_model.loader.load(session, [tf.saved_model.tag_constants.SERVING],
@@ -76,15 +84,15 @@ def test_saved_model_equals_checkpoint_predictions(tiny_config, tiny_model_dir, 
 
 
 def test_saved_model_translates_every_sentence_as_the_checkpoint_does(
-        tiny_config, tiny_model_dir, dev_token_ids):
+        tiny_config, tiny_model_dir, dev_token_ids, saved_model_translator):
     beam_width = tiny_config["decode"]["beam_width"]
-    results = {}
-    for name, export_dir in (("saved_model", _latest_export(tiny_model_dir)), ("checkpoint", None)):
-        translator = Translator(tiny_model_dir, export_dir=export_dir)
-        try:
-            results[name] = translator.search(dev_token_ids, "while_loop", beam_width)
-        finally:
-            translator.close()
+    checkpoint = Translator(tiny_model_dir)
+    try:
+        results = {name: translator.search(dev_token_ids, "while_loop", beam_width)
+                   for name, translator in (("saved_model", saved_model_translator),
+                                            ("checkpoint", checkpoint))}
+    finally:
+        checkpoint.close()
 
     # The same ops on the same batches: the same ids and bit-identical scores.
     assert results["saved_model"] == results["checkpoint"]
@@ -93,15 +101,12 @@ def test_saved_model_translates_every_sentence_as_the_checkpoint_does(
     assert any(reached_limit), "no best translation reached its limit: nothing compared there"
 
 
-def test_saved_model_refuses_a_target_prefix_naming_what_takes_one(tiny_model_dir):
-    translator = Translator(tiny_model_dir, export_dir=_latest_export(tiny_model_dir))
-    try:
-        with pytest.raises(ValueError, match=re.escape(
-                "target_prefixes: the exported SavedModel takes none (a checkpoint's decoders")):
-            translator.translate(["one"], target_prefixes=["um"])
-        assert translator.translate(["one"], target_prefixes=[""])[0].text, "no prefix: fine"
-    finally:
-        translator.close()
+def test_saved_model_refuses_a_target_prefix_naming_what_takes_one(saved_model_translator):
+    with pytest.raises(ValueError, match=re.escape(
+            "target_prefixes: the exported SavedModel takes none (a checkpoint's decoders")):
+        saved_model_translator.translate(["one"], target_prefixes=["um"])
+    assert saved_model_translator.translate(["one"], target_prefixes=[""])[0].text, \
+        "no prefix: fine"
 
 
 def test_saved_model_carries_config_and_sentencepiece(tiny_model_dir):

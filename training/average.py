@@ -26,9 +26,8 @@ def last_checkpoints(model_dir, count):
     weights, kept while a run is young), oldest first, found as files."""
     if count < 1:
         raise ValueError("--last must be at least 1, got %d" % count)
-    paths = sorted((path[:-len(".index")] for path in glob.glob(
-        os.path.join(glob.escape(model_dir), "model.ckpt-*.index"))), key=checkpoint_step)
-    paths = [path for path in paths if checkpoint_step(path)]
+    paths = sorted(filter(checkpoint_step, (path[:-len(".index")] for path in glob.glob(
+        os.path.join(glob.escape(model_dir), "model.ckpt-*.index")))), key=checkpoint_step)
     if len(paths) < count:
         advice = ("pass --last %d or less, or train with a larger train.keep_checkpoint_max"
                   % len(paths) if paths else "train a model into it first")
@@ -39,12 +38,8 @@ def last_checkpoints(model_dir, count):
 
 def average_checkpoints(model_dir, count=5, out=None):
     """Writes the mean of `model_dir`'s last `count` checkpoints as the model directory `out`
-    (default MODEL_DIR/averaged; a previous average there is replaced). Returns its checkpoint.
-
-    Raises:
-      ValueError: fewer checkpoints than `count`, `out` holds something else, or a checkpoint
-        lacks one of the config's model variables.
-    """
+    (default MODEL_DIR/averaged; a previous average there is replaced); returns its checkpoint.
+    ValueError: fewer checkpoints, `out` holds something else, or a checkpoint lacks a variable."""
     out = os.path.normpath(out or os.path.join(model_dir, AVERAGED_DIR))
     paths = last_checkpoints(model_dir, count)
     if os.path.exists(out) and not os.path.isfile(os.path.join(out, AVERAGED_RECORD)):

@@ -21,8 +21,7 @@ def log_evaluation(metrics):
     """Logs an evaluation's {name: number} metrics as a two-column table."""
     rows = [(name, str(value) if isinstance(value, numbers.Integral) else "%.4g" % value)
             for name, value in sorted(metrics.items()) if not isinstance(value, bytes)]
-    name_width = max(len(name) for name, _ in rows)
-    value_width = max(len(value) for _, value in rows)
+    name_width, value_width = (max(map(len, column)) for column in zip(*rows))
     rule = "  " + "-" * (name_width + value_width + 3)
     title = "evaluation at step %d" % metrics[tf.GraphKeys.GLOBAL_STEP]
     logger.info("\n".join([title, rule] + ["  %-*s   %*s" % (name_width, name, value_width, value)
@@ -45,19 +44,16 @@ def _copy_checkpoint(checkpoint_path, model_dir_files, record, best_dir):
     files = sorted(glob.glob(glob.escape(checkpoint_path) + ".*"))
     suffixes = [path[len(checkpoint_path):] for path in files]
     shards = [suffix for suffix in suffixes if suffix.startswith(".data-")]
-    if ".index" not in suffixes or not shards or shards != [
-            ".data-%05d-of-%05d" % (index, len(shards)) for index in range(len(shards))]:
-        logger.warning("checkpoint %s has no .index or misses a .data shard (deleted by the "
-                       "trainer's keep_checkpoint_max?): %s kept as it was",
-                       checkpoint_path, best_dir)
-        return False
-    os.makedirs(staging)
-    try:
+    try:  # the trainer's keep_checkpoint_max may delete it before or while it is copied
+        if ".index" not in suffixes or not shards or shards != [
+                ".data-%05d-of-%05d" % (index, len(shards)) for index in range(len(shards))]:
+            raise FileNotFoundError("no .index or a .data shard missing")
+        os.makedirs(staging)
         for path in files + model_dir_files:
             shutil.copy2(path, staging)
     except FileNotFoundError as error:
         shutil.rmtree(staging, ignore_errors=True)
-        logger.warning("checkpoint %s disappeared while being copied (%s): %s kept as it was",
+        logger.warning("checkpoint %s is gone, whole or in part (%s): %s kept as it was",
                        checkpoint_path, error, best_dir)
         return False
     tf.train.update_checkpoint_state(staging, os.path.basename(checkpoint_path))

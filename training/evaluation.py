@@ -41,9 +41,8 @@ def _first_rows(limit, tensors_fn, names):
             tf.assign(variable, tf.concat([variable.value(), tensor], 0)[:limit or None],
                       validate_shape=False)
             for variable, tensor in zip(variables, tensors_fn())])
-    if limit <= 0:
-        return variables, append()
-    return variables, tf.cond(tf.shape(variables[0])[0] < limit, append, tf.no_op)
+    return variables, (tf.cond(tf.shape(variables[0])[0] < limit, append, tf.no_op) if limit > 0
+                       else append())
 
 
 def spread_by_length(texts, count):

@@ -69,7 +69,7 @@ def parallel_gradients(loss_fn, inputs, num_towers):
             loss = loss_sum / weight
         variables = tf.trainable_variables()
         return loss, list(zip(tf.gradients(loss, variables), variables))
-    tower_losses, tower_gradients = [], []
+    towers = []  # (loss_sum, weight, gradients) per tower
     for index, (device, tower_inputs) in enumerate(
             zip(tower_devices(num_towers), split_batch(inputs, num_towers))):
         with tf.device(device), tf.name_scope("tower_%d" % index):
@@ -79,10 +79,9 @@ def parallel_gradients(loss_fn, inputs, num_towers):
             elif len(tf.trainable_variables()) != len(variables):
                 raise ValueError("tower %d created new variables: the loss function must "
                                  "share them across calls (tf.make_template)" % index)
-            tower_gradients.append(tf.gradients(
-                loss_sum, variables, colocate_gradients_with_ops=True))
-        tower_losses.append((loss_sum, weight))
-    tower_sums, tower_weights = zip(*tower_losses)
+            towers.append((loss_sum, weight, tf.gradients(
+                loss_sum, variables, colocate_gradients_with_ops=True)))
+    tower_sums, tower_weights, tower_gradients = zip(*towers)
     with tf.name_scope("average_towers"):
         total_weight = tf.add_n(tower_weights)
         loss = tf.add_n(tower_sums) / total_weight
@@ -150,14 +149,14 @@ def assert_finite_step(loss, gradient_norm, global_step):
         return tf.Assert(finite, [message])
 
 
-def as_non_finite_loss_error(error):
-    """An exception -> a NonFiniteLossError if `assert_finite_step` raised it, else None."""
+def raise_non_finite_loss(error):
+    """Raises a NonFiniteLossError in place of `error` if `assert_finite_step` raised it."""
     op = error.op if isinstance(error, tf.errors.InvalidArgumentError) else None
-    if op is None or _GUARD_NAME not in op.name:
-        return None
-    what = re.search(r"assertion failed: \[(.*?)\]", error.message).group(1)
-    return NonFiniteLossError("training stopped: %s. The last checkpoint holds the weights before "
-                              "it; lower train.learning_rate or train.clip_gradient_norm." % what)
+    if op is not None and _GUARD_NAME in op.name:
+        what = re.search(r"assertion failed: \[(.*?)\]", error.message).group(1)
+        raise NonFiniteLossError("training stopped: %s. The last checkpoint holds the weights "
+                                 "before it; lower train.learning_rate or "
+                                 "train.clip_gradient_norm." % what) from None
 
 
 class ProgressHook(tf.train.SessionRunHook):
@@ -244,28 +243,27 @@ def _train_spec(model, features, labels, params, run_config):
                           train["log_step_count_steps"], chief_dir=chief_dir)]
     if chief_dir and train["histogram_steps"] > 0:
         with tf.name_scope("histograms"):  # weights and (clipped) gradients
-            summaries = []
-            for gradient, variable in zip(clipped, variables):
-                name = variable.op.name
-                summaries.append(tf.summary.histogram("weights/" + name, variable, collections=[]))
-                if gradient is not None:
-                    values = gradient.values if isinstance(gradient, tf.IndexedSlices) else gradient
-                    summaries.append(tf.summary.histogram("gradients/" + name, values,
-                                                          collections=[]))
+            summaries = [tf.summary.histogram(
+                "%s/%s" % (kind, variable.op.name), collections=[],
+                values=values.values if isinstance(values, tf.IndexedSlices) else values)
+                for gradient, variable in zip(clipped, variables)
+                for kind, values in (("weights", variable), ("gradients", gradient))
+                if values is not None]
         hooks.append(tf.train.SummarySaverHook(train["histogram_steps"], output_dir=chief_dir,
                                                summary_op=tf.summary.merge(summaries)))
     return tf.estimator.EstimatorSpec(
         tf.estimator.ModeKeys.TRAIN, loss=loss, train_op=train_op, training_hooks=hooks)
 
 
-def _eval_spec(model, tokenizer, encoder_output, search, features, labels, params):
+def _eval_spec(model, tokenizer, encoded, search, features, labels, params):
     """Teacher-forced loss, perplexity and accuracy; BLEU, examples and heatmaps of search()."""
+    train = params["train"]
     logits, attention = model.teacher_forced_logits(
-        encoder_output, labels["target_input"], training=False, with_attention=True)
+        encoded, labels["target_input"], training=False, with_attention=True)
     target_output, target_length = labels["target_output"], labels["target_length"]
     with tf.name_scope("loss"):
         cross_entropy = losses.sequence_cross_entropy(
-            logits, target_output, target_length, params["train"]["label_smoothing"])
+            logits, target_output, target_length, train["label_smoothing"])
         num_tokens = cross_entropy.num_tokens
         loss = losses.token_mean(cross_entropy.loss_sum, num_tokens)
         nll = losses.token_mean(cross_entropy.nll_sum, num_tokens)
@@ -277,18 +275,15 @@ def _eval_spec(model, tokenizer, encoder_output, search, features, labels, param
 
     with tf.name_scope("metrics"):
         mean_nll, nll_update = tf.metrics.mean(nll, weights=num_tokens, name="perplexity")
-        perplexity = tf.exp(mean_nll)
-        token_accuracy = tf.metrics.mean(accuracy, weights=num_tokens, name="token_accuracy")
-        metric_ops = {"perplexity": (perplexity, nll_update), "token_accuracy": token_accuracy}
+        metric_ops = {"perplexity": (tf.exp(mean_nll), nll_update), "token_accuracy":
+                      tf.metrics.mean(accuracy, weights=num_tokens, name="token_accuracy")}
         metric_ops.update(bleu_and_examples(
             translations, bleu_references(labels, tokenizer),
             lambda: ids_to_text(features["source_ids"], features["source_length"],
-                                tokenizer.decode_source),
-            params["train"]["eval_bleu_sentences"]))
-        images = params["train"]["eval_attention_images"]
-        if images > 0:
-            metric_ops["attention"] = attention_images(
-                features, labels, attention, tokenizer, images)
+                                tokenizer.decode_source), train["eval_bleu_sentences"]))
+        if train["eval_attention_images"] > 0:
+            metric_ops["attention"] = attention_images(features, labels, attention, tokenizer,
+                                                       train["eval_attention_images"])
     return tf.estimator.EstimatorSpec(
         tf.estimator.ModeKeys.EVAL, loss=loss, eval_metric_ops=metric_ops)
 
@@ -317,8 +312,7 @@ def model_fn(features, labels, mode, params, config):
                               params["decode"]["beam_width"])
 
     if mode == tf.estimator.ModeKeys.PREDICT:
-        ids, scores, lengths = search()
-        predictions = {"ids": ids, "scores": scores, "lengths": lengths}
+        predictions = dict(zip(("ids", "scores", "lengths"), search()))
         return tf.estimator.EstimatorSpec(mode, predictions=predictions, export_outputs={
             SERVING_SIGNATURE: tf.estimator.export.PredictOutput(predictions)})
     return _eval_spec(model, tokenizer, encoded, search, features, labels, params)

@@ -25,15 +25,9 @@ def read_training_status(model_dir):
 
 
 def write_training_status(model_dir, evaluation=None, **fields):
-    """Updates MODEL_DIR/training_status.json and replaces the file whole.
-
-    Args:
-      model_dir: an existing model directory.
-      evaluation: an "evaluations" entry to add, replacing one of the same step.
-      **fields: top-level keys to set; "updated_at" is set to now.
-    Returns:
-      The status as written.
-    """
+    """Sets `fields` and "updated_at" (now) in an existing model directory's status file, adds
+    `evaluation` (an "evaluations" entry, in place of one of its step), replaces the file whole
+    and returns the status as written."""
     descriptor = os.open(model_dir, os.O_RDONLY)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX)  # released by os.close
