@@ -36,7 +36,9 @@ demo: $(STAMP)
 # 30 minutes on 2 idle cores; rerunning resumes), averages its last 5 checkpoints into
 # runs/lab/averaged, runs the decoding lab on LAB_SENTENCES test sentences (0: all 1,157): the
 # sweep, the exact search, MBR, diverse beam search, the average and the ensemble of the two best
-# checkpoints against the best one (docs/LAB.md) into runs/lab/lab.{md,json,png}, then serves
+# checkpoints against the best one, and the placeholder row on the test messages with
+# placeholders (test-placeholders.tsv, written with the corpus) at beam 5 with placeholders free
+# and kept (docs/LAB.md) into runs/lab/lab.{md,json,png}, then serves
 # runs/lab on http://127.0.0.1:8080/. Each step leaves a file that the next run finds: nothing
 # is done twice.
 LAB_DATA := data/catalogs-pt_BR
@@ -66,7 +68,8 @@ $(LAB_DIR)/lab.md: $(LAB_DIR)/.trained $(LAB_DIR)/averaged/averaged.json $(LAB_D
 	$(PY) -m lab.compare --model_dir $(LAB_DIR) --input $(LAB_DATA)/test.src \
 	    --reference $(LAB_DATA)/test.ref --max_sentences $(LAB_SENTENCES) --beam_widths none \
 	    --sweep --exact --families mbr,diverse --compare_models $(LAB_DIR)/averaged \
-	    --ensemble_best 2 --json $(LAB_DIR)/lab.json --plot $(LAB_DIR)/lab.png --markdown $@
+	    --ensemble_best 2 --placeholders $(LAB_DATA)/test-placeholders.tsv \
+	    --json $(LAB_DIR)/lab.json --plot $(LAB_DIR)/lab.png --markdown $@
 
 # Two pytest-xdist workers, one per core here, each running whole test files (conftest.py).
 # Then the tests that compare decodes across batch shapes by tests/same_hypotheses.py's rule

@@ -8,7 +8,7 @@ table gives the median sentences/s and ratios to tfa:
   decode.greedy_search over model.beam_update_fn; "while_loop, compact" with compact=True
   (what compaction costs when no sentence leaves).
 - floor: the same per-step arithmetic (the model step, log-softmax, one top_k over beam x
-  vocab) in a bare tf.while_loop; "floor, chunked top-k" selects as select_best does; "model
+  vocab) in a bare tf.while_loop; "floor, chunked top-k" selects as beam_step does; "model
   only" feeds back each row's argmax.
 - tfa: tfa.seq2seq.BeamSearchDecoder driving the very same decoder step as a Keras cell; "tfa,
   own AttentionWrapper": tfa's own decoder of the same sizes, what its users write.
@@ -111,7 +111,7 @@ def one_stage_top_k(logits, beam_log_probs, beam_width):
 
 
 def two_stage_top_k(logits, beam_log_probs, beam_width, row_top_k):
-    """select_best's arithmetic alone: per-row logsumexp, per-row top-k, then beam x beam.
+    """beam_step's selection alone: per-row logsumexp, per-row top-k, then beam x beam.
 
     Args:
       logits: [batch, beam, vocab]; beam_log_probs: [batch, beam].
@@ -128,35 +128,34 @@ def two_stage_top_k(logits, beam_log_probs, beam_width, row_top_k):
     return parents * VOCAB_SIZE + batch_gather(tf.reshape(row_tokens, [batch_size, -1]), best)
 
 
-def textbook_select_best(logits, beam, step, end_token_id, alpha, max_lengths=None,
-                         attention=None):
-    """beam_search.select_best in one stage (log-softmax, add, one top_k over beam x vocab):
-    the same Beam in and out, finished hypotheses carried over at their end-token slot."""
-    batch_size, beam_width = get_shape(beam.log_probs)
+def textbook_beam_step(update_fn, state, step, end_token_id, options):
+    """beam_search.beam_step in one stage (log-softmax, add, one top_k over beam x vocab), for
+    the options this bench sets (a length penalty, a length limit): the same BeamState in and
+    out, finished hypotheses carried over at their end-token slot."""
+    model, logits = update_fn(state.model, state.ids)                          # [b, k, v]
+    batch_size, beam_width = get_shape(state.log_probs)
     vocab_size = get_shape(logits)[2]
     is_end = tf.equal(tf.range(vocab_size), end_token_id)                      # [v]
-    log_probs = beam.log_probs[..., None] + tf.nn.log_softmax(logits)         # [b, k, v]
-    if max_lengths is not None:
-        at_limit = tf.greater_equal(step + 1, max_lengths)[:, None, None]     # [b, 1, 1]
+    log_probs = state.log_probs[..., None] + tf.nn.log_softmax(logits)        # [b, k, v]
+    if beam_search.carried(state.max_lengths):
+        at_limit = tf.greater_equal(step + 1, state.max_lengths)[:, None, None]  # [b, 1, 1]
         log_probs = tf.where_v2(tf.logical_and(at_limit, tf.logical_not(is_end)), -np.inf,
                                 log_probs)
-    carried = tf.where_v2(is_end, beam.log_probs[..., None], -np.inf)         # [b, k, v]
-    log_probs = tf.where_v2(beam.finished[..., None], carried, log_probs)     # [b, k, v]
-    lengths = tf.where_v2(beam.finished, beam.lengths, step + 1)              # [b, k]
-    scores = log_probs / scoring.length_normaliser(lengths, scoring.as_scoring(alpha))[..., None]
-    best_scores, best = tf.nn.top_k(tf.reshape(scores, [batch_size, -1]), k=beam_width)
+    carried = tf.where_v2(is_end, state.log_probs[..., None], -np.inf)        # [b, k, v]
+    log_probs = tf.where_v2(state.finished[..., None], carried, log_probs)     # [b, k, v]
+    lengths = tf.where_v2(state.finished, state.lengths, step + 1)             # [b, k]
+    scores = log_probs / scoring.length_normaliser(lengths, options)[..., None]
+    _, best = tf.nn.top_k(tf.reshape(scores, [batch_size, -1]), k=beam_width)  # [b, k]
     parent_ids, token_ids = best // vocab_size, best % vocab_size             # [b, k]
-    new_beam = beam_search.Beam(
-        log_probs=batch_gather(tf.reshape(log_probs, [batch_size, -1]), best),
-        lengths=batch_gather(lengths, parent_ids),
-        finished=tf.logical_or(tf.equal(token_ids, end_token_id), tf.equal(best_scores, -np.inf)))
-    return new_beam, token_ids, parent_ids
+    best_log_probs = batch_gather(tf.reshape(log_probs, [batch_size, -1]), best)  # [b, k]
+    return beam_search.extend(state, model, token_ids, best_log_probs, step, end_token_id,
+                              parent_ids), parent_ids
 
 
 SELECTIONS = {  # decode.beam_search's functions swapped for these
     "two stages, chunked top-k (shipped)": {"top_k": beam_search.top_k},
     "two stages, tf.nn.top_k per row": {"top_k": tf.nn.top_k},
-    "one stage: log-softmax, top_k over beam x vocab": {"select_best": textbook_select_best},
+    "one stage: log-softmax, top_k over beam x vocab": {"beam_step": textbook_beam_step},
 }
 
 
@@ -386,9 +385,10 @@ def scoring_cost(repeats, batch_size=32, beam_width=5, steps=200):
     with tf.Graph().as_default():
         logits = tf.constant(np.random.RandomState(0).randn(batch_size, beam_width, VOCAB_SIZE),
                              tf.float32)
-        beam = beam_search.Beam(log_probs=tf.zeros([batch_size, beam_width]),
-                            lengths=tf.zeros([batch_size, beam_width], tf.int32),
-                            finished=tf.zeros([batch_size, beam_width], tf.bool))
+        beam = beam_search.BeamState(log_probs=tf.zeros([batch_size, beam_width]),
+                                     lengths=tf.zeros([batch_size, beam_width], tf.int32),
+                                     finished=tf.zeros([batch_size, beam_width], tf.bool),
+                                     ids=tf.zeros([batch_size, beam_width], tf.int32))
 
         def loop(select):
             def body(step, previous):
@@ -408,9 +408,10 @@ def scoring_cost(repeats, batch_size=32, beam_width=5, steps=200):
             "two stages, chunked top-k per row": loop(
                 lambda shifted, step: two_stage_top_k(shifted, beam.log_probs, beam_width,
                                                       beam_search.top_k)),
-            "beam_search.select_best (the above + finished hypotheses)": loop(
-                lambda shifted, step: beam_search.select_best(shifted, beam, step, END,
-                                                              LENGTH_PENALTY)[2]),
+            "beam_search.beam_step (the above + finished hypotheses)": loop(
+                lambda shifted, step: beam_search.beam_step(
+                    lambda model, ids: (model, shifted), beam, step, END,
+                    scoring.as_scoring(LENGTH_PENALTY))[1]),
         }
         with tf.Session() as session:
             cpu = {name: harness.median(runs.cpu) for name, runs in harness.time_rounds(

@@ -1,9 +1,11 @@
 """Compares the decoder variants on the same inputs; with --sweep, --exact, --families,
---compare_models and --ensemble_best, the decoding lab (lab/sweep.py, lab/families.py).
+--compare_models, --ensemble_best and --placeholders, the decoding lab (lab/sweep.py,
+lab/families.py, lab/placeholder_row.py).
 
     python -m lab.compare --model_dir runs/default --beam_widths 1,4,8 --plot compare.png
     python -m lab.compare --model_dir runs/lab --beam_widths none --sweep --exact --json lab.json
     python -m lab.compare --model_dir runs/lab --beam_widths none --families mbr,diverse
+    python -m lab.compare --model_dir runs/lab --beam_widths none --placeholders msgs.tsv
     python -m lab.compare --model_dir runs/default --graphs runs/graphs
 
 Greedy once, then the while_loop and unrolled searches at every beam width, each with a fresh
@@ -28,7 +30,7 @@ import sacrebleu  # noqa: E402
 
 from data_pipeline.corpus import read_text_lines  # noqa: E402
 from decode.request import COMMON_OPTIONS, add_flags, flag_values  # noqa: E402
-from lab import families, lab_report, sweep  # noqa: E402
+from lab import families, lab_report, placeholder_row, sweep  # noqa: E402
 from lab.graph_writer import GRAPH_LENGTHS, write_graphs  # noqa: E402
 
 STEADY_COLUMNS = (
@@ -47,7 +49,8 @@ AGREEMENT_COLUMNS = (
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="python -m lab.compare", description=__doc__.split("\n\n")[0],
-        epilog="\n".join([__doc__.split("\n\n", 1)[1], sweep.__doc__, families.__doc__]),
+        epilog="\n".join([__doc__.split("\n\n", 1)[1], sweep.__doc__, families.__doc__,
+                           placeholder_row.__doc__]),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model_dir", required=True, help="a model directory written by train.py")
     parser.add_argument("--input", help="source sentences, one per line (default: the model's "
@@ -68,6 +71,8 @@ def parse_args(argv):
     parser.add_argument("--graphs", metavar="LOGDIR", help="only write the searches' graphs "
                         "to LOGDIR for TensorBoard (unrolled at %d and %d steps, while_loop)"
                         % GRAPH_LENGTHS)
+    parser.add_argument("--placeholders", metavar="F.tsv", help="the placeholder row on these "
+                        "messages with placeholders (source<TAB>reference)")
     add_flags(parser, COMMON_OPTIONS + ("max_expansions",))
     sweep.add_flags(parser)
     families.add_flags(parser)
@@ -86,10 +91,11 @@ def parse_args(argv):
         parser.error("--max_sentences and --latency_sentences must be >= 0, --runs >= 1")
     if args.plot and not (args.beam_widths or args.sweep):
         parser.error("--plot needs the comparison (--beam_widths) or --sweep")
-    if not (args.beam_widths or args.lab or args.graphs):
-        parser.error("--beam_widths none leaves nothing to do: add --sweep or --families")
-    if args.markdown and not args.lab:
-        parser.error("--markdown needs the lab (--sweep or the families)")
+    if not (args.beam_widths or args.lab or args.graphs or args.placeholders):
+        parser.error("--beam_widths none leaves nothing to do: add --sweep, --families or "
+                     "--placeholders")
+    if args.markdown and not (args.lab or args.placeholders):
+        parser.error("--markdown needs the lab (--sweep or the families) or --placeholders")
     for name in ("json", "plot", "sweep_plot", "markdown"):  # written after minutes of work
         path = getattr(args, name)
         if path and not os.path.isdir(os.path.dirname(path) or "."):
@@ -126,7 +132,7 @@ def load_inputs(translator, source_path, reference_path, max_sentences):
         print("%s: %d blank line(s) skipped; the report's indices count the sentences kept"
               % (source_path, blank), file=sys.stderr)
     return ([sources[index] for index in kept], [token_ids[index] for index in kept],
-            [references[index] for index in kept] if references is not None else None)
+            references and [references[index] for index in kept])
 
 
 def variants_to_compare(beam_widths):
@@ -150,8 +156,7 @@ def timed(function, runs):
 
 
 def measure(translator, token_ids, references, request, runs):
-    """(row: a dict of the STEADY_COLUMNS fields, results: a list of SearchResult) of the
-    DecodeRequest `request`."""
+    """(a row of the STEADY_COLUMNS' fields, a SearchResult per sentence) of a DecodeRequest."""
     with translator.recording_builds() as built:
         results, first, timings = timed(lambda: translator.search(token_ids, request), runs)
     steady = statistics.median(timings)
@@ -160,15 +165,12 @@ def measure(translator, token_ids, references, request, runs):
     return {
         "decoder": request.decoder, "beam_width": request.width, "graphs": len(built),
         "build_seconds": sum(variant.build_seconds for variant in built),
-        "num_ops": sum(variant.num_ops for variant in built),
-        "first_call_ms": 1000 * first, "steady_ms": 1000 * steady,
-        "steady_runs_ms": [1000 * seconds for seconds in timings],
+        "num_ops": sum(variant.num_ops for variant in built), "first_call_ms": 1000 * first,
+        "steady_ms": 1000 * steady, "steady_runs_ms": [1000 * seconds for seconds in timings],
         "sentences_per_second": len(token_ids) / steady,
         "tokens_per_second": sum(output_tokens) / steady,
         "mean_output_tokens": float(np.mean(output_tokens)),
-        "bleu": (sacrebleu.corpus_bleu(texts, [references]).score
-                 if references is not None else None),
-    }, results
+        "bleu": references and sacrebleu.corpus_bleu(texts, [references]).score}, results
 
 
 def agreement(detokenizer, results, reference_results):
@@ -189,12 +191,10 @@ def agreement(detokenizer, results, reference_results):
 
 def plot(report, path):
     """Writes latency against beam width, and against output length, to a PNG."""
-    plt = lab_report.pyplot()
-    figure, (by_beam, by_length) = plt.subplots(1, 2, figsize=(12, 4.5))
+    plt, figure, (by_beam, by_length) = lab_report.charts()
     for decoder, marker in (("while_loop", "o-"), ("unrolled", "s-"), ("greedy", "^")):
-        rows = [(r["beam_width"], r["steady_ms"]) for r in report["results"]
-                if r["decoder"] == decoder]
-        by_beam.plot(*zip(*rows), marker, label=decoder)
+        by_beam.plot(*zip(*[(row["beam_width"], row["steady_ms"]) for row in report["results"]
+                            if row["decoder"] == decoder]), marker, label=decoder)
         points = [p for p in report["sentence_latency"] if p["decoder"] == decoder]
         if points:
             by_length.scatter([p["output_tokens"] for p in points], [p["ms"] for p in points],
@@ -208,11 +208,7 @@ def plot(report, path):
     for axes in (by_beam, by_length):
         axes.grid(alpha=0.3)
         axes.legend()
-    figure.suptitle("%s, step %d: this machine and these inputs only"
-                    % (report["model"]["name"], report["model"]["step"]))
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    lab_report.save(plt, figure, report, ": this machine and these inputs only", path)
 
 
 def progress_line(row, number, count):
@@ -279,8 +275,10 @@ def main(argv=None):
                                        else default_input_files(translator.config))
         sources, token_ids, references = load_inputs(translator, source_path, reference_path,
                                                      args.max_sentences)
-        lab_translator = sweep.open_translator(args, translator, references) if args.lab else None
+        lab_translator = args.lab and sweep.open_translator(args, translator, references, options)
         models = families.open_models(args, lab_translator) if args.lab else []
+        messages = args.placeholders and placeholder_row.read(translator, args.placeholders,
+                                                             options)
     except (ValueError, OSError) as error:
         print("error: %s" % error, file=sys.stderr)
         return 2
@@ -297,14 +295,16 @@ def main(argv=None):
     if args.lab:
         try:
             if args.sweep:
-                sweep.run(args, lab_translator, report, sources, references)
+                sweep.run(args, lab_translator, report, sources, references, options)
             if models or args.families:
                 families.run(args, lab_translator, models, report, sources, references, options)
         finally:
             for each in [lab_translator] + [model for _, model in models]:
                 each.close()
-        for title, rows, columns in lab_report.tables(report):
-            print("\n%s\n%s" % (title, lab_report.format_table(rows, columns)))
+    if args.placeholders:
+        placeholder_row.run(translator, report, args.placeholders, *messages, options)
+    for title, rows, columns in lab_report.tables(report):
+        print("\n%s\n%s" % (title, lab_report.format_table(rows, columns)))
     write_outputs(args, report)
     return 0
 

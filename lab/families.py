@@ -12,11 +12,12 @@ import sacrebleu
 from decode.mbr import UTILITIES, oracle_choice, utility_matrix
 from decode.request import COMMON_OPTIONS
 from lab import sweep
-from seq2seq.model_dir import AVERAGED_RECORD, checkpoint_step, find_checkpoint, read_status_file
+from seq2seq.model_dir import AVERAGED_RECORD, checkpoint_step, read_status_file
 
 FAMILIES = ("mbr", "diverse")
 BEAM_WIDTH = 5  # the baseline's width and n-best, and diverse beam search's
 DIVERSE = {"diverse_beam_groups": 5, "diverse_beam_strength": 0.5}
+DIVERSE_NAME = "%(diverse_beam_groups)d groups, strength %(diverse_beam_strength)g" % DIVERSE
 
 
 def add_flags(parser):
@@ -24,8 +25,7 @@ def add_flags(parser):
     group = parser.add_argument_group("the decoding families, against beam %d (need references)"
                                       % BEAM_WIDTH)
     group.add_argument("--families", default="", help="comma-separated: mbr (minimum Bayes "
-                       "risk), diverse (diverse beam search, %(diverse_beam_groups)d groups, "
-                       "strength %(diverse_beam_strength)g)" % DIVERSE)
+                       "risk), diverse (diverse beam search, %s)" % DIVERSE_NAME)
     group.add_argument("--mbr_samples", type=int, default=32, help="MBR's candidates and "
                        "pseudo-references: samples per sentence (default: %(default)s)")
     group.add_argument("--mbr_epsilon", type=float, default=0.02,
@@ -40,8 +40,9 @@ def add_flags(parser):
 
 
 def check_flags(parser, args):
-    """Checks the families' flags; sets args.lab (any of the lab's parts asked for) and
-    args.family_widths (the widths the lab's Translator must allow for them)."""
+    """Checks the families' flags; sets args.lab (any of the lab's parts asked for),
+    args.family_widths (the widths the lab's Translator must allow for them) and
+    args.mbr_options (the MBR row's decoding options)."""
     args.families = [name.strip() for name in args.families.split(",") if name.strip()]
     for name in args.families:
         if name not in FAMILIES:
@@ -53,12 +54,8 @@ def check_flags(parser, args):
     wanted = bool(args.families or args.compare_models or args.ensemble_best)
     args.lab = args.sweep or wanted
     args.family_widths = [BEAM_WIDTH] * wanted + [args.mbr_samples] * ("mbr" in args.families)
-
-
-def mbr_options(args):
-    """The MBR row's decoding options, from the flags."""
-    return {"num_samples": args.mbr_samples, "epsilon": args.mbr_epsilon,
-            "mbr_utility": args.mbr_utility}
+    args.mbr_options = {"num_samples": args.mbr_samples, "epsilon": args.mbr_epsilon,
+                        "mbr_utility": args.mbr_utility}
 
 
 def best_checkpoints(model_dir, count):
@@ -84,7 +81,7 @@ def open_models(args, translator):
     from decode.translator import Translator
 
     if "mbr" in args.families:  # checked before anything is decoded
-        translator.request("mbr", options=mbr_options(args))
+        translator.request("mbr", options=args.mbr_options)
     specs = [(spec, spec.split("+"), None) for spec in args.compare_models]
     if args.ensemble_best:
         specs.append(("ensemble of the %d best checkpoints" % args.ensemble_best,
@@ -92,16 +89,16 @@ def open_models(args, translator):
                       best_checkpoints(args.model_dir, args.ensemble_best)))
     models = []
     for name, model_dirs, checkpoints in specs:
-        model = Translator(model_dirs if len(model_dirs) > 1 else model_dirs[0],
-                           checkpoint=checkpoints)
+        model = Translator(model_dirs, checkpoint=checkpoints)
         model.request("while_loop", BEAM_WIDTH)
-        paths, what = checkpoints or [find_checkpoint(path) for path in model_dirs], "step"
+        what, steps = "step", [member["step"] for member in model.members]
         record = os.path.join(model_dirs[0], AVERAGED_RECORD)  # what training.average averaged
         if len(model_dirs) == 1 and os.path.isfile(record):
             with open(record, encoding="utf-8") as averaged:
-                paths, what = json.load(averaged)["checkpoints"], "the average of step"
-        steps = "+".join(str(checkpoint_step(path)) for path in paths)
-        models.append(("%s (%s%s %s)" % (name, what, "s" * (len(paths) > 1), steps), model))
+                what, steps = "the average of step", [
+                    checkpoint_step(path) for path in json.load(averaged)["checkpoints"]]
+        models.append(("%s (%s%s %s)" % (name, what, "s" * (len(steps) > 1),
+                                         "+".join(map(str, steps))), model))
     return models
 
 
@@ -129,27 +126,26 @@ def run(args, translator, models, report, sources, references, options):
     scoring = {name: getattr(beam, name) for name in COMMON_OPTIONS}
     runs = [("beam %d" % BEAM_WIDTH, translator, "while_loop", scoring)]
     if "diverse" in args.families:
-        runs.append(("diverse beam %d (%d groups, strength %g)" % (
-            BEAM_WIDTH, DIVERSE["diverse_beam_groups"], DIVERSE["diverse_beam_strength"]),
-            translator, "while_loop", dict(scoring, **DIVERSE)))
+        runs.append(("diverse beam %d (%s)" % (BEAM_WIDTH, DIVERSE_NAME), translator,
+                     "while_loop", dict(scoring, **DIVERSE)))
     if "mbr" in args.families:
         runs.append(("MBR (%s, %d samples, epsilon %g)" % (
             args.mbr_utility, args.mbr_samples, args.mbr_epsilon), translator, "mbr",
-            dict(scoring, **mbr_options(args))))
+            dict(scoring, **args.mbr_options)))
     runs += [(name, model, "while_loop", scoring) for name, model in models]
     rows, outputs = [], []
     for variant, model, decoder, decoding in runs:
         width = BEAM_WIDTH if decoder == "while_loop" else None
         n_best = BEAM_WIDTH if model is translator and width else 1
-        translations, scores, seconds = sweep.decode(model, variant, sources, references,
-                                                   decoder, width, n_best, decoding)
+        translations, scores, _ = sweep.decode(model, variant, sources, references, decoder,
+                                               width, n_best, decoding)
         pools = None  # the candidates an oracle picks from: the n-best, or MBR's
         if n_best > 1:
             pools = [[hypothesis.text for hypothesis in t.n_best] for t in translations]
         elif decoder == "mbr":
             pools = [[candidate.text for candidate in t.candidates] for t in translations]
         rows.append(dict(
-            variant=variant, **scores, sentences_per_second=len(sources) / seconds,
+            variant=variant, **scores,
             n_best_diversity=n_best_diversity(pools) if n_best > 1 else None,
             oracle_bleu=oracle_bleu(pools, references) if pools else None,
             expected_utility_mean=float(np.mean([t.expected_utility for t in translations]))

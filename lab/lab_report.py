@@ -1,5 +1,5 @@
-"""The decoding lab's report (lab/sweep.py, lab/families.py): its tables, as text or
-markdown, and its chart of BLEU and length against beam width."""
+"""The decoding lab's report (lab/sweep.py, lab/families.py, lab/placeholder_row.py): its
+tables, as text or markdown, and its charts."""
 
 from lab.families import BEAM_WIDTH
 from lab.sweep import normalisation_name
@@ -24,26 +24,32 @@ FAMILY_COLUMNS = (("variant", "variant", "%s"),) + SWEEP_COLUMNS[4:7] + SWEEP_CO
     ("speed / beam", "speed_vs_beam5", "%.2f"),
     ("p", "p_value_vs_beam5", "%.4f"), ("n-best self-BLEU", "n_best_diversity", "%.1f"),
     ("oracle BLEU", "oracle_bleu", "%.2f"), ("E[utility]", "expected_utility_mean", "%.1f"))
+PLACEHOLDER_COLUMNS = ((("placeholders", "placeholders", "%s"), ("kept %", "kept_percent", "%.1f"))
+                       + SWEEP_COLUMNS[4:8] + SWEEP_COLUMNS[9:])
+TABLES = (  # (the report's key, the table's title, its columns)
+    ("sweep", "Sweep: the while_loop search (mean score under each row's normalisation)",
+     SWEEP_COLUMNS),
+    ("exact", "Exact search (at most %(max_expansions)d expansions a sentence)", EXACT_COLUMNS),
+    ("search_errors", "Search errors (over proven sentences) and model errors (reference "
+     "better)", SEARCH_ERROR_COLUMNS),
+    ("significance", "Paired bootstrap (sacrebleu, 1000 resamples) against the sweep's best BLEU",
+     SIGNIFICANCE_COLUMNS),
+    ("families", "Decoding families against beam %d (n-best %d; paired bootstrap p; oracle: "
+     "each sentence's candidate of best chrF)" % ((BEAM_WIDTH,) * 2), FAMILY_COLUMNS))
 
 
 def tables(report):
-    """The lab's tables in `report`: (title, rows, columns) each, printed and in the markdown."""
-    found = []
-    if "sweep" in report:
-        found.append(("Sweep: the while_loop search (mean score under each row's normalisation)",
-                      report["sweep"], SWEEP_COLUMNS))
-    if "exact" in report:
-        found += [("Exact search (at most %d expansions a sentence)"
-                   % report["exact"][0]["max_expansions"], report["exact"], EXACT_COLUMNS),
-                  ("Search errors (over proven sentences) and model errors (reference better)",
-                   report["search_errors"], SEARCH_ERROR_COLUMNS)]
-    if "sweep" in report:
-        found.append(("Paired bootstrap (sacrebleu, 1000 resamples) against the sweep's best BLEU",
-                      report["significance"], SIGNIFICANCE_COLUMNS))
-    if "families" in report:
-        found.append(("Decoding families against beam %d (n-best %d; paired bootstrap p; oracle: "
-                      "each sentence's candidate of best chrF)" % ((BEAM_WIDTH,) * 2),
-                      report["families"], FAMILY_COLUMNS))
+    """The lab's tables in `report`: (title, rows, columns) each, printed and in the markdown;
+    a title's %(key)d takes its first row's value."""
+    found = [(title % (report[key] or [{}])[0], report[key], columns)
+             for key, title, columns in TABLES if key in report]
+    if "placeholders" in report:
+        run = report["placeholders"]
+        found += [("Placeholders: %(sentences)d messages of %(source)s, beam %(beam_width)d; "
+                   "kept: the output holds exactly the source's placeholders" % run, run["modes"],
+                   PLACEHOLDER_COLUMNS),
+                  ("Placeholders: paired bootstrap (sacrebleu, 1000 resamples), keep against "
+                   "free", run["significance"], SIGNIFICANCE_COLUMNS)]
     return found
 
 
@@ -81,19 +87,27 @@ def format_table(rows, columns, markdown=False):
                      for line in cells)
 
 
-def pyplot():
-    """matplotlib.pyplot, drawing to files (only the plots need it)."""
+def charts():
+    """(matplotlib.pyplot drawing to files, a figure of two charts side by side, its axes)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    return plt
+    figure, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    return plt, figure, axes
+
+
+def save(plt, figure, report, title, path):
+    """Titles `figure` with the model, its step and `title`, writes it to a PNG and closes it."""
+    figure.suptitle("%s, step %d%s" % (report["model"]["name"], report["model"]["step"], title))
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
 
 
 def plot_sweep(report, path):
     """Writes the sweep's BLEU and length ratio against beam width to a PNG: a line per
     normalisation, its exact search's figure (if run) dashed in the same colour."""
-    plt = pyplot()
-    figure, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    plt, figure, axes = charts()
     for normalisation in dict.fromkeys((row["length_penalty_kind"], row["length_penalty"])
                                        for row in report["sweep"]):
         rows = [row for row in report["sweep"]
@@ -112,9 +126,5 @@ def plot_sweep(report, path):
         chart.set(xlabel="beam width", ylabel=label)
         chart.grid(alpha=0.3)
     axes[0].legend(fontsize="small")
-    figure.suptitle("%s, step %d, %d sentences: BLEU and length against beam width"
-                    % (report["model"]["name"], report["model"]["step"],
-                       report["inputs"]["sentences"]))
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    save(plt, figure, report, ", %d sentences: BLEU and length against beam width"
+         % report["inputs"]["sentences"], path)

@@ -1,8 +1,7 @@
 """The decoding lab's sweep (`python -m lab.compare --sweep [--exact]`): every beam width x
 length normalisation, the exact search per normalisation, search and model errors, paired
 bootstrap against the sweep's best BLEU, and the example sentences on which these choices matter
-(KINDS).
-Its report's keys: docs/API.md; what its figures mean: docs/LAB.md.
+(KINDS). Its report's keys: docs/API.md; what its figures mean: docs/LAB.md.
 """
 
 import sys
@@ -10,7 +9,8 @@ import time
 
 import numpy as np
 import sacrebleu
-from sacrebleu.metrics import CHRF
+from sacrebleu.metrics import BLEU, CHRF
+from sacrebleu.significance import PairedTest
 
 from seq2seq.decoding_options import LENGTH_PENALTY_KINDS
 
@@ -80,9 +80,10 @@ def variant_name(decoder, beam_width, kind, alpha):
                       normalisation_name(kind, alpha))
 
 
-def open_translator(args, translator, references):
-    """A Translator allowing the widest sweep or family width, its widths and --max_expansions
-    checked; ValueError without references."""
+def open_translator(args, translator, references, options):
+    """A Translator allowing the widest sweep or family width, its widths, --max_expansions and
+    the decoding `options` checked; ValueError without references, or with --exact and a
+    coverage penalty (the exact search has none: its errors would compare two objectives)."""
     from decode.translator import Translator
 
     if references is None:
@@ -93,24 +94,14 @@ def open_translator(args, translator, references):
             translator.config["decode"]["max_beam_width"]]))
     for width in args.sweep_beam_widths if args.sweep else []:  # checked before any decoding
         lab_translator.request("while_loop", width)
+    coverage = lab_translator.request("while_loop", options=options).coverage_penalty
     if args.exact:
         lab_translator.request("exact", options={"max_expansions": args.max_expansions})
-    sweep_coverage(args, lab_translator)
+        if coverage:
+            raise ValueError("--exact compares the searches under the exact search's objective, "
+                             "which has no coverage penalty; pass --coverage_penalty 0 (this "
+                             "model's config sets %g)" % coverage)
     return lab_translator
-
-
-def sweep_coverage(args, translator):
-    """The coverage penalty the sweep decodes and scores with: --coverage_penalty, else the
-    config's; ValueError if not 0 with --exact, whose search has none (its errors would then
-    compare two objectives)."""
-    coverage = args.coverage_penalty
-    if coverage is None:
-        coverage = translator.config["decode"]["coverage_penalty"]
-    if args.exact and coverage:
-        raise ValueError("--exact compares the searches under the exact search's objective, "
-                         "which has no coverage penalty; pass --coverage_penalty 0 (this "
-                         "model's config sets %g)" % coverage)
-    return coverage
 
 
 def percent(flags):
@@ -119,30 +110,27 @@ def percent(flags):
     return 100.0 * sum(flags) / len(flags) if flags else None
 
 
-def quality(texts, references):
-    """BLEU, chrF, length ratio (sacrebleu's sys_len / ref_len) and % empty of `texts`."""
-    bleu = sacrebleu.corpus_bleu(texts, [references])
-    return {"bleu": bleu.score, "chrf": sacrebleu.corpus_chrf(texts, [references]).score,
-            "length_ratio": bleu.sys_len / bleu.ref_len,
-            "empty_percent": percent(not text.strip() for text in texts)}
-
-
 def decode(translator, name, sources, references, decoder, beam_width, n_best=1, options=None):
-    """(the Translations of `sources`, their `quality`, the seconds they took), timed once
-    WARM_UP of them have built the graphs; prints the BLEU. One DecodeRequest serves them all."""
+    """(the Translations of `sources`; their BLEU, chrF, length ratio (sacrebleu's sys_len /
+    ref_len), % empty and sentences/s; the seconds they took), timed once WARM_UP of them have
+    built the graphs; prints the BLEU. One DecodeRequest serves them all."""
     request = translator.request(decoder, beam_width, n_best, options=options)
     translator.translate(sources[:WARM_UP], request)
     started = time.perf_counter()
     translations = translator.translate(sources, request)
     seconds = time.perf_counter() - started
-    scores = quality([t.text for t in translations], references)
-    print("%s: BLEU %.2f in %.1f s" % (name, scores["bleu"], seconds), file=sys.stderr)
-    return translations, scores, seconds
+    texts = [t.text for t in translations]
+    bleu = sacrebleu.corpus_bleu(texts, [references])
+    print("%s: BLEU %.2f in %.1f s" % (name, bleu.score, seconds), file=sys.stderr)
+    return translations, {
+        "bleu": bleu.score, "chrf": sacrebleu.corpus_chrf(texts, [references]).score,
+        "length_ratio": bleu.sys_len / bleu.ref_len,
+        "empty_percent": percent(not text.strip() for text in texts),
+        "sentences_per_second": len(sources) / seconds}, seconds
 
 
 def exact_run(normalisation, translations, scores, seconds, max_expansions):
-    """One normalisation's "exact" object (docs/API.md) from the exact search's translations
-    and their `quality`."""
+    """One normalisation's "exact" object (docs/API.md) from the exact search's `decode`."""
     proven = [t.proven for t in translations]
     expansions = [t.expansions for t in translations]
     return dict(
@@ -181,8 +169,7 @@ def sentence_kinds(references, narrow, wide, beam, exact=None, reference_scores=
     """
     chrf, found = CHRF(), []
     (narrow_width, narrows), (wide_width, wides), (beam_width, beams) = narrow, wide, beam
-    for index, reference in enumerate(references):
-        n, w, b = narrows[index], wides[index], beams[index]
+    for index, (reference, n, w, b) in enumerate(zip(references, narrows, wides, beams)):
         kinds, errors = {}, {}  # errors: the kinds one note about the beam's output tells
         if n.text != w.text:
             n_chrf, w_chrf = (chrf.sentence_score(t.text, [reference]).score for t in (n, w))
@@ -230,9 +217,6 @@ def examples(sources, references, kinds, per_kind=5):
 def significance(systems, references):
     """sacrebleu's paired bootstrap (1000 resamples) of every (name, texts) in `systems`
     against the first: rows of a, b, bleu_a, bleu_b, p_value."""
-    from sacrebleu.metrics import BLEU
-    from sacrebleu.significance import PairedTest
-
     _, results = PairedTest(systems, {"BLEU": BLEU()}, [references], test_type="bs")()
     baseline = results["BLEU"][0]
     return [{"a": systems[0][0], "b": name, "bleu_a": baseline.score, "bleu_b": result.score,
@@ -256,36 +240,32 @@ def print_differences(sources, references, outputs, name_a, name_b):
     return rows
 
 
-def run(args, translator, report, sources, references):
-    """Adds the sweep's keys (docs/API.md, the lab's report) and "examples" to `report`: decodes
-    `sources` with the while_loop search at every width x normalisation and, with --exact, the
-    exact search once per normalisation; the sentences/s leave graph builds out."""
+def run(args, translator, report, sources, references, options):
+    """Adds the sweep's keys (docs/API.md) and "examples" to `report`: `sources` decoded by the
+    while_loop search at every width x normalisation and, with --exact, the exact search per
+    normalisation, the other decoding `options` as given; sentences/s without graph builds."""
     widths, outputs, kinds = args.sweep_beam_widths, {}, [{} for _ in sources]
     beam_width = translator.default_beam_width  # the width examples count errors at
     if beam_width not in widths:
         beam_width = widths[-1]
     report["sweep"], exact_runs, errors = [], [], []
-    coverage = sweep_coverage(args, translator)
     for kind, alpha in args.normalisations:
         normalisation = {"length_penalty_kind": kind, "length_penalty": alpha}
-        options = dict(normalisation, coverage_penalty=coverage,
-                       no_repeat_ngram_size=args.no_repeat_ngram_size, min_length=args.min_length)
-        rows, by_width = [], {}
+        decoding, rows, by_width = dict(options, **normalisation), [], {}
         for width in widths:
             name = variant_name("while_loop", width, kind, alpha)
-            outputs[name], scores, seconds = decode(translator, name, sources, references,
-                                                    "while_loop", width, options=options)
+            outputs[name], scores, _ = decode(translator, name, sources, references,
+                                              "while_loop", width, options=decoding)
             by_width[width] = outputs[name]
             rows.append(dict(decoder="while_loop", beam_width=width, **normalisation, **scores,
-                             mean_score=float(np.mean([t.score for t in outputs[name]])),
-                             sentences_per_second=len(sources) / seconds))
+                             mean_score=float(np.mean([t.score for t in outputs[name]]))))
         report["sweep"] += rows
         exact, reference_scores = None, None
         if args.exact:
             name = variant_name("exact", None, kind, alpha)
             outputs[name], scores, seconds = decode(
                 translator, name, sources, references, "exact", None,
-                options=dict(options, max_expansions=args.max_expansions))
+                options=dict(decoding, max_expansions=args.max_expansions))
             exact_runs.append(exact_run(normalisation, outputs[name], scores, seconds,
                                         args.max_expansions
                                         or translator.config["decode"]["max_expansions"]))

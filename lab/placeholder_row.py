@@ -1,0 +1,45 @@
+"""The decoding lab's placeholder row (`python -m lab.compare --placeholders F.tsv`): beam 5 on
+software messages with placeholders, "free" (the model writes them as it will) against "keep"
+(each of the source's placeholders and tags exactly once in every hypothesis): the messages
+whose output keeps exactly the source's placeholders, BLEU, chrF, speed, paired bootstrap.
+"""
+
+import collections
+
+from data_pipeline.corpus import read_corpus
+from data_pipeline.placeholders import find
+from lab import sweep
+from lab.families import BEAM_WIDTH
+
+MODES = ("free", "keep")  # the `placeholders` decoding option's values, the baseline first
+
+
+def kept(source, output):
+    """Whether `output` holds exactly the placeholders and tags of `source`, as a multiset."""
+    return collections.Counter(find(output)) == collections.Counter(find(source))
+
+
+def read(translator, path, options):
+    """(sources, references) of the TSV file `path` (source<TAB>reference), each mode's request
+    checked on `translator` with the other decoding `options`; ValueError names a bad one."""
+    for mode in MODES:
+        translator.request("while_loop", BEAM_WIDTH, options=dict(options, placeholders=mode))
+    sources, references = zip(*read_corpus(path).pairs)
+    return list(sources), list(references)
+
+
+def run(translator, report, path, sources, references, options):
+    """Adds "placeholders" to `report`: `sources` (read from `path`) decoded at beam 5 in each of
+    MODES, with the other decoding `options`; the sentences/s leave graph builds out."""
+    rows, outputs = [], []
+    for mode in MODES:
+        translations, scores, _ = sweep.decode(
+            translator, "placeholders %s" % mode, sources, references, "while_loop", BEAM_WIDTH,
+            options=dict(options, placeholders=mode))
+        texts = [t.text for t in translations]
+        rows.append(dict(placeholders=mode, kept_percent=sweep.percent(map(kept, sources, texts)),
+                         **scores))
+        outputs.append((mode, texts))
+    report["placeholders"] = {"source": path, "sentences": len(sources), "beam_width": BEAM_WIDTH,
+                              "modes": rows, "significance": sweep.significance(outputs,
+                                                                                references)}
