@@ -1,6 +1,5 @@
-"""A search's results from what its steps recorded (for every slot, its token and the slot of
-the step before it extends): follow the parents back from the last step. Shapes as in
-decode/beam_search.py."""
+"""A search's results from what its steps recorded (each slot's token and parent slot): follow
+the parents back from the last step. Shapes as in decode/beam_search.py."""
 
 import numpy as np
 import tensorflow.compat.v1 as tf
@@ -29,9 +28,9 @@ def results(history, scores, lengths, end_token_id, trace, sort=False):
     Args:
       history: {"token_ids", and "parent_ids" unless every slot is its own parent: [t, b, k]
         int32; with `trace` "scores", "finished" [t, b, k] and maybe "attention" [t, b, k, src]}.
-      scores, lengths: [b, k], the final hypotheses' scores and lengths.
-      sort: order each sentence's hypotheses best first (samples, diverse groups), the last
-        step of the trace with them, so its parents still lead to them.
+      scores, lengths: [b, k], the final hypotheses'.
+      sort: order each sentence's hypotheses best first (samples, diverse groups, constraints),
+        and the trace's last step with them, so that its parents still lead to them.
     Returns:
       (ids [b, k, t] int32, scores [b, k], lengths [b, k]), and the trace dict if `trace`.
     """

@@ -231,8 +231,9 @@ def start(initial_state, beam_width, begin_token_id, scoring, sequence_length, m
             with tf.control_dependencies([one_each]):
                 state = state._replace(max_lengths=tf.cast(tf.identity(max_lengths), tf.int32))
     if target_prefix is not None:
-        target_prefix, prefix_lengths = scoring_lib.checked_prefix(target_prefix, batch_size,
-                                                                   sequence_length)  # [b, p], [b]
+        target_prefix, prefix_lengths = scoring_lib.checked_pieces(
+            target_prefix, "target_prefix", ("batch", "pieces"), batch_size, sequence_length,
+            "sequence_length must exceed every prefix (room for the end token)")  # [b, p], [b]
         state = state._replace(target_prefix=target_prefix)
         if carried(state.max_lengths):  # room for the prefix and the end token
             state = state._replace(max_lengths=tf.maximum(state.max_lengths, prefix_lengths + 1))

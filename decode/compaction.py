@@ -1,10 +1,9 @@
 """Compaction: a decided sentence's rows leave the running batch of a tf.while_loop search.
 
-A sentence is decided once every slot of its beam has finished: its K hypotheses can no longer
-change (docs/DECODING-NOTES.md, "Compaction"). The loop runs the undecided ("live") sentences'
-rows only, `rows` their places in the batch; after each step its record and the hypotheses
-are scattered into batch-sized ones, which hold for a decided sentence what the full-size
-search would hold. Shapes as in decode/beam_search.py.
+A sentence is decided once every slot of its beam has finished (docs/DECODING-NOTES.md,
+"Compaction"). The loop runs the undecided ("live") sentences' rows only; each step's record and
+hypotheses are scattered into batch-sized ones, which hold for a decided sentence what the
+full-size search would. Shapes as in decode/beam_search.py.
 """
 
 import tensorflow.compat.v1 as tf
@@ -32,10 +31,10 @@ def leave(state, record, batch, end_token_id):
       state: the BeamState [live, k] after the step.
       record: {"token_ids", "parent_ids" (None: every slot its own): [live, k] int32;
         "attention" [live, k, src] where traced}.
-      batch: (rows [live] int32, the batch's hypotheses [b, k]), as `start` made it.
+      batch: (rows [live] int32: the live rows' places in the batch, its hypotheses [b, k]).
     Returns:
-      (state without the decided rows, the record [b, k, ...], in which a decided sentence
-      takes the end token, each slot its own parent, no attention; the new batch).
+      (state without the decided rows, the record [b, k, ...] (a decided sentence's: the end
+      token, each slot its own parent, no attention), the new batch).
     """
     rows, hypotheses = batch
     batch_size, width = get_shape(hypotheses.log_probs)

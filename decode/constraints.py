@@ -18,6 +18,7 @@ import collections
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+from decode import scoring
 from seq2seq.common import batch_gather, get_shape
 
 Constraints = collections.namedtuple("Constraints", "pieces lengths fallbacks protected")
@@ -38,24 +39,12 @@ def start(constraints, max_lengths, beam_width, protected_ids=None):
     Returns:
       (Constraints, progress [b, k, C] int32: zeros, so the empty constraints are met).
     """
-    pieces = tf.convert_to_tensor(constraints)
-    if not (pieces.dtype.is_integer and pieces.shape.ndims in (None, 3)):
-        raise ValueError("constraints must be [batch, constraints, pieces] integers padded with "
-                         "-1, got %s %s" % (pieces.dtype.name, pieces.shape))
+    pieces, _ = scoring.checked_pieces(
+        constraints, "constraints", ("batch", "constraints", "pieces"), tf.size(max_lengths),
+        max_lengths, "a sentence's pieces and the end token must fit in its limit")
     with tf.name_scope("constraints"):
-        pieces = tf.pad(tf.cast(pieces, tf.int32), [[0, 0], [0, 1], [0, 1]], constant_values=-1)
+        pieces = tf.pad(pieces, [[0, 0], [0, 1], [0, 1]], constant_values=-1)  # [b, C, M]
         lengths = tf.reduce_sum(tf.cast(pieces >= 0, tf.int32), axis=2)           # [b, C]
-        inside = tf.sequence_mask(lengths, tf.shape(pieces)[2])                   # [b, C, M]
-        well_formed = tf.reduce_all(tf.where_v2(inside, pieces >= 0, tf.equal(pieces, -1)))
-        checks = [
-            tf.debugging.assert_equal(tf.shape(pieces)[0], tf.size(max_lengths),
-                                      message="constraints: one row per sentence"),
-            tf.debugging.assert_equal(well_formed, True,
-                                      message="constraints: piece ids >= 0, then -1"),
-            tf.debugging.assert_less(tf.reduce_sum(lengths, axis=1), max_lengths, message=(
-                "constraints: a sentence's pieces and the end token must fit in its limit"))]
-        with tf.control_dependencies(checks):
-            pieces = tf.identity(pieces)
         protected = () if protected_ids is None else tf.cast(protected_ids, tf.int32)
         progress = tf.tile(tf.zeros_like(lengths)[:, None], [1, beam_width, 1])   # [b, k, C]
         return Constraints(pieces, lengths, _fallbacks(pieces), protected), progress

@@ -17,9 +17,8 @@ from seq2seq.model_dir import CONFIG_FILE, find_checkpoint
 
 
 def load_configs(model_dirs, hparams=""):
-    """The config of each of `model_dirs` (one model's, or an ensemble's), `hparams` applied;
-    ValueError names one that is no model directory, or two whose SentencePiece models (or
-    source lower-casing) differ: an ensemble's models must read and write the same pieces."""
+    """The config of each of `model_dirs`, `hparams` applied; ValueError names one that is no
+    model directory, or two whose SentencePiece models (or source lower-casing) differ."""
     encodings = []
     for model_dir in model_dirs:
         if not os.path.isfile(os.path.join(model_dir, CONFIG_FILE)):
@@ -57,13 +56,9 @@ def build_model(configs, model_dirs, checkpoint, source_vocab_size, target_vocab
                            for config, checkpoint_values in zip(configs, values)]
 
 
-def _mean(tensors):
-    return tf.add_n(tensors) / float(len(tensors))
-
-
-def _mean_log_probs(logits):
-    """The members' logits [..., V] -> the mean of their log-softmax [..., V]."""
-    return _mean([tf.nn.log_softmax(member_logits) for member_logits in logits])
+def _mean(tensors, log_softmax=False):
+    """The mean of the members' tensors [...] (log_softmax: of their log-softmax)."""
+    return tf.add_n([tf.nn.log_softmax(t) if log_softmax else t for t in tensors]) / len(tensors)
 
 
 class Ensemble:
@@ -103,26 +98,25 @@ class Ensemble:
 
     def teacher_forced_logits(self, encoder_output, target_input, training,
                               with_attention=False):
-        """As `Seq2SeqModel.teacher_forced_logits`: the mean log-probabilities [batch, tgt_time,
-        V_t] (and with_attention the mean weights [batch, tgt_time, src_time])."""
+        """As `Seq2SeqModel`'s: the mean log-probabilities [batch, tgt_time, V_t] (with_attention
+        also the mean weights [batch, tgt_time, src_time])."""
         logits, weights = zip(*(
             member.teacher_forced_logits(output, target_input, training, with_attention=True)
             for member, output in zip(self.members, self._split(encoder_output))))
-        log_probs = _mean_log_probs(logits)
+        log_probs = _mean(logits, log_softmax=True)
         return (log_probs, _mean(weights)) if with_attention else log_probs
 
     def step(self, encoder_output, state, prev_ids, training=False):
-        """As `Seq2SeqModel.step` (the exact search's): state a tuple of the members' states
-        (`encoder_output.initial_state`'s structure) -> (new_state, log-probabilities [n, V_t])."""
+        """As `Seq2SeqModel.step`: state a tuple of the members' -> (new_state, log-probabilities
+        [n, V_t])."""
         new_states, logits = zip(*(
             member.step(output, member_state, prev_ids, training) for member, output, member_state
             in zip(self.members, self._split(encoder_output), state)))
-        return new_states, _mean_log_probs(logits)
+        return new_states, _mean(logits, log_softmax=True)
 
     def beam_update_fn(self, encoder_output, beam_width, with_attention=False):
-        """As `Seq2SeqModel.beam_update_fn`: the state holds the members' beam states
-        ({"members": (...)}, each with its encoder output) and with_attention the mean
-        "attention" [batch, K, src_time]; the logits are the mean log-probabilities."""
+        """As `Seq2SeqModel.beam_update_fn`: the state {"members": the members' states} (and
+        with_attention the mean "attention" [batch, K, src_time]); logits: the mean log-probs."""
         members = [member.beam_update_fn(output, beam_width, with_attention)
                    for member, output in zip(self.members, self._split(encoder_output))]
 
@@ -133,7 +127,7 @@ class Ensemble:
                 new_state = {"members": new_states}
                 if with_attention:
                     new_state["attention"] = _mean([member["attention"] for member in new_states])
-                return new_state, _mean_log_probs(logits)
+                return new_state, _mean(logits, log_softmax=True)
 
         initial_state = {"members": tuple(initial for _, initial in members)}
         if with_attention:

@@ -28,10 +28,9 @@ def normaliser(length, scoring):
 
 
 class Node:
-    """A prefix: its ids, log_prob, state_in (the decoder state before its last piece; the
-    empty prefix's is fed the begin token), state (after it, once expanded: None before) and
-    the children it lists, best first: child_ids, child_log_probs, listed (every child listed
-    so far), rest_log_prob (the best child not listed, -inf if none may win)."""
+    """A prefix: ids, log_prob, state_in (the decoder state before its last piece), state (after
+    it; None until expanded) and its children listed, best first: child_ids, child_log_probs,
+    listed (all so far), rest_log_prob (the best not listed; -inf: none may win)."""
 
     def __init__(self, ids, log_prob, state_in):
         self.ids, self.log_prob, self.state_in, self.state = ids, log_prob, state_in, None
@@ -39,7 +38,7 @@ class Node:
 
     def list_children(self, log_probs, threshold, end_token_id):
         """Lists the best children whose log-probability passes `threshold` and not yet listed,
-        as many as were listed before (at least FIRST_CHILDREN); True if it listed any."""
+        as many as were listed before (at least FIRST_CHILDREN)."""
         passes = log_probs > threshold
         passes[end_token_id] = False
         passes[self.listed] = False
@@ -53,7 +52,6 @@ class Node:
         order = np.argsort(-log_probs[candidates], kind="stable")
         self.child_ids, self.child_log_probs = candidates[order], log_probs[candidates[order]]
         self.listed = np.concatenate([self.listed, self.child_ids])
-        return len(candidates) > 0
 
 
 class SentenceSearch:
@@ -94,14 +92,10 @@ class SentenceSearch:
 
     def _push_next(self, node, rank):
         """Pushes a node's child at `rank`, or past its listed children the node itself."""
-        if rank < len(node.child_ids):
-            log_prob = node.log_prob + node.child_log_probs[rank]
-        elif node.rest_log_prob > -np.inf:
-            log_prob = node.log_prob + node.rest_log_prob
-        else:
-            return
-        heapq.heappush(self.heap, (-log_prob, self.pushed, node, rank))
-        self.pushed += 1
+        step = node.child_log_probs[rank] if rank < len(node.child_ids) else node.rest_log_prob
+        if step > -np.inf:  # a listed child always is: it passed a threshold
+            heapq.heappush(self.heap, (-(node.log_prob + step), self.pushed, node, rank))
+            self.pushed += 1
 
     def add(self, node, state, log_probs, end_log_prob, end_token_id):
         """Records a Node's expansion (state after it; log_probs [vocab] with the options' -inf,
@@ -117,9 +111,9 @@ class SentenceSearch:
             if at_limit:
                 return
             node.state = state
-        threshold = self.best_score * self.largest_normaliser - node.log_prob
-        if node.list_children(log_probs, threshold, end_token_id):
-            self._push_next(node, 0)
+        node.list_children(log_probs, self.best_score * self.largest_normaliser - node.log_prob,
+                           end_token_id)
+        self._push_next(node, 0)
 
     def result(self):
         proven = not any(self.beats_best(-entry[0]) for entry in self.heap)
@@ -166,12 +160,11 @@ def expansion_step(model, encoder_output, scoring, end_token_id):
       model, encoder_output: a `Seq2SeqModel` and its encoding of a batch of sentences.
       scoring: a decode.scoring.Scoring (min_length an int or scalar tensor).
     Returns:
-      (inputs, outputs): inputs {"sentences" [n] int32 (rows of encoder_output), "states"
-      ([n, ...] each), "last_ids" [n] int32, "prefixes" [n, time] int32 (-1 in front of shorter
-      ones), "prefix_lengths" [n], "forced_ids" [n] int32 (inside a target prefix its next
-      piece, else -1; default: all -1)}; outputs {"states", "log_probs" [n, vocab]
-      (`allowed_logits` applied; a forced row: -inf but at its piece, which keeps the model's
-      own), "end_log_probs" [n]}.
+      (inputs, outputs): inputs {"sentences" [n] int32 (rows of encoder_output), "states",
+      "last_ids" [n] int32, "prefixes" [n, time] int32 (-1 in front of shorter ones),
+      "prefix_lengths" [n], "forced_ids" [n] int32 (a target prefix's next piece, else -1)};
+      outputs {"states", "log_probs" [n, vocab] (`allowed_logits`, the forced pieces forced),
+      "end_log_probs" [n]}.
     """
     with tf.name_scope("exact_step"):
         sentences = tf.placeholder(tf.int32, [None], "sentences")

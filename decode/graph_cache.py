@@ -8,7 +8,7 @@ import time
 
 import tensorflow.compat.v1 as tf
 
-# A decoder graph built from a checkpoint (unrolled_length None but for "unrolled").
+# A decoder graph built (unrolled_length None but for "unrolled"; shape: the options shaping it).
 Variant = collections.namedtuple(
     "Variant", "decoder beam_width unrolled_length trace shape build_seconds num_ops")
 
@@ -86,8 +86,8 @@ class GraphCache:
         return recorded
 
     def fetches(self, key, build):
-        """The fetches of graph `key` (decoder, width, unrolled_length, trace, GraphShape), made
-        by `build()` on first use and recorded (once) in this thread's `recording_builds`."""
+        """The fetches of graph `key` (a Variant's first five fields), made by `build()` on first
+        use and recorded (once) in this thread's `recording_builds`."""
         built = self._built.get(key)
         if built is None:
             with self._lock:  # a graph enters _built only once built and restored

@@ -16,8 +16,8 @@ from seq2seq.common import get_shape
 
 Sampling = collections.namedtuple("Sampling", "temperature top_k top_p seed epsilon",
                                   defaults=(1.0, 0, 1.0, 0, 0.0))
-Sampling.__doc__ = """temperature > 0, top_k >= 0 (0: every piece), 0 < top_p <= 1, an integer
-seed and 0 <= epsilon < 1 (0: off); each a Python number or a scalar tensor."""
+Sampling.__doc__ = """The sampling options (seq2seq/decoding_options.py), each a Python number or
+a scalar tensor; top_k 0 and epsilon 0 are off."""
 
 
 def sentence_keys(source_ids, source_length):
@@ -60,10 +60,9 @@ def _gumbel_noise(row_seeds, step, shape):
 
 
 def sample_step(update_fn, state, step, end_token_id, scoring, sampling):
-    """One step of sampling, `beam_step`'s contract: every alive slot draws its next piece
-    (inside a target prefix, the prefix's), and so extends itself.
+    """One step of sampling, as `beam_step` (and a Sampling): every alive slot extends itself by
+    the piece it draws (inside a target prefix, the prefix's), keyed by `state.seeds`.
 
-    Args (beyond beam_step's): sampling: a Sampling; `state.seeds` holds each sentence's seed.
     Returns:
       (the BeamState after the step, None: every slot is its own parent).
     """
@@ -89,10 +88,9 @@ def sample_step(update_fn, state, step, end_token_id, scoring, sampling):
 def sample_search(update_fn, initial_state, sequence_length, num_samples, begin_token_id,
                   end_token_id, scoring, sampling, sentence_keys, name="sample", max_lengths=None,
                   source_mask=None, compact=False, target_prefix=None):
-    """Draws `num_samples` translations per sentence, best score first: the search contract
-    (`rnn_beam_search`'s, `num_samples` for beam_width, `compact` as `while_loop_beam_search`'s)
-    with scoring a Scoring, sampling a Sampling and sentence_keys [batch] int64, the
-    `sentence_keys` of the batch's sources."""
+    """Draws `num_samples` translations per sentence, best score first: `while_loop_beam_search`'s
+    contract (`num_samples` for beam_width, no trace), sentence_keys [batch] int64 the batch's
+    `sentence_keys`."""
     with tf.name_scope(name):
         seeds = tf.stack([sentence_keys, tf.fill(tf.shape(sentence_keys),
                                                  tf.cast(sampling.seed, tf.int64))], axis=1)

@@ -10,8 +10,8 @@ import collections
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from seq2seq.decoding_options import LENGTH_PENALTY_KINDS
 from seq2seq.common import get_shape
+from seq2seq.decoding_options import LENGTH_PENALTY_KINDS
 
 MIN_COVERAGE = 1e-10  # the attention a piece never attended to counts as (log 0: -inf)
 
@@ -19,11 +19,9 @@ Scoring = collections.namedtuple(
     "Scoring", "length_penalty length_penalty_kind coverage_penalty no_repeat_ngram_size "
     "min_length diverse_beam_groups diverse_beam_strength",
     defaults=(0.0, "gnmt", 0.0, 0, 0, 1, 0.5))
-Scoring.__doc__ = """A search's scoring options: alpha, the normalisation kind (Python str), beta
-(coverage is tracked only when `tracks_coverage`), n of repetition blocking (Python int, 0: off),
-the minimum length, the beam searches' diverse groups G (Python int dividing the beam; 1: plain)
-and their strength lambda >= 0 (it steers the ranking, never a score). The others: a number or
-scalar tensor."""
+Scoring.__doc__ = """A search's scoring options (docs/API.md, "Decoding options"): the kind,
+no_repeat_ngram_size and diverse_beam_groups are Python values (they shape the graph), the others
+numbers or scalar tensors; diverse_beam_strength steers the groups' ranking, never a score."""
 
 
 def as_scoring(scoring):
@@ -50,8 +48,8 @@ def length_normaliser(lengths, scoring):
 
 
 def scores(log_probs, lengths, coverage, scoring):
-    """The score above: [...] log_probs and lengths, [..., src] coverage (attention received,
-    padding 1; () when not tracked) -> [...] float32."""
+    """The score above: [...] log_probs and lengths, [..., src] coverage (padding 1; () when not
+    tracked) -> [...] float32."""
     normalised = log_probs / length_normaliser(lengths, scoring)
     if isinstance(coverage, tuple):
         return normalised
@@ -82,48 +80,46 @@ def repeated_ngram_mask(tokens, n, vocab_size):
         return tf.reshape(counts > 0, [batch_size, beam_width, vocab_size])
 
 
-def checked_prefix(target_prefix, batch_size, sequence_length):
-    """A forced target prefix as [batch, p] int32 and its lengths [batch] int32, checked (the
-    dtype and rank when built, the rest when run): a row per sentence, piece ids >= 0 then -1
-    padding, every prefix shorter than sequence_length (int or scalar tensor)."""
-    prefix = tf.convert_to_tensor(target_prefix)
-    if not (prefix.dtype.is_integer and prefix.shape.ndims in (None, 2)):
-        raise ValueError("target_prefix must be [batch, pieces] integers padded with -1, got %s %s"
-                         % (prefix.dtype.name, prefix.shape))
-    with tf.name_scope("target_prefix"):
-        prefix = tf.cast(prefix, tf.int32)
-        lengths = tf.reduce_sum(tf.cast(prefix >= 0, tf.int32), axis=1)        # [batch]
-        inside = tf.sequence_mask(lengths, tf.shape(prefix)[1])                # [batch, p]
-        well_formed = tf.reduce_all(tf.where_v2(inside, prefix >= 0, tf.equal(prefix, -1)))
-        checks = [tf.debugging.assert_equal(tf.shape(prefix)[0], batch_size,
-                                            message="target_prefix: one row per sentence"),
+def checked_pieces(values, name, axes, batch_size, limits, too_long):
+    """Per sentence, rows of target pieces padded with -1 (a target prefix [batch, p], constraints
+    [batch, C, L]) as int32, and each row's length [batch, ...] int32, checked (the dtype and rank
+    when built, the rest when run): a row per sentence, piece ids >= 0 then -1, and a sentence's
+    pieces, summed, fewer than `limits` (an int, a scalar or [batch]; else the `too_long` error).
+    `name` names the values in the errors, `axes` their axes."""
+    pieces = tf.convert_to_tensor(values)
+    if not (pieces.dtype.is_integer and pieces.shape.ndims in (None, len(axes))):
+        raise ValueError("%s must be [%s] integers padded with -1, got %s %s"
+                         % (name, ", ".join(axes), pieces.dtype.name, pieces.shape))
+    with tf.name_scope(name):
+        pieces = tf.cast(pieces, tf.int32)
+        lengths = tf.reduce_sum(tf.cast(pieces >= 0, tf.int32), axis=-1)       # [batch, ...]
+        inside = tf.sequence_mask(lengths, tf.shape(pieces)[-1])
+        well_formed = tf.reduce_all(tf.where_v2(inside, pieces >= 0, tf.equal(pieces, -1)))
+        total = tf.reduce_sum(tf.reshape(lengths, [tf.shape(pieces)[0], -1]), axis=1)  # [batch]
+        checks = [tf.debugging.assert_equal(tf.shape(pieces)[0], batch_size,
+                                            message=name + ": one row per sentence"),
                   tf.debugging.assert_equal(well_formed, True,
-                                            message="target_prefix: piece ids >= 0, then -1"),
-                  tf.debugging.assert_less(lengths, sequence_length, message="target_prefix: "
-                                           "sequence_length must exceed every prefix (room for "
-                                           "the end token)")]
+                                            message=name + ": piece ids >= 0, then -1"),
+                  tf.debugging.assert_less(total, limits, message=name + ": " + too_long)]
         with tf.control_dependencies(checks):
-            return tf.identity(prefix), tf.identity(lengths)
+            return tf.identity(pieces), tf.identity(lengths)
 
 
 def allowed_logits(logits, step, end_token_id, scoring, tokens=(), target_prefix=()):
-    """[batch, beam, vocab] logits with -inf where the options forbid a piece (the end token
-    before min_length, a piece that repeats an n-gram) and, inside a sentence's forced prefix,
-    on every piece but the prefix's next (that one at its own logit, whatever the options say);
-    otherwise the same tensor. step: pieces so far (int or scalar tensor); tokens: [batch,
-    beam, step] int32, for blocking; target_prefix: () or [batch, p] int32, -1 padded."""
+    """[batch, beam, vocab] logits, -inf where the options forbid a piece (the end token before
+    min_length, a piece repeating an n-gram) and, inside a forced prefix, on all but its next
+    piece (at its own logit, whatever the options say). step: pieces so far (int or scalar
+    tensor); tokens: [batch, beam, step] int32; target_prefix: () or [batch, p] int32, -1 padded."""
     with tf.name_scope("allowed"):
-        model_logits = logits
+        model_logits, vocab_size = logits, get_shape(logits)[2]
         if scoring.no_repeat_ngram_size:
-            blocked = repeated_ngram_mask(tokens, scoring.no_repeat_ngram_size,
-                                          get_shape(logits)[2])
+            blocked = repeated_ngram_mask(tokens, scoring.no_repeat_ngram_size, vocab_size)
             logits = tf.where_v2(blocked, -np.inf, logits)
         if isinstance(scoring.min_length, tf.Tensor) or scoring.min_length > 0:
-            is_end = tf.equal(tf.range(get_shape(logits)[2]), end_token_id)    # [vocab]
-            too_short = tf.logical_and(is_end, step < scoring.min_length)
+            too_short = tf.logical_and(tf.equal(tf.range(vocab_size), end_token_id),
+                                       step < scoring.min_length)              # [vocab]
             logits = tf.where_v2(too_short, -np.inf, logits)
         if not isinstance(target_prefix, tuple):
-            vocab_size = get_shape(logits)[2]
             in_vocab = tf.debugging.assert_less(target_prefix, vocab_size, message="target_prefix: "
                                                 "piece ids must be < the vocabulary size")
             with tf.control_dependencies([in_vocab]):  # past the prefix: -1, no piece forced

@@ -1,7 +1,7 @@
 """A reported score is the model's probability of the ids reported with it.
 
 Every other Translator-level test compares decoder paths that share one
-scoring step (`decode.beam_search.select_best`), so a scoring error common to all
+scoring step (`decode.beam_search.beam_step`), so a scoring error common to all
 of them would pass. Here each hypothesis the Translator returns is rescored
 independently: in a graph of its own, by teacher forcing the model on
 [BOS] + ids, summing the log-softmax of ids + [EOS] (in float64, in numpy) and
@@ -9,8 +9,8 @@ dividing by the GNMT length penalty ((5 + L) / 6) ** alpha, L = len(ids) + 1.
 
 Hypotheses cut off by their sentence's length limit are included on purpose:
 the searches force the end token there, and it must cost its true
-log-probability (decode/length_limits.py), which a search that masked the
-logits before normalising would not charge.
+log-probability (`beam_step` in decode/beam_search.py), which a search that
+masked the logits before normalising would not charge.
 """
 
 import os
