@@ -129,15 +129,16 @@ class Pieces:
     def forced(self, sentences, request, decode_params):
         """What a batch forces under `request` (made for its sentences, source id lists): the
         inputs search_encoded takes, padded ({name: array}: target_prefix [b, p], constraints
-        [b, C, L] and, keeping placeholders, protected_ids [b, P]; keep mode makes each protected
-        token of a source one more constraint and blocks the others), and each sentence's length
+        [b, C, L] and, keeping placeholders, protected_ids [b, P]; keep mode (not with diverse
+        groups: free) makes each protected token of a source one more constraint and blocks the
+        others), and each sentence's length
         limit, raised to hold its forced pieces and the end token."""
         prefixes, forced = request.target_prefix or [()] * len(sentences), {}
         if request.target_prefix:
             forced["target_prefix"] = pad_batch(prefixes, -1)[0]
         constraints = request.constraints or [()] * len(sentences)
         if self.protected_ids and takes(request.decoder, "placeholders") and (
-                request.placeholders == "keep"):
+                request.placeholders == "keep" and request.diverse_beam_groups == 1):
             constraints = [list(given) + [[piece] for piece in self._tokenizer.protected_target_ids(
                 ids)] for ids, given in zip(sentences, constraints)]
             forced["protected_ids"] = [self.protected_ids] * len(sentences)

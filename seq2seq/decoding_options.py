@@ -83,7 +83,8 @@ class DecodingOptions(BaseModel):
                      "sentence BLEU", Uses(("mbr",))) = "chrf"
     placeholders: row(typing.Literal["keep", "free"], "keep: each placeholder or tag of the "
                       "source (%(name)s, {}, <b>) appears exactly once in every translation; "
-                      "free: the model decides", Uses(BEAM_SEARCHES)) = "keep"
+                      "free: the model decides (so with diverse_beam_groups)",
+                      Uses(BEAM_SEARCHES)) = "keep"
 
 
 

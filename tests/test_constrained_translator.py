@@ -149,3 +149,11 @@ def test_translate_cli_takes_constraints_per_input_line(translator, tiny_model_d
     assert translate_cli.main(args + ["--decoder", "greedy"]) == 2
     assert "constraints is an option of the while_loop and unrolled decoders, not of greedy" in \
         capsys.readouterr().err
+
+
+def test_diverse_groups_decode_placeholders_free(protecting):
+    texts = ["one %(name)s two {count}", "five"]
+    options = {"diverse_beam_groups": 2}
+    assert n_best(protecting.translate(texts, beam_width=4, n_best=4, options=options)) == n_best(
+        protecting.translate(texts, beam_width=4, n_best=4,
+                             options=dict(options, placeholders="free")))
