@@ -28,7 +28,6 @@ WATCH_INTERVAL_S = 2.0  # between two looks at the model directory's checkpoint 
 
 def bounded_int(low, high, range_text):
     """An argparse type: an int in low..high (a port of 70000 would wrap to 4464)."""
-
     def parse(text):
         if not low <= int(text) <= high:
             raise argparse.ArgumentTypeError("%s, got %s" % (range_text, text))
@@ -45,7 +44,7 @@ def parse_args(argv):
                         help="address to listen on (default: 127.0.0.1, this machine only)")
     parser.add_argument("--port", type=bounded_int(0, 65535, "a port is 0..65535"), default=8080,
                         help="port (0: any free port)")
-    parser.add_argument("--export_dir", default=None,
+    parser.add_argument("--export_dir",
                         help="serve this exported SavedModel instead of the best-BLEU checkpoint "
                              "(MODEL_DIR/best/, else the latest), then each newer export beside it")
     parser.add_argument("--no_watch", action="store_true",
@@ -53,9 +52,8 @@ def parse_args(argv):
                              "for it, then switch to each better one or newer export)")
     parser.add_argument("--no_batching", action="store_true",
                         help="translate every request alone, concurrently (serve.batching: false)")
-    parser.add_argument("--warm_up_source_tokens",
+    parser.add_argument("--warm_up_source_tokens", default=DEFAULT_MAX_UNROLLED_TOKENS,
                         type=bounded_int(0, float("inf"), "a number of tokens is 0 or more"),
-                        default=DEFAULT_MAX_UNROLLED_TOKENS,
                         help="the unrolled decoder serves sources of up to N tokens, built "
                              "before 'ready' (default: %(default)s; 0: none built, 16 served)")
     args = parser.parse_args(argv)
@@ -97,8 +95,7 @@ def serve_models(model, args, config, server, stopping):
             LOG.exception("cannot load the ensemble of %s; stopping", ", ".join(args.model_dir))
             server.request_stop()
         return
-    reloader = Reloader(model, args.model_dir[0], args.export_dir, build)
-    last_failure = None
+    reloader, last_failure = Reloader(model, args.model_dir[0], args.export_dir, build), None
     while True:
         was_ready = model.ready
         try:

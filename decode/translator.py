@@ -215,8 +215,10 @@ class Translator:
         return [result for result, _ in self._search(token_ids, request)]
 
     def _text(self, ids, originals=()):
-        """Target ids -> text, each protected token back as `originals` (`placeholders`) says."""
-        return self._tokenizer.restore(self.detokenize(ids), originals)
+        """Target ids -> text, each protected token back as `originals` (`placeholders`) says
+        (a model trained without them: as the pieces spell it)."""
+        text = self.detokenize(ids)
+        return self._tokenizer.restore(text, originals) if self.protected_tokens else text
 
     def _search(self, token_ids, request, originals=None):
         """`search` under `request` (MBR's texts: `_text`): (SearchResult, trace or None) each."""

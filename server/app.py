@@ -14,15 +14,13 @@ from seq2seq.decoding_options import OPTIONS, DecodingOptions, describe, takes, 
 from server.batcher import Batcher
 from server.libretranslate import libretranslate_api
 from server.request_checks import (BODY_OVER_LIMIT, ApiError, Limits, error_document,
-                                   parse_score_request, parse_translate_request, request_fields,
-                                   served_here)
+                                   named_texts, parse_score_request, parse_translate_request,
+                                   request_fields, served_here)
 from server.training_status import training_report
 
 LOG = logging.getLogger("seq2seq.serve")
 ACCESS_LOG = logging.getLogger("seq2seq.serve.access")
 PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static", "index.html")
-ROUTES = ("GET /, GET /healthz, GET /v1/info, GET /v1/training, POST /translate, POST /score, "
-          "GET /libretranslate/languages, POST /libretranslate/translate")
 # The page is self-contained: it may talk to this server and load nothing else.
 PAGE_POLICY = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
                "connect-src 'self'; img-src data:")
@@ -59,11 +57,14 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
                     serve["max_tokens"], max_unrolled_tokens)
 
     def run_batch(key, items):
-        """Translates a batch's items: requests alike but for their prefixes and n_best."""
+        """Translates a batch's items: requests alike but for their prefixes, constraints and
+        n_best."""
         with model.holding() as translator, translator.recording_builds() as built:
             translations = translator.translate_tokens(
-                [item.ids for item in items], key.for_call([item.prefix_ids for item in items],
-                                                           max(item.n_best for item in items)))
+                [item.ids for item in items], key.for_call(
+                    [item.prefix_ids for item in items], max(item.n_best for item in items),
+                    [item.constraint_ids for item in items]),
+                originals=[item.originals for item in items])
         return [ItemResult(translation._replace(n_best=translation.n_best[:item.n_best]),
                            len(built), translator.step)
                 for translation, item in zip(translations, items)]
@@ -75,7 +76,15 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
         hold_seconds=serve["batch_hold_ms"] / 1000.0, batch_log=serve["batch_log"])
     with open(PAGE, encoding="utf-8") as page_file:
         page = page_file.read()
-    app.register_blueprint(libretranslate_api(model), url_prefix="/libretranslate")
+
+    def translate_texts(translator, named, fields):
+        """POST /translate's translations by `translator` of the texts `named` ([(name, text)],
+        an error naming its text so) under its other `fields`: (the batcher's Answer, the
+        DecodeRequest of the call), or ApiError."""
+        items, wanted = parse_translate_request(named, fields, limits, translator)
+        g.sentences = len(items)
+        key = wanted.for_call(n_best=wanted.n_best if wanted.trace else 1)  # a call keeps the most
+        return batcher.submit(key, items, max(len(item.ids) for item in items)), key
 
     @app.get("/")
     def index():
@@ -92,7 +101,8 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
         totals = batcher.totals()
         return jsonify(
             model=dict(served_model(translator), source_vocab_size=translator.source_vocab_size,
-                       target_vocab_size=translator.target_vocab_size),
+                       target_vocab_size=translator.target_vocab_size,
+                       protected_tokens=translator.protected_tokens),
             decoders=list(translator.decoders),
             defaults={"decoder": DecodeRequest.model_fields["decoder"].default,
                       "beam_width": translator.default_beam_width, "n_best": 1},
@@ -116,11 +126,8 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
 
     @app.post("/translate")
     def translate():
-        translator = model.loaded().translator
-        items, wanted = parse_translate_request(request_fields(), limits, translator)
-        g.sentences = len(items)
-        key = wanted.for_call(n_best=wanted.n_best if wanted.trace else 1)  # a call keeps the most
-        answer = batcher.submit(key, items, max(len(item.ids) for item in items))
+        translator, fields = model.loaded().translator, request_fields()
+        answer, key = translate_texts(translator, named_texts(fields, limits), fields)
         return jsonify(
             translations=[translation_answer(result.translation, key.draws_samples)
                           for result in answer.results],  # mbr: candidates = samples
@@ -139,6 +146,9 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
             scores = translator.score_tokens(source_ids, target_ids, wanted)
         return jsonify(scores=scores, model=served_model(translator))
 
+    app.register_blueprint(libretranslate_api(model, translate_texts, limits.max_texts),
+                           url_prefix="/libretranslate")
+
     @app.errorhandler(ApiError)
     def api_error(error):
         status, message = error.args
@@ -147,7 +157,9 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
     @app.errorhandler(HTTPException)
     def http_error(error):
         if error.code == 404:
-            message = "no such path: %s; the paths are %s" % (shown(request.path), ROUTES)
+            message = "no such path: %s; the paths are %s" % (shown(request.path), ", ".join(
+                "%s %s" % ("/".join(sorted(rule.methods - {"HEAD", "OPTIONS"})), rule)
+                for rule in app.url_map.iter_rules()))
         elif error.code == 405:
             method = request.method
             if not re.fullmatch(r"[A-Za-z0-9_-]{1,%d}" % MAX_METHOD_CHARS, method):
@@ -186,9 +198,8 @@ def served_model(translator):
     """An answer's `model`: the name and step (an ensemble's first model's) and, for an
     ensemble, each member's name and step."""
     served = {"name": translator.model_name, "step": translator.step}
-    members = getattr(translator, "members", ())
-    if len(members) > 1:
-        served["members"] = [dict(member) for member in members]
+    if len(translator.members) > 1:
+        served["members"] = [dict(member) for member in translator.members]
     return served
 
 
@@ -197,7 +208,7 @@ def _hypothesis(hypothesis):
             "pieces": list(hypothesis.pieces)}
 
 
-def translation_answer(translation, pooled=False):
+def translation_answer(translation, pooled):
     """A Translation as docs/API.md's JSON: text, score, pieces, unfamiliar, n_best; the exact
     search's `proven` and `expansions`; MBR's `expected_utility`, `candidates` and `utilities`:
     the utility of each candidate (in `candidates`' order) against each pseudo-reference (in

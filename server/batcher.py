@@ -25,11 +25,9 @@ class _Waiter:
     def __init__(self, key, items, length):
         self.key, self.items, self.length = key, items, length
         self.arrived = time.perf_counter()
-        self.batch = None  # the batch this request is to run
-        self.slot = None  # (slot index or None, its idle seconds or None) for that batch
+        self.batch = self.slot = None  # the batch it runs; (slot index, idle seconds) or Nones
         self.answer = self.error = None
-        self.done = False
-        self.timed = False  # waits with a timeout: it re-checks the hold of a free slot
+        self.done = self.timed = False  # timed: it waits to re-check the hold of a free slot
         self.wake = threading.Event()  # a batch to run, the answer, or a hold to re-check
 
 
@@ -70,10 +68,8 @@ class Batcher:
 
     def __init__(self, run_batch, concurrency, max_batch_items, step_overhead,
                  hold_seconds=0.0, batch_log=""):
-        self._run_batch = run_batch
-        self.concurrency = concurrency
-        self._max_items = max_batch_items
-        self._step_overhead = step_overhead
+        self._run_batch, self.concurrency = run_batch, concurrency
+        self._max_items, self._step_overhead = max_batch_items, step_overhead
         self._hold_seconds = 0.0 if math.isinf(concurrency) else hold_seconds
         self._log = BatchLog(batch_log) if batch_log else None
         self._lock = threading.Lock()
@@ -175,9 +171,8 @@ class Batcher:
         seconds = time.perf_counter() - started
         call = Call(started_at, *runner.slot, seconds, time.thread_time() - started_cpu, error)
         with self._lock:
-            self._totals["calls"] += 1
-            self._totals["items"] += len(items)
-            self._totals["seconds"] += seconds
+            for name, value in (("calls", 1), ("items", len(items)), ("seconds", seconds)):
+                self._totals[name] += value
             self._running -= 1
             self._running_items -= len(items)
             if call.slot is not None:
@@ -209,7 +204,7 @@ class BatchLog:
         self._lock = threading.Lock()
 
     def write(self, key, items, results, call):
-        """Appends the line of a `Call` of a batch's Items (its key: their DecodeRequest), which
+        """Appends the line of a `Call` of a batch's Items under `key` (their DecodeRequest), which
         gave ItemResults (none if it failed); a failed write is logged, not raised."""
         translations = [result.translation for result in results]
         traces = [translation.trace for translation in translations if translation.trace]
@@ -226,9 +221,10 @@ class BatchLog:
             graphs_built=results[0].graphs_built if results else None,
             model_step=results[0].step if results else None,
             error=None if call.error is None else repr(call.error),
-            source_ids=[[int(token) for token in item.ids] for item in items],
-            **({"target_prefixes": [item.prefix for item in items]}
-               if any(item.prefix for item in items) else {}))
+            source_ids=[[int(token) for token in item.ids] for item in items])
+        for name, field in (("target_prefixes", "prefix"), ("constraints", "constraints")):
+            if any(getattr(item, field) for item in items):
+                record[name] = [getattr(item, field) for item in items]
         with self._lock:
             try:
                 with open(self.path, "a", encoding="utf-8") as log_file:

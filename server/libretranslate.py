@@ -1,6 +1,6 @@
 """LibreTranslate's API under /libretranslate/, for the clients that speak it (`libretranslatepy`,
-Weblate, SearXNG): its fields, answers and errors, each text translated by the POST /translate
-view itself, so that its checks, limits and batching hold here too (docs/API.md)."""
+Weblate, SearXNG): its fields, answers and errors, each text translated as POST /translate
+translates, so that its checks, limits and batching hold here too (docs/API.md)."""
 
 import html
 import re
@@ -9,7 +9,7 @@ from babel import Locale
 from flask import Blueprint, current_app, jsonify, request
 
 from decode.request import shown
-from server.request_checks import ApiError, request_fields
+from server.request_checks import ApiError, indexed, request_fields
 
 ENGLISH = {"code": "en", "name": "English"}  # the models here all read English
 # Markup kept as it is: comments, script and style elements whole, any other tag.
@@ -18,9 +18,14 @@ MARKUP = re.compile(r"(<!--.*?-->|<(?:script|style)\b.*?</(?:script|style)\s*>|<
 EDGES = re.compile(r"(\s*)(.*?)(\s*)", re.DOTALL)  # a run: its whitespace kept around the text
 
 
-def libretranslate_api(model):
+def libretranslate_api(model, translate_texts, max_texts):
     """The Blueprint of `GET languages` and `POST translate` for `model` (a ModelSlot), whose
-    errors are LibreTranslate's {"error": message}; to register under /libretranslate."""
+    errors are LibreTranslate's {"error": message}; to register under /libretranslate.
+
+    Args:
+      translate_texts: POST /translate's (server/app.py's `create_app`).
+      max_texts: the most texts a request may have translated (after splitting html).
+    """
     api = Blueprint("libretranslate", __name__)
 
     @api.get("/languages")
@@ -41,20 +46,26 @@ def libretranslate_api(model):
         if text_format not in ("text", "html"):
             raise ApiError(400, "%s format is not supported" % text_format)
         is_html, batch = text_format == "html", isinstance(fields["q"], list)
-        q = fields["q"] if batch else [fields["q"]]
-        names = ["q[%d]" % index if batch else "q" for index in range(len(q))]
-        for name, text in zip(names, q):
+        named = indexed("q", fields["q"]) if batch else [("q", fields["q"])]
+        for name, text in named:
             if not isinstance(text, str):
                 raise ApiError(400, "%s must be a string, got %s" % (name, shown(text)))
         sources = []  # (q name, text) of every run to translate
-        parts = [_split(name, text, is_html, sources) for name, text in zip(names, q)]
+        parts = [_split(name, text, is_html, sources) for name, text in named]
+        if len(sources) > max_texts:
+            raise ApiError(400, "q has %d texts to translate; the limit is %d"
+                           % (len(sources), max_texts))
         n_best = 1 if is_html else alternatives + 1  # LibreTranslate has none for html either
-        translations = _translate(sources, n_best, max(translator.default_beam_width, n_best))
-        outputs = [html.escape(answer["text"], quote=False) if is_html else answer["text"]
-                   for answer in translations]
+        translations = []  # none where q holds only markup and blanks
+        if sources:
+            widths = {"n_best": n_best, "beam_width": max(translator.default_beam_width, n_best)}
+            answer = translate_texts(translator, sources, widths if n_best > 1 else {})[0]
+            translations = [result.translation for result in answer.results]
+        outputs = [html.escape(translation.text, quote=False) if is_html else translation.text
+                   for translation in translations]
         result = {"translatedText": [_filled(each, outputs) for each in parts]}
         if source == "auto":  # nothing to detect: a model reads one language
-            result["detectedLanguage"] = [{"confidence": 100.0, "language": "en"}] * len(q)
+            result["detectedLanguage"] = [{"confidence": 100.0, "language": "en"}] * len(named)
         if alternatives:
             result["alternatives"] = [[] if is_html else _alternative_texts(each, translations)
                                       for each in parts]
@@ -127,24 +138,6 @@ def _alternative_texts(parts, translations):
     if len(parts) == 1:  # blank: nothing was translated
         return []
     lead, run, trail = parts
-    texts = [hypothesis["text"] for hypothesis in translations[run]["n_best"]]
+    texts = [hypothesis.text for hypothesis in translations[run].n_best]
     return [lead + text + trail for index, text in enumerate(texts)
             if index and text.strip() and text not in texts[:index]]
-
-
-def _translate(sources, n_best, beam_width):
-    """POST /translate's translations of `sources` ((q name, text) pairs): its view, run on the
-    equivalent JSON request; its errors name the q text they are about."""
-    if not sources:  # only blank texts and markup
-        return []
-    body = {"texts": [text for _, text in sources]}
-    if n_best > 1:
-        body.update(n_best=n_best, beam_width=beam_width)
-    try:  # the view, not its parts: a rule of POST /translate has one home
-        with current_app.test_request_context("/translate", method="POST", json=body):
-            return current_app.view_functions["translate"]().get_json()["translations"]
-    except ApiError as error:
-        status, message = error.args
-        message = re.sub(r"texts\[(\d+)\]", lambda found: sources[int(found.group(1))][0], message)
-        raise ApiError(status, re.sub(r"^texts has (\d+) entries", r"q has \1 texts to translate",
-                                      message)) from None

@@ -47,9 +47,7 @@ class ModelSlot:
         if translator is not None:
             self.fill(translator)
 
-    @property
-    def ready(self):
-        return self._loaded is not None
+    ready = property(lambda self: self._loaded is not None, doc="Whether a model is served.")
 
     def fill(self, translator):
         """Serves `translator` from the next batch on; the one it replaces is closed once the
@@ -66,10 +64,9 @@ class ModelSlot:
 
     def loaded(self):
         """Returns the Loaded served, or raises ApiError 503."""
-        loaded = self._loaded
-        if loaded is None:
+        if self._loaded is None:
             raise ApiError(503, self._waiting())
-        return loaded
+        return self._loaded
 
     @contextlib.contextmanager
     def holding(self):

@@ -1,6 +1,6 @@
 """What a request may hold: its JSON body read and every field checked, or an ApiError saying
 which field is wrong and why (docs/API.md, "HTTP API" and "Scoring a translation"); its decoding
-fields make one DecodeRequest (decode/request.py)."""
+fields make one DecodeRequest (decode/request.py), which checks them."""
 
 import collections
 import json
@@ -12,10 +12,13 @@ from decode.request import decode_request, shown
 from seq2seq.decoding_options import OPTIONS, SCORE_OPTIONS
 
 REQUEST_FIELDS = ("decoder", "beam_width", "n_best", "trace") + OPTIONS  # a DecodeRequest's
-FIELDS = ("text", "texts") + REQUEST_FIELDS[:4] + ("target_prefix",) + OPTIONS
+FIELDS = ("text", "texts") + REQUEST_FIELDS[:4] + ("target_prefix", "constraints") + OPTIONS
 SCORE_TEXT_FIELDS = ("source", "target", "target_pieces", "pairs")
-SCORE_FIELDS = SCORE_TEXT_FIELDS + OPTIONS  # score_request names the options that are no score's
 PAIR_FIELDS = ({"source", "target"}, {"source", "target_pieces"})
+# The fields given for every text or as a list of one per text: the type of the one for every
+# text, and what it and each one of the list are.
+PER_TEXT = {"target_prefix": (str, "a string", "strings"),
+            "constraints": (list, "a list of strings", "lists of strings")}
 MAX_SERVED_EXPANSIONS = 20000  # the exact search's cap a request may ask for (SERVING-NOTES.md)
 MAX_INTEGER_DIGITS = 100  # longer integers read as +-10**100: out of every range alike
 ALLOWED_CONTROLS = frozenset("\t\n\r")  # whitespace a pasted paragraph may carry
@@ -29,12 +32,19 @@ JSON_TYPE_NAMES = {type(None): "null", bool: "a boolean", int: "a number", float
 
 Limits = collections.namedtuple("Limits",
                                 "max_body_bytes max_texts max_chars max_tokens max_unrolled_tokens")
-# One text of a request: source ids, hypotheses wanted, target prefix ("": none) and its ids.
-Item = collections.namedtuple("Item", "ids n_best prefix prefix_ids")
+# One text of a request: source ids, hypotheses wanted, target prefix ("": none) and its ids,
+# constraints and their ids, and the placeholders its translation puts back (`originals`).
+Item = collections.namedtuple(
+    "Item", "ids n_best prefix prefix_ids constraints constraint_ids originals")
 
 
 class ApiError(Exception):
     """ApiError(status, message): a request the server refuses, and what to send back."""
+
+
+def wrong_type(name, expected, value):
+    """The ApiError (400) of a field `name` whose JSON `value` is not `expected`."""
+    return ApiError(400, "%s must be %s, got %s" % (name, expected, JSON_TYPE_NAMES[type(value)]))
 
 
 def error_document(status, message):
@@ -43,8 +53,8 @@ def error_document(status, message):
 
 
 def served_here(translator):
-    """The translator's `served` (decode/request.py), capped as this server caps the exact
-    search's max_expansions (at least the default)."""
+    """The translator's `served`, its exact search's max_expansions capped as this server caps it
+    (at least the default)."""
     served = translator.served
     return served._replace(limits=dict(served.limits, max_expansions=max(
         MAX_SERVED_EXPANSIONS, served.defaults["max_expansions"])))
@@ -58,11 +68,7 @@ def request_fields():
                        "got %s" % (json.dumps(mimetype) if mimetype else "no Content-Type"))
     if charset is not None and charset.lower() not in ("utf-8", "utf8"):
         raise ApiError(415, "the body must be UTF-8, got charset=%s" % charset)
-    return parse_json_object(request.get_data(cache=False))
-
-
-def parse_json_object(body):
-    """Decodes a UTF-8 JSON object, or raises ApiError naming what is wrong."""
+    body = request.get_data(cache=False)
 
     def reject_constant(name):  # NaN, Infinity: Python's, not JSON
         raise ValueError("%s is not a JSON value" % name)
@@ -84,20 +90,17 @@ def parse_json_object(body):
     if not body.strip():
         raise ApiError(400, 'the body is empty; send a JSON object such as {"text": "Hello"}')
     try:
-        document = body.decode("utf-8")
+        value = json.loads(body.decode("utf-8"), parse_constant=reject_constant,
+                           parse_int=parse_int, object_pairs_hook=object_without_repeated_names)
     except UnicodeDecodeError as error:
         raise ApiError(400, "the body is not valid UTF-8 (byte 0x%02x at offset %d)"
                        % (body[error.start], error.start)) from None
-    try:
-        value = json.loads(document, parse_constant=reject_constant, parse_int=parse_int,
-                           object_pairs_hook=object_without_repeated_names)
     except ValueError as error:
         raise ApiError(400, "the body is not valid JSON: %s" % error) from None
     except RecursionError:
         raise ApiError(400, "the body is not valid JSON: nested too deeply") from None
     if not isinstance(value, dict):
-        raise ApiError(400, "the body must be a JSON object, got %s"
-                       % JSON_TYPE_NAMES[type(value)])
+        raise wrong_type("the body", "a JSON object", value)
     return value
 
 
@@ -110,26 +113,40 @@ def _check_known(fields, known, listed=None):
                        % (shown(unknown[0]), ", ".join(listed or known)))
 
 
-def parse_translate_request(fields, limits, translator):
-    """Returns (an Item per text, the DecodeRequest) of a POST /translate, or raises ApiError
-    (400)."""
+def indexed(name, values):
+    """A list field's values, each with its name: [("name[i]", value)]."""
+    return [("%s[%d]" % (name, index), value) for index, value in enumerate(values)]
+
+
+def named_texts(fields, limits):
+    """A POST /translate's texts, each with the name of its field: [(name, text)], or ApiError."""
     _check_known(fields, FIELDS)
     if ("text" in fields) == ("texts" in fields):
         raise ApiError(400, 'give exactly one of "text" (a string) or "texts" (a list of strings)')
     if "text" in fields:
-        named = [("text", fields["text"])]
-    else:
-        texts = list_field(fields, "texts", "strings", limits)
-        named = [("texts[%d]" % index, text) for index, text in enumerate(texts)]
+        return [("text", fields["text"])]
+    return indexed("texts", list_field(fields, "texts", "strings", limits))
+
+
+def parse_translate_request(named, fields, limits, translator):
+    """Returns (an Item per text, the DecodeRequest) of the texts `named` ([(name, text)]) under
+    the other `fields` of a POST /translate, or raises ApiError (400)."""
     token_ids = [_token_ids(name, text, limits, translator) for name, text in named]
-    prefixes, prefix_names = _target_prefixes(fields.get("target_prefix"), len(named), limits)
+    prefixes = _per_text(fields, "target_prefix", len(named),
+                         lambda name, prefix: checked_text(name, prefix, limits, True))
     if fields.get("trace") is True and len(token_ids) != 1:
         raise ApiError(400, "trace needs exactly one text, got texts with %d" % len(token_ids))
-    prefix_ids = [_prefix_ids(name, prefix, limits, translator) if prefix else []
-                  for name, prefix in zip(prefix_names, prefixes)]
+    prefix_ids = [_ids_within(name, prefix, limits.max_tokens, translator.prefix_ids)
+                  if prefix else [] for name, prefix in prefixes]
+    constraints = _per_text(fields, "constraints", len(named),
+                            lambda name, texts: _constraint_texts(name, texts, limits))
+    constraint_ids = [[_ids_within(name, text, limits.max_tokens, translator.constraint_ids)
+                       for name, text in given] for _, given in constraints]
     if fields.get("decoder") == "unrolled":
         lengths = [(name, len(ids), "source") for (name, _), ids in zip(named, token_ids)]
-        lengths += [(name, len(ids), "prefix") for name, ids in zip(prefix_names, prefix_ids)]
+        lengths += [(name, len(ids), "prefix") for (name, _), ids in zip(prefixes, prefix_ids)]
+        lengths += [(name, sum(map(len, ids)), "constraint")
+                    for (name, _), ids in zip(constraints, constraint_ids)]
         for name, length, kind in lengths:
             if length > limits.max_unrolled_tokens:
                 raise ApiError(400, "%s has %d tokens; the unrolled decoder's graph grows with "
@@ -137,35 +154,43 @@ def parse_translate_request(fields, limits, translator):
                                "while_loop" % (name, length, limits.max_unrolled_tokens, kind))
     try:
         wanted = decode_request(served_here(translator), dict(
-            {name: fields.get(name) for name in REQUEST_FIELDS}, target_prefix=prefix_ids))
+            {name: fields.get(name) for name in REQUEST_FIELDS}, target_prefix=prefix_ids,
+            constraints=constraint_ids))
     except ValueError as error:
         raise ApiError(400, str(error)) from None
-    return [Item(ids, wanted.n_best, prefix, ids_forced) for ids, prefix, ids_forced
-            in zip(token_ids, prefixes, prefix_ids)], wanted
+    return [Item(token_ids[index], wanted.n_best, prefixes[index][1], prefix_ids[index],
+                 [text for _, text in constraints[index][1]], constraint_ids[index],
+                 translator.placeholders(named[index][1])) for index in range(len(named))], wanted
 
 
-def _target_prefixes(value, count, limits):
-    """A request's target_prefix as one stripped string per text ("": none) and the name of the
-    field each came from, or ApiError."""
-    if value is None or isinstance(value, str):
-        return ([checked_text("target_prefix", value or "", limits, may_be_empty=True)] * count,
-                ["target_prefix"] * count)
-    if not isinstance(value, list):
-        raise ApiError(400, "target_prefix must be a string (for every text) or a list of "
-                       "strings (one per text), got %s" % JSON_TYPE_NAMES[type(value)])
-    if len(value) != count:
-        raise ApiError(400, "target_prefix has %d entries for %d texts: give one per text"
-                       % (len(value), count))
-    names = ["target_prefix[%d]" % index for index in range(count)]
-    return [checked_text(name, prefix, limits, True) for name, prefix in zip(names, value)], names
+def _per_text(fields, name, count, check):
+    """A PER_TEXT field as (name, check(name, value)) per text of `count`: the value for every
+    text (absent or null: empty), or a list of one per text, or ApiError (400)."""
+    value = fields.get(name)
+    kind, once, each = PER_TEXT[name]
+    if isinstance(value, list) and (kind is str or any(isinstance(entry, list) for entry in value)):
+        if len(value) != count:
+            raise ApiError(400, "%s has %d entries for %d texts: give one per text"
+                           % (name, len(value), count))
+        return [(entry_name, check(entry_name, entry)) for entry_name, entry in indexed(name, value)]
+    if value is not None and not isinstance(value, kind):
+        raise wrong_type(name, "%s (for every text) or a list of %s (one per text)" % (once, each),
+                         value)
+    return [(name, check(name, kind() if value is None else value))] * count
+
+
+def _constraint_texts(name, texts, limits):
+    """The (name, text) of each constraint a list holds, or ApiError (400)."""
+    if not isinstance(texts, list):
+        raise wrong_type(name, "a list of strings", texts)
+    return [(each, checked_text(each, text, limits)) for each, text in indexed(name, texts)]
 
 
 def list_field(fields, name, items, limits):
     """fields[name], a non-empty list of at most limits.max_texts `items`, or ApiError (400)."""
     value = fields[name]
     if not isinstance(value, list):
-        raise ApiError(400, "%s must be a list of %s, got %s"
-                       % (name, items, JSON_TYPE_NAMES[type(value)]))
+        raise wrong_type(name, "a list of " + items, value)
     if not value:
         raise ApiError(400, "%s is empty" % name)
     if len(value) > limits.max_texts:
@@ -177,18 +202,18 @@ def list_field(fields, name, items, limits):
 def parse_score_request(fields, limits, translator):
     """Returns (source ids, target ids, the DecodeRequest of its options) of a POST /score, or
     raises ApiError; a pair gives a target or its target pieces."""
-    _check_known(fields, SCORE_FIELDS, SCORE_TEXT_FIELDS + SCORE_OPTIONS)
+    _check_known(fields, SCORE_TEXT_FIELDS + OPTIONS, SCORE_TEXT_FIELDS + SCORE_OPTIONS)
     single = {"source", "target", "target_pieces"} & set(fields)
     if "pairs" in fields:
         if single:
             raise ApiError(400, 'give "pairs", or "source" and "target" (or "target_pieces"), '
                            "not both")
-        pairs = list_field(fields, "pairs", "objects", limits)
-        for index, pair in enumerate(pairs):
+        named = [(name + ".", pair) for name, pair
+                 in indexed("pairs", list_field(fields, "pairs", "objects", limits))]
+        for name, pair in named:
             if not isinstance(pair, dict) or set(pair) not in PAIR_FIELDS:
-                raise ApiError(400, 'pairs[%d] must be an object with "source" and "target" (or '
-                               '"target_pieces"), got %s' % (index, shown(pair)))
-        named = [("pairs[%d]." % index, pair) for index, pair in enumerate(pairs)]
+                raise ApiError(400, '%s must be an object with "source" and "target" (or '
+                               '"target_pieces"), got %s' % (name[:-1], shown(pair)))
     elif single in PAIR_FIELDS:
         named = [("", fields)]
     elif {"target", "target_pieces"} <= single:
@@ -207,17 +232,12 @@ def parse_score_request(fields, limits, translator):
         if "target" in pair:
             target = checked_text(name, pair["target"], limits, True)
         elif not isinstance(pair["target_pieces"], list):
-            raise ApiError(400, "%s must be a list of pieces, got %s"
-                           % (name, JSON_TYPE_NAMES[type(pair["target_pieces"])]))
+            raise wrong_type(name, "a list of pieces", pair["target_pieces"])
         else:
             target = pair["target_pieces"]
-        try:
-            target_ids.append(translator.target_ids(target, name))
-        except ValueError as error:  # a piece the target vocabulary lacks
-            raise ApiError(400, str(error)) from None
-        if len(target_ids[-1]) > longest:
-            raise ApiError(400, "%s has %d tokens; the limit is %d, the longest translation of a "
-                           "source of %d" % (name, len(target_ids[-1]), longest, limits.max_tokens))
+        target_ids.append(_ids_within(name, target, longest, translator.target_ids,
+                                      ", the longest translation of a source of %d"
+                                      % limits.max_tokens))
     try:
         return source_ids, target_ids, translator.score_request(
             {name: fields[name] for name in OPTIONS if name in fields})
@@ -229,7 +249,7 @@ def checked_text(name, text, limits, may_be_empty=False):
     """Returns a client's text stripped, or raises ApiError: not a string, empty, too long, or
     holding a refused character."""
     if not isinstance(text, str):
-        raise ApiError(400, "%s must be a string, got %s" % (name, JSON_TYPE_NAMES[type(text)]))
+        raise wrong_type(name, "a string", text)
     text = text.strip()
     if not text and not may_be_empty:
         raise ApiError(400, "%s is empty" % name)
@@ -244,26 +264,25 @@ def checked_text(name, text, limits, may_be_empty=False):
     return text
 
 
-def _prefix_ids(name, prefix, limits, translator):
-    """Returns the target ids a target prefix forces, or raises ApiError (400): a character the
-    target vocabulary lacks, more tokens than a source may have."""
+def _ids_within(name, text, limit, to_ids, why=""):
+    """The ids `to_ids(text, name)` gives (a Translator's tokenize, prefix_ids, constraint_ids or
+    target_ids), at most `limit` of them, or ApiError (400) naming `name`; `why` ends the message
+    of a limit crossed."""
     try:
-        ids = translator.prefix_ids(prefix, name)
-    except ValueError as error:
+        ids = to_ids(text, name)
+    except ValueError as error:  # a character or piece the target vocabulary lacks
         raise ApiError(400, str(error)) from None
-    if len(ids) > limits.max_tokens:
-        raise ApiError(400, "%s has %d tokens; the limit is %d"
-                       % (name, len(ids), limits.max_tokens))
+    if len(ids) > limit:
+        raise ApiError(400, "%s has %d tokens; the limit is %d%s" % (name, len(ids), limit, why))
     return ids
 
 
 def _token_ids(name, text, limits, translator):
     """Returns the source token ids of one text, or raises ApiError."""
-    token_ids = translator.tokenize(checked_text(name, text, limits))
+    token_ids = _ids_within(name, checked_text(name, text, limits), limits.max_tokens,
+                            lambda text, _: translator.tokenize(text),
+                            " (long words split into many tokens)")
     if not token_ids:  # normalisation drops some characters (a zero-width space)
         raise ApiError(400, "%s is empty once tokenized: the tokenizer drops every "
                        "character it has" % name)
-    if len(token_ids) > limits.max_tokens:
-        raise ApiError(400, "%s has %d tokens; the limit is %d (long words split into "
-                       "many tokens)" % (name, len(token_ids), limits.max_tokens))
     return token_ids

@@ -2,10 +2,15 @@
 `libretranslatepy` client and JSON requests, every translation checked against the same server's
 POST /translate, every error against LibreTranslate's shape and messages."""
 
+import collections
 import concurrent.futures
+import contextlib
 import html
 import json
+import os
+import shutil
 import threading
+import types
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -13,9 +18,11 @@ import urllib.request
 import pytest
 from libretranslatepy import LibreTranslateAPI
 
+from data_pipeline.placeholders import find
 from server.app import create_app
 from server.graceful_server import GracefulServer
 from server.model_slot import ModelSlot
+from tests.test_serve_browser import serving
 
 SENTENCES = ["twenty one", "three hundred and twelve", "nine thousand", "forty two"]
 # /languages of a model of the embedded corpus into data.target_locale pt_BR (tiny.yaml's).
@@ -197,6 +204,31 @@ def test_eight_concurrent_clients_all_answered_through_the_batcher(server):
         assert list(pool.map(client_run, range(8))) == [True] * 8
     after = request(server, "GET", "v1/info")[1]["batching"]["sentences"]
     assert after - before == 8 * len(SENTENCES)
+
+
+@pytest.fixture(scope="module")
+def protecting_server(tiny_model_dir, tmp_path_factory):
+    """A server of the tiny model told that it has two protected tokens (every vocabulary holds
+    ｟0｠ to ｟15｠), as a model trained on software messages has."""
+    from decode.translator import Translator
+    model_dir = str(tmp_path_factory.mktemp("protecting") / "model")
+    shutil.copytree(tiny_model_dir, model_dir)
+    with open(os.path.join(model_dir, "tokenizer.json"), encoding="utf-8") as options_file:
+        options = json.load(options_file)
+    with open(os.path.join(model_dir, "tokenizer.json"), "w", encoding="utf-8") as options_file:
+        json.dump(dict(options, protected_tokens=2), options_file)
+    with contextlib.closing(Translator(model_dir)) as translator, serving(translator) as url:
+        yield types.SimpleNamespace(url=url)
+
+
+def test_placeholders_come_back_as_written(protecting_server):
+    client = LibreTranslateAPI(protecting_server.url + "libretranslate")
+    for text in ("Delete %(name)s?", "<b>twenty one</b>", "{} of %d"):
+        translation = client.translate(text, "en", "pt-BR")
+        assert collections.Counter(find(translation)) == collections.Counter(find(text)), (
+            text, translation)
+    status, info = request(protecting_server, "GET", "v1/info")
+    assert status == 200 and info["model"]["protected_tokens"] == 2
 
 
 def test_503_while_no_model_is_loaded(tiny_config):

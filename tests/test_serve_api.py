@@ -78,7 +78,7 @@ def test_translate_one_text(client, translator, config):
     assert body["model"] == {"name": translator.model_name, "step": translator.step}
     assert body["options"] == {name: config["decode"][name] for name in (
         "length_penalty", "length_penalty_kind", "coverage_penalty", "no_repeat_ngram_size",
-        "min_length", "diverse_beam_groups", "diverse_beam_strength")}, \
+        "min_length", "diverse_beam_groups", "diverse_beam_strength", "placeholders")}, \
         "the options the beam search used: the config's"
     [translation] = body["translations"]
     assert list(translation) == ["text", "score", "pieces", "unfamiliar", "n_best"]
@@ -160,7 +160,8 @@ def test_info_reports_the_model_and_the_limits(client, translator, config):
     info = response.get_json()
     assert info["model"] == {"name": translator.model_name, "step": translator.step,
                              "source_vocab_size": translator.source_vocab_size,
-                             "target_vocab_size": translator.target_vocab_size}
+                             "target_vocab_size": translator.target_vocab_size,
+                             "protected_tokens": translator.protected_tokens}
     assert info["decoders"] == ["while_loop", "unrolled", "greedy", "sample", "exact", "mbr"]
     assert info["defaults"] == {"decoder": "while_loop",
                                 "beam_width": config["decode"]["beam_width"], "n_best": 1}
@@ -498,10 +499,10 @@ class ExplodingTranslator:
     def __getattr__(self, name):
         return getattr(self._translator, name)
 
-    def translate_tokens(self, token_ids, request):
+    def translate_tokens(self, token_ids, request, originals=None):
         if self._boom in token_ids:
             raise RuntimeError("failed in /srv/secret/decode/translator.py line 12")
-        return self._translator.translate_tokens(token_ids, request)
+        return self._translator.translate_tokens(token_ids, request, originals=originals)
 
 
 def test_an_internal_error_is_a_generic_500_and_is_logged(translator, config, caplog):

@@ -368,10 +368,10 @@ class CountingTranslator:
     def __getattr__(self, name):
         return getattr(self._translator, name)
 
-    def translate_tokens(self, token_ids, request):
+    def translate_tokens(self, token_ids, request, originals=None):
         self.calls.append(len(token_ids))
         self.requests.append(request)
-        translations = self._translator.translate_tokens(token_ids, request)
+        translations = self._translator.translate_tokens(token_ids, request, originals=originals)
         if not self.first_started.is_set():
             self.first_started.set()
             assert self.release.wait(TIMEOUT_S)

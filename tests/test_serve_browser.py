@@ -242,9 +242,9 @@ class MinusInfinityTranslator:
     def __getattr__(self, name):
         return getattr(self._translator, name)
 
-    def translate_tokens(self, token_ids, request):
-        return [translation._replace(score=-math.inf)
-                for translation in self._translator.translate_tokens(token_ids, request)]
+    def translate_tokens(self, token_ids, request, originals=None):
+        return [translation._replace(score=-math.inf) for translation
+                in self._translator.translate_tokens(token_ids, request, originals=originals)]
 
 
 def test_an_answer_that_is_not_json_is_shown_and_the_page_stays_usable(browser, translator):
@@ -341,8 +341,8 @@ class AlteredUnrolledTranslator:
     def __getattr__(self, name):
         return getattr(self._translator, name)
 
-    def translate_tokens(self, token_ids, request):
-        translations = self._translator.translate_tokens(token_ids, request)
+    def translate_tokens(self, token_ids, request, originals=None):
+        translations = self._translator.translate_tokens(token_ids, request, originals=originals)
         if request.decoder != "unrolled":
             return translations
         altered = []

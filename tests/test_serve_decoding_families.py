@@ -9,6 +9,8 @@ import os
 import shutil
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 
 import pytest
 from sacrebleu.metrics import CHRF
@@ -18,6 +20,7 @@ from server.model_slot import ModelSlot
 from tests.same_hypotheses import SCORE_TOLERANCE, assert_same_hypotheses, n_best
 from tests.test_serve_api import REPO, assert_error, assert_serves
 from tests.test_serve_batching import CountingTranslator, app_with
+from tests.test_serve_browser import serving
 from tests.test_serve_process import ServerProcess
 
 SENTENCE = "I paid three hundred and five euros on Monday"
@@ -190,6 +193,76 @@ def test_a_prefix_the_vocabulary_cannot_spell_is_refused_before_any_model_call(t
     assert counting.calls == [], "refused where it entered"
     answer = posted(client, "/translate", text="forty two", target_prefix="quarenta")
     assert answer["translations"][0]["text"].startswith("quarenta")
+
+
+# --- constraints ----------------------------------------------------------------------------------
+
+def test_a_constraint_appears_in_every_translation_over_http(translator):
+    texts = ["forty two", SENTENCE]
+    plain = translator.translate(texts, beam_width=3)
+    def pieces(text):
+        return [entry["piece"] for entry in translator.score(["one"], [text])[0]["pieces"]]
+    # A word that is one piece of the target vocabulary, in neither plain translation.
+    word = next(piece[1:] for piece in pieces("vinte trinta quarenta cinquenta maio mil euros")
+                if piece not in plain[0].pieces + plain[1].pieces and len(piece) > 2
+                and pieces(piece[1:]) == [piece, "</s>"])
+    piece = "\u2581" + word
+    with serving(translator) as url:
+        for decoder, constraints in (("while_loop", [word]), ("unrolled", [[word], [word]])):
+            status, answer = http_post(url + "translate", {
+                "texts": texts, "decoder": decoder, "beam_width": 3, "n_best": 3,
+                "constraints": constraints})
+            assert status == 200, answer
+            for translation in answer["translations"]:
+                assert all(piece in hypothesis["pieces"] for hypothesis in translation["n_best"])
+            assert_same_hypotheses(n_best(answer["translations"]), n_best(translator.translate(
+                texts, decoder, 3, n_best=3, constraints=[[word], [word]])))
+        status, answer = http_post(url + "translate", {"text": "one", "decoder": "greedy",
+                                                       "constraints": [word]})
+        assert (status, answer) == (400, {"error": {
+            "code": "bad_request", "message": "constraints is an option of the while_loop and "
+                                              "unrolled decoders, not of greedy"}})
+
+
+def http_post(url, body):
+    """(status, JSON answer) of a real HTTP POST of `body` as JSON."""
+    call = urllib.request.Request(url, data=json.dumps(body).encode("utf-8"), method="POST",
+                                  headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(call, timeout=120) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error)
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"constraints": 3}, "constraints must be a list of strings (for every text) or a list of "
+                         "lists of strings (one per text), got a number"),
+    ({"constraints": "um"}, "constraints must be a list of strings (for every text)"),
+    ({"constraints": [["um"]]}, "constraints has 1 entries for 2 texts: give one per text"),
+    ({"constraints": [["um"], "dois"]}, "constraints[1] must be a list of strings, got a string"),
+    ({"constraints": [["um"], ["dois", 3]]}, "constraints[1][1] must be a string, got a number"),
+    ({"constraints": [["um"], ["dois", " "]]}, "constraints[1][1] is empty"),
+    ({"constraints": ["um", None]}, "constraints[1] must be a string, got null"),
+    ({"constraints": [[], ["\u65e5\u672c"]]},
+     'constraints[1][0] "\\u65e5\\u672c" holds characters the target vocabulary lacks'),
+    ({"constraints": [[], ["o " * 129]]}, "constraints[1][0] has 258 tokens; the limit is 128"),
+    ({"constraints": [[], ["o " * 40, "o " * 40]]}, "constraints[1]: its 160 pieces, the target "
+     "prefix's and the end token must fit in max_target_length 64, got 161"),
+    ({"constraints": [[], ["o " * 9]], "decoder": "unrolled"},
+     "constraints[1] has 18 tokens; the unrolled decoder's graph grows with the length, so it "
+     "serves up to 16 constraint tokens here; use while_loop"),
+    ({"constraints": ["um"], "beam_width": 4, "diverse_beam_groups": 2},
+     "constraints cannot be combined with diverse_beam_groups 2"),
+    ({"constraints": ["um"], "decoder": "sample"},
+     "constraints is an option of the while_loop and unrolled decoders, not of sample"),
+], ids=["number", "string", "too few", "not a list", "not a string", "empty", "null", "unspellable",
+        "too many tokens", "too long for the model", "too many for unrolled", "diverse groups",
+        "sample"])
+def test_bad_constraints_are_a_400_naming_them(client, fields, message):
+    assert_error(client.post("/translate", json=dict(fields, texts=["one", "two"])), 400,
+                 "bad_request", message)
+    assert_serves(client)
 
 
 # --- POST /score of target_pieces -----------------------------------------------------------------

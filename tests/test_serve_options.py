@@ -75,14 +75,16 @@ def test_info_reports_each_option_s_default_range_hint_and_decoders(client, tran
         "seed": ("integer", (-2 ** 62, 2 ** 62, False, False)),
         "max_expansions": ("integer", (1, MAX_SERVED_EXPANSIONS, False, False)),
         "mbr_candidates": ("choice", ["sample", "beam"]),
-        "mbr_utility": ("choice", ["chrf", "bleu"])}
+        "mbr_utility": ("choice", ["chrf", "bleu"]),
+        "placeholders": ("choice", ["keep", "free"])}
     every = ["while_loop", "unrolled", "greedy", "sample", "exact", "mbr"]
     samplers = ["sample", "mbr"]
     assert {name: entry["decoders"] for name, entry in decoding.items()} == dict(
         {name: every for name in COMMON_OPTIONS}, coverage_penalty=every[:4] + ["mbr"],
         diverse_beam_groups=every[:2], diverse_beam_strength=every[:2], num_samples=samplers,
         temperature=samplers, top_k=samplers, top_p=samplers, epsilon=samplers, seed=samplers,
-        max_expansions=["exact"], mbr_candidates=["mbr"], mbr_utility=["mbr"])
+        max_expansions=["exact"], mbr_candidates=["mbr"], mbr_utility=["mbr"],
+        placeholders=every[:2])
 
 
 def test_info_s_ranges_are_the_ones_requests_are_held_to(client, translator):
