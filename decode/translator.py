@@ -146,8 +146,7 @@ class Translator:
         self._session.close()
 
     def tokenize(self, text):
-        """Source text -> its SentencePiece ids (no begin or end token), its `placeholders` as
-        protected tokens if the model has them."""
+        """Source text -> its ids (no begin or end token), `placeholders` as protected tokens."""
         return self._pieces.source(text)
 
     def placeholders(self, text):
@@ -215,8 +214,7 @@ class Translator:
         return [result for result, _ in self._search(token_ids, request)]
 
     def _text(self, ids, originals=()):
-        """Target ids -> text, each protected token back as `originals` (`placeholders`) says
-        (a model trained without them: as the pieces spell it)."""
+        """Target ids -> text, a protected token as `originals` says (if the model has them)."""
         text = self.detokenize(ids)
         return self._tokenizer.restore(text, originals) if self.protected_tokens else text
 
