@@ -109,7 +109,13 @@ def beam_search(step, initial_state, sequence_length, beam_width, begin_token_id
             candidates.sort(key=lambda c: -c[0])  # list.sort is stable
             beams[group] = [h for _, h in candidates[:beam_width // groups]]
             taken.update(h.tokens[-1] for h in beams[group] if len(h.tokens) == position + 1)
-    beam = sorted(sum(beams, []), key=lambda h: -score(h, alpha))
+    return results(sum(beams, []), beam_width, sequence_length, end_token_id, alpha)
+
+
+def results(beam, beam_width, sequence_length, end_token_id, alpha):
+    """The contract's (ids [beam_width, sequence_length], scores, lengths) of the hypotheses
+    `beam`, best first, filled to `beam_width` with impossible ones (-inf, all end token)."""
+    beam = sorted(beam, key=lambda h: -score(h, alpha))
     ids = [_padded(h.tokens, sequence_length, end_token_id) for h in beam]
     scores = [score(h, alpha) for h in beam]
     lengths = [len(h.tokens) for h in beam]
@@ -117,7 +123,7 @@ def beam_search(step, initial_state, sequence_length, beam_width, begin_token_id
         ids.append([end_token_id] * sequence_length)
         scores.append(-np.inf)
         lengths.append(0)
-    return np.array(ids), np.array(scores), np.array(lengths)
+    return np.array(ids).reshape(beam_width, sequence_length), np.array(scores), np.array(lengths)
 
 
 def greedy(step, initial_state, sequence_length, begin_token_id, end_token_id, alpha,

@@ -24,7 +24,7 @@ tuple of pieces and a hypothesis holds it when the pieces appear in a row. Each 
 
 import numpy as np
 
-from numpy_beam_search import Hypothesis, enumerate_sequences, log_softmax, score
+from numpy_beam_search import Hypothesis, enumerate_sequences, log_softmax, results, score
 
 
 def contains(tokens, constraint):
@@ -117,15 +117,7 @@ def constrained_beam_search(step, initial_state, sequence_length, beam_width, be
             members.sort(key=lambda h: -score(h, alpha))  # stable: ties in the order offered
         beam = [by_bank[b][rank] for rank in range(beam_width)
                 for b in sorted(by_bank, reverse=True) if rank < len(by_bank[b])][:beam_width]
-    beam = sorted(beam, key=lambda h: -score(h, alpha))
-    ids = [list(h.tokens) + [end_token_id] * (sequence_length - len(h.tokens)) for h in beam]
-    scores = [score(h, alpha) for h in beam]
-    lengths = [len(h.tokens) for h in beam]
-    for _ in range(beam_width - len(beam)):
-        ids.append([end_token_id] * sequence_length)
-        scores.append(-np.inf)
-        lengths.append(0)
-    return np.array(ids).reshape(beam_width, sequence_length), np.array(scores), np.array(lengths)
+    return results(beam, beam_width, sequence_length, end_token_id, alpha)
 
 
 def enumerate_constrained(step, initial_state, sequence_length, vocab_size, begin_token_id,
