@@ -136,3 +136,18 @@ def translator(tiny_model_dir):
     translator = Translator(tiny_model_dir)
     yield translator
     translator.close()
+
+
+def protecting_model_dir(tiny_model_dir, directory, protected_tokens=2):
+    """A copy of the tiny model in `directory` told that it has `protected_tokens` protected
+    tokens (every vocabulary holds ｟0｠ to ｟15｠), though it never saw one; returns its path."""
+    import json
+    import shutil
+    model_dir = os.path.join(str(directory), "model")
+    shutil.copytree(tiny_model_dir, model_dir)
+    path = os.path.join(model_dir, "tokenizer.json")
+    with open(path, encoding="utf-8") as options_file:
+        options = json.load(options_file)
+    with open(path, "w", encoding="utf-8") as options_file:
+        json.dump(dict(options, protected_tokens=protected_tokens), options_file)
+    return model_dir

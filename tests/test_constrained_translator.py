@@ -8,12 +8,10 @@ what cannot be honoured is refused naming itself.
 """
 
 import collections
-import json
-import os
 import re
-import shutil
 
 import pytest
+from conftest import protecting_model_dir
 
 from data_pipeline.placeholders import find
 from decode import translate as translate_cli
@@ -104,13 +102,8 @@ def protecting(tiny_model_dir, tmp_path_factory):
     """The tiny model told that it has two protected tokens (every vocabulary holds ｟0｠ to
     ｟15｠), though it never saw one: only keep mode can put them in."""
     from decode.translator import Translator
-    model_dir = str(tmp_path_factory.mktemp("protecting") / "model")
-    shutil.copytree(tiny_model_dir, model_dir)
-    with open(os.path.join(model_dir, "tokenizer.json"), encoding="utf-8") as f:
-        options = json.load(f)
-    with open(os.path.join(model_dir, "tokenizer.json"), "w", encoding="utf-8") as f:
-        json.dump(dict(options, protected_tokens=2), f)
-    translator = Translator(model_dir)
+    translator = Translator(protecting_model_dir(tiny_model_dir,
+                                                 tmp_path_factory.mktemp("protecting")))
     yield translator
     translator.close()
 

@@ -7,8 +7,6 @@ import concurrent.futures
 import contextlib
 import html
 import json
-import os
-import shutil
 import threading
 import types
 import urllib.error
@@ -16,6 +14,7 @@ import urllib.parse
 import urllib.request
 
 import pytest
+from conftest import protecting_model_dir
 from libretranslatepy import LibreTranslateAPI
 
 from data_pipeline.placeholders import find
@@ -211,12 +210,7 @@ def protecting_server(tiny_model_dir, tmp_path_factory):
     """A server of the tiny model told that it has two protected tokens (every vocabulary holds
     ｟0｠ to ｟15｠), as a model trained on software messages has."""
     from decode.translator import Translator
-    model_dir = str(tmp_path_factory.mktemp("protecting") / "model")
-    shutil.copytree(tiny_model_dir, model_dir)
-    with open(os.path.join(model_dir, "tokenizer.json"), encoding="utf-8") as options_file:
-        options = json.load(options_file)
-    with open(os.path.join(model_dir, "tokenizer.json"), "w", encoding="utf-8") as options_file:
-        json.dump(dict(options, protected_tokens=2), options_file)
+    model_dir = protecting_model_dir(tiny_model_dir, tmp_path_factory.mktemp("protecting"))
     with contextlib.closing(Translator(model_dir)) as translator, serving(translator) as url:
         yield types.SimpleNamespace(url=url)
 
