@@ -47,7 +47,8 @@ LAB_SENTENCES ?= 500
 lab: $(LAB_DIR)/lab.md
 	$(PY) serve.py --model_dir $(LAB_DIR) --host 127.0.0.1 --port 8080
 
-$(LAB_DATA)/README.md: data_pipeline/catalogs.txt | $(STAMP)
+$(LAB_DATA)/README.md: data_pipeline/catalogs.txt data_pipeline/catalogs.py \
+                       data_pipeline/placeholders.py | $(STAMP)
 	$(PY) -m data_pipeline.catalogs --target pt_BR --out $(LAB_DATA)
 
 $(LAB_DATA)/test.src: $(LAB_DATA)/README.md

@@ -10,7 +10,8 @@ import re
 MAX_TOKENS = 16  # ｟0｠ ... ｟15｠ are in every vocabulary; further placeholders stay text
 TOKENS = ["｟%d｠" % index for index in range(MAX_TOKENS)]
 _PLACEHOLDER = re.compile(r"""
-    (?P<literal> %% | \{\{ | \}\} )                      # a percent sign, a brace: text
+    %%                                                   # python-format's percent sign
+  | (?P<literal> \{\{ | \}\} )                           # python-brace-format's braces: text
   | (?P<printf> %(?P<name>\(\w*\))?                      # python-format, as Babel's checker
         [-\#0+]? (?:\*|\d+)? (?:\.(?:\*|\d+))? [hlL]? [diouxXeEfFgGcrs] )  # but no space flag
   | (?P<brace> \{ (?P<field> /?\w+ (?:\.\w+ | \[[^\[\]{}]+\])* )?  # python-brace-format

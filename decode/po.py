@@ -19,7 +19,7 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported, in main
 
 from babel.messages.catalog import Catalog  # noqa: E402
-from babel.messages.pofile import PoFileError, PoFileParser, generate_po  # noqa: E402
+from babel.messages.pofile import PoFileError, PoFileParser, normalize  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 from decode.translate import BATCHES_PER_CHUNK  # noqa: E402
@@ -95,30 +95,29 @@ def entry_span(lines, message):
 
 
 def fill(lines, catalog, singular, messages, translated, comment):
-    """The catalog's text with `messages` (in order) filled from `translated` ({source:
-    translation}), fuzzy and commented; and (output line, message, errors) for each that fails
-    Babel's checkers."""
-    spans = [entry_span(lines, message) for message in messages]
-    for message, (first, _) in zip(messages, spans):
-        flag_lines = [line.strip()[2:] for line in lines[first:message.lineno]
-                      if line.strip().startswith("#,")]  # as written, not as Babel guesses them
-        message.flags = {flag.strip() for line in flag_lines for flag in line.split(",")}
-        message.flags.add("fuzzy")
-        kept = [line for line in message.user_comments  # Babel reads "#|" (the msgid of the
-                if not line.startswith((MACHINE, "|"))]  # translation replaced) as a comment
-        message.user_comments = kept + [comment]
+    """The catalog's text with `messages` filled from `translated` ({source: translation}), fuzzy
+    and commented; and "LINE: msgid: errors" for each failing Babel's checks."""
+    output, done, failing = [], 0, []
+    for message in messages:
+        first, end = entry_span(lines, message)
+        msgstr = next(index for index in range(message.lineno, end)
+                      if lines[index].startswith("msgstr"))
+        head = [line for line in lines[first:msgstr] if not line.startswith("# " + MACHINE)]
+        flags = next(index for index, line in enumerate(head) if not re.match(r"#([\s.:]|$)", line))
+        if not head[flags].startswith("#,"):  # gettext's order: comments, references, flags, "#|"
+            head.insert(flags, "#, fuzzy")
+        elif not message.fuzzy:
+            head[flags] = "#, fuzzy," + head[flags][2:]
         strings = [translated[text] for text in sources(message, singular)]
         message.string = tuple(strings) if message.pluralizable else strings[0]
-    chosen = {id(message) for message in messages}
-    entries = [entry for message, entry in zip(list(catalog)[1:], "".join(generate_po(
-        catalog, omit_header=True, ignore_obsolete=True)).split("\n\n")) if id(message) in chosen]
-    output, done, failing = [], 0, []
-    for message, (first, end), entry in zip(messages, spans, entries):
         output += lines[done:first]
-        errors = message.check(catalog)
+        errors = "; ".join(map(str, message.check(catalog)))
         if errors:
-            failing.append((len(output) + 1, message, errors))
-        output += entry.split("\n")
+            failing.append("%d: %r: %s" % (len(output) + 1, message.id, errors))
+        output += ["# " + comment] + head
+        for form, text in enumerate(strings):  # Babel's quoting and wrapping, as gettext reads
+            keyword = "msgstr[%d]" % form if message.pluralizable else "msgstr"
+            output += ("%s %s" % (keyword, normalize(text))).split("\n")
         done = end
     return "\n".join(output + lines[done:]), failing
 
@@ -165,9 +164,8 @@ def main(argv=None):
     except (ValueError, OSError) as error:
         print("error: %s" % error, file=sys.stderr)
         return 2
-    for line, message, errors in failing:
-        print("%s:%d: %r: %s" % (args.output, line, message.id, "; ".join(map(str, errors))),
-              file=sys.stderr)
+    for report in failing:
+        print("%s:%s" % (args.output, report), file=sys.stderr)
     print("%s: %d filled, %d skipped, %d failing Babel's format checks"
           % (args.output, len(messages), skipped, len(failing)), file=sys.stderr)
     return 0

@@ -29,7 +29,7 @@ KEPT = [("Save", "Salvar"), ("Delete this item?", "Excluir este item?"),
         ("Saved 100% of the files", "100% dos arquivos salvos"),
         ("Hello ｟0｠", "Olá ｟0｠"), ("Page ｟0｠ of ｟1｠", "Página ｟0｠ de ｟1｠"),  # protected tokens
         ("Welcome ｟0｠", "Bem-vindo ｟0｠"), ("Click ｟0｠here｟1｠", "Clique ｟0｠aqui｟1｠"),
-        ("｟0｠ sent ｟1｠ to ｟2｠", "｟1｠ enviado por ｟0｠ para ｟2｠")]
+        ("｟0｠ sent ｟1｠ to ｟2｠", "｟1｠ enviado por ｟0｠ para ｟2｠"), ("｟0｠｟1｠ done", "｟0｠｟1｠ feito")]
 DROPPED = {
     "fuzzy": entry("Cancel", "Cancelar", "#, fuzzy\n"),
     "plural": 'msgid "One file"\nmsgid_plural "%d files"\nmsgstr[0] "Um arquivo"\nmsgstr[1] "%d arquivos"\n\n',
@@ -53,7 +53,8 @@ MAIN_PO = HEADER + "".join(DROPPED.values()) + (
     + entry("Hello %s", "Olá %s") + entry("Hello %(name)s", "Olá %(name)s")  # one source for the model
     + entry("Page {0} of {1}", "Página {0} de {1}") + entry("Welcome ${user}", "Bem-vindo ${user}")
     + entry("Click <b>here</b>", "Clique <b>aqui</b>")
-    + entry("%(a)s sent %s to {b}", "%s enviado por %(a)s para {b}") + '#~ msgid "Old"\n#~ msgstr "Velho"\n')
+    + entry("%(a)s sent %s to {b}", "%s enviado por %(a)s para {b}")
+    + entry("%(count)s%% done", "%(count)s%% feito") + '#~ msgid "Old"\n#~ msgstr "Velho"\n')
 
 
 def make_wheel(directory, name, catalogs, version="1.0"):

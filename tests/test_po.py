@@ -3,6 +3,7 @@
 import ast
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -49,7 +50,9 @@ msgstr[1] "%d lápis"
 OBSOLETE = r"""#~ msgid "the cars"
 #~ msgstr "os carros"
 """
-UNTRANSLATED = r"""#: app.py:20
+UNTRANSLATED = r"""# A translator's note, kept.
+#. An extracted comment longer than the 76 columns that Babel's writer would wrap a comment to.
+#: app.py:20
 #, python-format
 msgid "I bought %s white cars."
 msgstr ""
@@ -59,7 +62,8 @@ msgid "%(count)d white car"
 msgid_plural "%(count)d white cars"
 msgstr[0] ""
 msgstr[1] ""
-""", r"""msgctxt "a month"
+""", r"""#| msgid "June"
+msgctxt "a month"
 msgid ""
 "June "
 "2009"
@@ -118,12 +122,30 @@ def key(message):
     return message.id, message.context
 
 
+def heads(text):
+    """Each entry's lines before its msgstrs, but the machine translation's comment, the fuzzy flag
+    and a flags line holding it only."""
+    return [[line.replace("#, fuzzy,", "#,") for line in block.split("\nmsgstr")[0].split("\n")
+             if not line.startswith("# machine translation") and line != "#, fuzzy"]
+            for block in text.split("\n\n")]
+
+
+def msgfmt_errors(text, tmp_path, *flags):
+    """msgfmt --check-format's complaints about `text` (none: msgfmt reads it, and the formats of
+    the entries it uses agree; fuzzy entries are drafts it leaves out, unless --use-fuzzy)."""
+    path = tmp_path / "check.po"
+    path.write_text(text, encoding="utf-8")
+    done = subprocess.run(["msgfmt", "--check-format", "-o", os.devnull, str(path), *flags],
+                          capture_output=True, text=True)
+    return done.stderr
+
+
 def assert_filled(message, source, recording):
     """`message` is `source` filled: pt_BR's form 0 (n = 0, 1) from msgid, 1 from msgid_plural."""
     assert message.fuzzy and message.flags == source.flags | {"fuzzy"}
-    assert message.user_comments == [  # Babel reads "#|" as a comment: the old msgid, gone
-        c for c in source.user_comments if "machine" not in c and not c.startswith("|")] + [
-        "machine translation: model %s, step %d" % (recording.model_name, recording.step)]
+    assert message.user_comments == [  # Babel reads "#|" (the msgid translated before) as one
+        "machine translation: model %s, step %d" % (recording.model_name, recording.step)] + [
+        c for c in source.user_comments if "machine" not in c]
     assert (message.locations, message.auto_comments) == (source.locations, source.auto_comments)
     texts = message.id if message.pluralizable else [message.id]
     strings = message.string if message.pluralizable else (message.string,)
@@ -132,6 +154,8 @@ def assert_filled(message, source, recording):
 
 def test_fills_the_untranslated_and_leaves_every_other_line(fill, recording, tmp_path):
     recording.replace["I bought %s white cars."] = "Comprei carros brancos."  # without its %s
+    recording.replace["June 2009"] = (  # quoted, escaped, wrapped: read back as it was
+        'Junho de 2009, "entre aspas", \\ e \\n: mais longo que uma linha inteira de msgstr')
     text, stderr = fill(CATALOG)
     before, after = read(CATALOG, tmp_path), read(text, tmp_path)
     assert [(m.id, m.context) for m in after] == [(m.id, m.context) for m in before]
@@ -154,6 +178,12 @@ def test_fills_the_untranslated_and_leaves_every_other_line(fill, recording, tmp
     assert all(lines[int(number) - 1].startswith("# machine translation") for number, _ in reported)
     assert stderr[-1] == "%s: 3 filled, 1 skipped, %d failing Babel's format checks" % (
         tmp_path / "out.po", len(failing))
+    assert heads(text) == heads(CATALOG)  # "#|", msgctxt, msgid: each line as it was
+    if shutil.which("msgfmt"):  # gettext's own reader and checks, its order of lines included
+        assert msgfmt_errors(text, tmp_path) == ""
+        assert "%s:%d: number of format specifications" % (  # reading the filled msgstrs
+            tmp_path / "check.po", lines.index('msgstr "Comprei carros brancos."') + 1
+        ) in msgfmt_errors(text, tmp_path, "--use-fuzzy")
 
 
 def test_include_fuzzy_translates_them_again_once(fill, recording, tmp_path):
@@ -168,7 +198,9 @@ def test_include_fuzzy_translates_them_again_once(fill, recording, tmp_path):
         else:
             assert message.string == source.string and not message.fuzzy
     assert all(block in again for block in (HEADER, TRANSLATED, TRANSLATED_PLURAL, OBSOLETE))
-    assert "the dogs" not in again  # the msgid of the fuzzy translation replaced
+    assert heads(again) == heads(CATALOG) and '#| msgid "the dogs"' in again  # kept as written
+    if shutil.which("msgfmt"):
+        assert msgfmt_errors(again, tmp_path) == ""
 
 
 @pytest.mark.parametrize("text, line, says", [
