@@ -159,11 +159,14 @@ def _round_robin(scores, banks, beam_width):
     earlier): [b, N] float32 scores (-inf: none, taken last) and int32 banks -> [b, k] indices."""
     index = tf.range(get_shape(scores)[1])                                         # [N]
     possible = scores > -np.inf
-    ahead = tf.logical_or(scores[:, None, :] > scores[:, :, None],                 # [b, N, N]:
-                          tf.equal(scores[:, None, :], scores[:, :, None])         # j ahead of i
-                          & (index[None, :] < index[:, None]))
-    rivals = ahead & tf.equal(banks[:, None, :], banks[:, :, None]) & possible[:, None, :]
-    rank = tf.reduce_sum(tf.cast(rivals, tf.int32), axis=2)                        # [b, N]
+    # A candidate's rank in its bank, in O(N log N): sorted by score (ties: the earlier), then
+    # stably by bank, a candidate's place less its bank's first place (-inf ones come last).
+    by_score = tf.argsort(scores, axis=1, direction="DESCENDING", stable=True)     # [b, N]
+    grouped = tf.gather(by_score, tf.argsort(tf.gather(banks, by_score, batch_dims=1), axis=1,
+                                             stable=True), batch_dims=1)           # [b, N]
+    grouped_banks = tf.gather(banks, grouped, batch_dims=1)                        # ascending
+    places = index - tf.searchsorted(grouped_banks, grouped_banks, side="left")    # [b, N]
+    rank = tf.gather(places, tf.argsort(grouped, axis=1), batch_dims=1)            # [b, N]
     num_banks = tf.reduce_max(banks) + 1
     order = tf.where_v2(possible, rank * num_banks + (num_banks - 1 - banks),
                         tf.size(index) * num_banks + index)
