@@ -1,8 +1,10 @@
 """The page's decoding options, sample, exact and MBR columns, "Try your own translation" (and
-its continuation of a person's words), the beam-width chart and the decoding lab's examples, in
-real headless Chromium against the app on 127.0.0.1 (the tiny model).
+its continuation of a person's words, holding the phrases it must contain), the beam-width chart
+and the decoding lab's examples, in real headless Chromium against the app on 127.0.0.1 (the tiny
+model).
 """
 
+import io
 import json
 import typing
 
@@ -251,25 +253,79 @@ def pieces_line(pieces):
         "%s %.2f" % (piece["piece"], piece["log_prob"]) for piece in pieces)
 
 
-def test_continue_from_my_words_forces_them_and_scores_the_completion_as_searched(
-        browser, page_url, translator):
-    wait = open_page(browser, page_url)
-    choose_decoders(browser, "while_loop")
-    translate_one(browser, wait, SENTENCE, ["while_loop"])
-    [plain] = translator.translate([SENTENCE])
-    words = "quarenta"
-    assert not plain.text.startswith(words), "a prefix the search would not choose"
-    box = browser.find_element(By.ID, "own-text")
-    box.send_keys(words)
+def recording(exchanges):
+    """A wrap for `serving`: the app, each POST /translate's (request body, status, answer body)
+    appended to `exchanges` as the page sent and the server answered them."""
+
+    def wrap(app):
+        def wsgi(environ, start_response):
+            if environ["PATH_INFO"] != "/translate":
+                return app(environ, start_response)
+            body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            environ["wsgi.input"] = io.BytesIO(body)
+            status = []
+
+            def start(line, headers, *rest):
+                status.append(int(line.split()[0]))
+                return start_response(line, headers, *rest)
+            answer = b"".join(app(environ, start))
+            exchanges.append((json.loads(body), status[0], json.loads(answer)))
+            return [answer]
+        return wsgi
+    return wrap
+
+
+def continue_own(browser, wait, words, must_contain, done):
+    """Types the panel's words and phrases, clicks Continue from my words and waits until the
+    completion starts with `done`; returns it."""
+    for element_id, text in (("own-text", words), ("own-contain", must_contain)):
+        box = browser.find_element(By.ID, element_id)
+        box.clear()
+        box.send_keys(text)
     browser.find_element(By.ID, "own-continue").click()
-    wait.until(lambda _: text_of(browser, "own-completion").startswith("while_loop continues"))
-    [completed] = translator.translate([SENTENCE], target_prefixes=[words])
-    assert completed.text.startswith(words)
-    assert text_of(browser, "own-completion") == "while_loop continues \u201c%s\u201d: \u201c%s" \
-        "\u201d, scoring %.3f (your words included)." % (words, completed.text, completed.score)
-    assert score_own(browser, wait, completed.text)[0].startswith(
-        "Yours scores %.3f;" % completed.score), "the completion, scored as it was searched"
-    assert text_of(browser, "own-scored").startswith("Scored: the pieces while_loop\u2019s search")
+    wait.until(lambda _: text_of(browser, "own-completion").startswith(done))
+    return text_of(browser, "own-completion")
+
+
+def test_continue_from_my_words_forces_them_holds_what_it_must_contain_and_scores_it_as_searched(
+        browser, translator):
+    exchanges = []
+    with serving(translator, wrap=recording(exchanges)) as url:
+        wait = open_page(browser, url)
+        choose_decoders(browser, "while_loop")
+        translate_one(browser, wait, SENTENCE, ["while_loop"])
+        [plain] = translator.translate([SENTENCE])
+        words = "quarenta"
+        assert not plain.text.startswith(words), "a prefix the search would not choose"
+        shown = continue_own(browser, wait, words, "", "while_loop continues")
+        [completed] = translator.translate([SENTENCE], target_prefixes=[words])
+        assert completed.text.startswith(words)
+        assert shown == "while_loop continues \u201c%s\u201d: \u201c%s\u201d, scoring %.3f " \
+            "(your words included)." % (words, completed.text, completed.score)
+        assert "constraints" not in exchanges[-1][0], "an empty must-contain: none sent"
+        assert score_own(browser, wait, completed.text)[0].startswith(
+            "Yours scores %.3f;" % completed.score), "the completion, scored as it was searched"
+        assert text_of(browser, "own-scored").startswith(
+            "Scored: the pieces while_loop\u2019s search")
+
+        phrase = "dez"  # a number word of the tiny corpus the model does not write here
+        assert phrase not in plain.text
+        shown = continue_own(browser, wait, "", "\n %s \n\n" % phrase,
+                             "while_loop continues from nothing, containing")
+        request, status, answer = exchanges[-1]
+        assert (request["constraints"], request["target_prefix"], status) == ([phrase], "", 200)
+        [held] = answer["translations"]
+        assert phrase in held["text"]
+        assert shown == "while_loop continues from nothing, containing \u201c%s\u201d: " \
+            "\u201c%s\u201d, scoring %.3f (your words included)." % (phrase, held["text"],
+                                                                    held["score"])
+
+        too_long = " ".join([phrase] * translator.config["data"]["max_target_length"])
+        shown = continue_own(browser, wait, "", too_long, "Cannot continue it")
+        request, status, answer = exchanges[-1]
+        assert (request["constraints"], status) == ([too_long], 400)
+        assert answer["error"]["message"].startswith("constraints[0]: ")
+        assert shown == "Cannot continue it: %s." % answer["error"]["message"]
 
 
 def test_a_translation_the_search_missed_is_called_a_search_error(browser, translator):
