@@ -17,8 +17,7 @@ from seq2seq.config import ConfigError, load_config
 from seq2seq.model_dir import CONFIG_FILE
 from server.app import DEFAULT_MAX_UNROLLED_TOKENS, create_app
 from server.graceful_server import GracefulServer
-from server.model_slot import STILL_LOADING, ModelSlot, Reloader, build_translator
-from server.training_status import waiting_message
+from server.model_slot import ModelSlot, Reloader, build_translator
 
 LOG = logging.getLogger("seq2seq.serve")
 SPARE_THREADS = 4  # waitress threads beyond a full batch's, for /healthz and the page
@@ -61,15 +60,6 @@ def parse_args(argv):
     if args.export_dir and args.ensemble:
         parser.error("--export_dir serves one model directory's SavedModel, not an ensemble")
     return args
-
-
-def not_ready_message(model, args):
-    """The 503 message while no model is served: what training is doing, or why loading failed."""
-    waiting = None if args.export_dir or args.ensemble else waiting_message(args.model_dir[0])
-    if waiting is None and model.reload_error:
-        return "cannot load %s (%s); waiting for a newer model" % (
-            model.reload_error["path"], model.reload_error["message"])
-    return waiting or STILL_LOADING
 
 
 def serve_models(model, args, config, server, stopping):
@@ -137,10 +127,10 @@ def main(argv=None):
             return 2
     if args.no_batching:
         config["serve"]["batching"] = False
-    lab_dir = None if args.ensemble else args.model_dir[0]
-    model = ModelSlot(waiting=lambda: not_ready_message(model, args), lab_dir=lab_dir)
+    model_dir = None if args.ensemble else args.model_dir[0]
+    model = ModelSlot(model_dir=None if args.export_dir else model_dir, lab_dir=model_dir)
     app = create_app(model, config, args.warm_up_source_tokens or DEFAULT_MAX_UNROLLED_TOKENS,
-                     model_dir=lab_dir)
+                     model_dir=model_dir)
     try:
         server = GracefulServer(app, args.host, args.port,
                                 threads=config["serve"]["max_batch_sentences"] + SPARE_THREADS,

@@ -18,11 +18,10 @@ from decode.translator import Hypothesis, Translation, Translator
 class InstantTranslator(Translator):
     """A Translator that checks its options and then decodes nothing."""
 
-    def translate_tokens(self, token_ids, decoder="while_loop", beam_width=None, n_best=1,
-                         trace=False, options=None, target_prefixes=None):
-        """Each sentence's own source tokens, detokenized, as its one hypothesis, score 0
-        (target prefixes ignored)."""
-        self.check_options(decoder, beam_width, n_best, options)
+    def translate_tokens(self, token_ids, *request, originals=None, **fields):
+        """Each sentence's own source tokens, detokenized, as its one hypothesis, score 0, once
+        the request is valid (target prefixes, constraints and placeholders ignored)."""
+        self.request(*request, sentences=len(token_ids), **fields)
         translations = []
         for ids in token_ids:
             text, pieces = self._tokenizer.decode_source(ids), self._tokenizer.source_pieces(ids)

@@ -149,10 +149,14 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
     app.register_blueprint(libretranslate_api(model, translate_texts, limits.max_texts),
                            url_prefix="/libretranslate")
 
+    def error_response(status, message, headers=None):
+        """An error's JSON answer: LibreTranslate's shape under its routes, else docs/API.md's."""
+        document = error_document(status, message, request.blueprint == "libretranslate")
+        return jsonify(document), status, headers or {}
+
     @app.errorhandler(ApiError)
     def api_error(error):
-        status, message = error.args
-        return jsonify(error_document(status, message)), status
+        return error_response(*error.args)
 
     @app.errorhandler(HTTPException)
     def http_error(error):
@@ -171,13 +175,12 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
         else:
             message = error.description
         allow = {"Allow": ", ".join(sorted(error.valid_methods))} if error.code == 405 else {}
-        return jsonify(error_document(error.code, message)), error.code, allow
+        return error_response(error.code, message, allow)
 
     @app.errorhandler(Exception)
     def internal_error(error):
         LOG.exception("%s %s failed", _loggable(request.method), _loggable(request.path))
-        return jsonify(error_document(
-            500, "internal error; the server has logged the details")), 500
+        return error_response(500, "internal error; the server has logged the details")
 
     @app.before_request
     def start_clock():

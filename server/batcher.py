@@ -79,7 +79,7 @@ class Batcher:
         created = time.perf_counter()  # free slots: [index, freed at], longest free first
         self._free_slots = [] if math.isinf(concurrency) else [
             [index, created] for index in range(concurrency)]
-        self._totals = {"calls": 0, "items": 0, "seconds": 0.0}
+        self._totals = collections.Counter(calls=0, items=0, seconds=0.0)
 
     def totals(self):
         """The model calls so far: calls, items, seconds (overlapping calls add up), running."""
@@ -171,8 +171,7 @@ class Batcher:
         seconds = time.perf_counter() - started
         call = Call(started_at, *runner.slot, seconds, time.thread_time() - started_cpu, error)
         with self._lock:
-            for name, value in (("calls", 1), ("items", len(items)), ("seconds", seconds)):
-                self._totals[name] += value
+            self._totals.update(calls=1, items=len(items), seconds=seconds)
             self._running -= 1
             self._running_items -= len(items)
             if call.slot is not None:

@@ -31,10 +31,8 @@ class JsonErrorTask(ErrorTask):
             self.channel.linger = True
         else:
             message = "%s: %s" % (error.reason, error.body)
-        document = error_document(error.code, message)
-        if getattr(self.request, "path", "").startswith("/libretranslate/"):  # its clients read its shape
-            document = {"error": message}
-        body = json.dumps(document).encode("utf-8")
+        libretranslate = getattr(self.request, "path", "").startswith("/libretranslate/")
+        body = json.dumps(error_document(error.code, message, libretranslate)).encode("utf-8")
         self.status = "%d %s" % (error.code, error.reason)
         self.response_headers.append(("Content-Type", "application/json"))
         self.set_close_on_finish()

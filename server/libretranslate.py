@@ -6,10 +6,10 @@ import html
 import re
 
 from babel import Locale
-from flask import Blueprint, current_app, jsonify, request
+from flask import Blueprint, jsonify, request
 
 from decode.request import shown
-from server.request_checks import ApiError, indexed, request_fields
+from server.request_checks import ApiError, check_count, indexed, request_fields
 
 ENGLISH = {"code": "en", "name": "English"}  # the models here all read English
 # Markup kept as it is: comments, script and style elements whole, any other tag.
@@ -19,8 +19,8 @@ EDGES = re.compile(r"(\s*)(.*?)(\s*)", re.DOTALL)  # a run: its whitespace kept 
 
 
 def libretranslate_api(model, translate_texts, max_texts):
-    """The Blueprint of `GET languages` and `POST translate` for `model` (a ModelSlot), whose
-    errors are LibreTranslate's {"error": message}; to register under /libretranslate.
+    """The Blueprint of `GET languages` and `POST translate` for `model` (a ModelSlot), to register
+    under /libretranslate (server/app.py answers its errors in LibreTranslate's shape).
 
     Args:
       translate_texts: POST /translate's (server/app.py's `create_app`).
@@ -52,9 +52,7 @@ def libretranslate_api(model, translate_texts, max_texts):
                 raise ApiError(400, "%s must be a string, got %s" % (name, shown(text)))
         sources = []  # (q name, text) of every run to translate
         parts = [_split(name, text, is_html, sources) for name, text in named]
-        if len(sources) > max_texts:
-            raise ApiError(400, "q has %d texts to translate; the limit is %d"
-                           % (len(sources), max_texts))
+        check_count("q", len(sources), "texts to translate", max_texts)
         n_best = 1 if is_html else alternatives + 1  # LibreTranslate has none for html either
         translations = []  # none where q holds only markup and blanks
         if sources:
@@ -70,14 +68,6 @@ def libretranslate_api(model, translate_texts, max_texts):
             result["alternatives"] = [[] if is_html else _alternative_texts(each, translations)
                                       for each in parts]
         return jsonify({name: value if batch else value[0] for name, value in result.items()})
-
-    @api.after_request
-    def libretranslate_errors(response):
-        """The server's error documents ({"error": {"code", "message"}}) as LibreTranslate's."""
-        if response.status_code >= 400 and response.is_json:
-            message = response.get_json()["error"]["message"]
-            response.set_data(current_app.json.dumps({"error": message}))
-        return response
 
     return api
 

@@ -12,13 +12,12 @@ import threading
 import time
 
 from server.request_checks import ApiError
-from server.training_status import has_model_files, trained_checkpoint
+from server.training_status import has_model_files, trained_checkpoint, waiting_message
 
 LOG = logging.getLogger("seq2seq.serve")
 MAX_EXAMPLES = 8
 LAB_REPORT = "lab.json"  # `make lab`'s lab.compare --sweep --exact --json MODEL_DIR/lab.json
 MAX_LAB_EXAMPLES = 40
-STILL_LOADING = "the model is still loading; retry shortly"
 # What ModelSlot.loaded returns: the translator, its page examples and the lab's.
 Loaded = collections.namedtuple("Loaded", "translator examples lab_examples")
 # A model to serve: its checkpoint prefix or SavedModel directory, and its files' stats.
@@ -30,7 +29,7 @@ class ModelSlot:
 
     Args:
       translator: served at once (None: later, by `fill`).
-      waiting: returns the 503 message while no translator is loaded.
+      model_dir: the model directory whose training the 503 message follows, or None.
       lab_dir: the model directory whose lab.json (`read_lab_examples`) the page offers, or None.
     Attributes:
       loaded_at (unix time), previous_step (of the translator replaced, or None) and
@@ -38,11 +37,11 @@ class ModelSlot:
       since the last fill, or None): for /v1/info, set by fill and by the Reloader.
     """
 
-    def __init__(self, translator=None, waiting=lambda: STILL_LOADING, lab_dir=None):
+    def __init__(self, translator=None, model_dir=None, lab_dir=None):
         self._lock = threading.Lock()
         self._loaded = None  # a Loaded
         self._batches = collections.Counter()  # translator -> its batches running
-        self._waiting, self._lab_dir = waiting, lab_dir
+        self._model_dir, self._lab_dir = model_dir, lab_dir
         self.loaded_at = self.previous_step = self.reload_error = None
         if translator is not None:
             self.fill(translator)
@@ -63,9 +62,14 @@ class ModelSlot:
             previous.translator.close()
 
     def loaded(self):
-        """Returns the Loaded served, or raises ApiError 503."""
+        """Returns the Loaded served, or raises ApiError 503 saying what training is doing or
+        why loading failed."""
         if self._loaded is None:
-            raise ApiError(503, self._waiting())
+            waiting = waiting_message(self._model_dir) if self._model_dir else None
+            if waiting is None and self.reload_error:
+                waiting = "cannot load %s (%s); waiting for a newer model" % (
+                    self.reload_error["path"], self.reload_error["message"])
+            raise ApiError(503, waiting or "the model is still loading; retry shortly")
         return self._loaded
 
     @contextlib.contextmanager

@@ -47,9 +47,18 @@ def wrong_type(name, expected, value):
     return ApiError(400, "%s must be %s, got %s" % (name, expected, JSON_TYPE_NAMES[type(value)]))
 
 
-def error_document(status, message):
-    """docs/API.md's JSON error body for an HTTP status."""
+def error_document(status, message, libretranslate=False):
+    """docs/API.md's JSON error body for an HTTP status, or LibreTranslate's, whose clients read
+    {"error": message}."""
+    if libretranslate:
+        return {"error": message}
     return {"error": {"code": CODES.get(status, "error"), "message": message}}
+
+
+def check_count(name, count, unit, limit, why=""):
+    """Raises ApiError (400) if `name` has more than `limit` `unit`; `why` ends the message."""
+    if count > limit:
+        raise ApiError(400, "%s has %d %s; the limit is %d%s" % (name, count, unit, limit, why))
 
 
 def served_here(translator):
@@ -193,9 +202,7 @@ def list_field(fields, name, items, limits):
         raise wrong_type(name, "a list of " + items, value)
     if not value:
         raise ApiError(400, "%s is empty" % name)
-    if len(value) > limits.max_texts:
-        raise ApiError(400, "%s has %d entries; the limit is %d"
-                       % (name, len(value), limits.max_texts))
+    check_count(name, len(value), "entries", limits.max_texts)
     return value
 
 
@@ -253,9 +260,7 @@ def checked_text(name, text, limits, may_be_empty=False):
     text = text.strip()
     if not text and not may_be_empty:
         raise ApiError(400, "%s is empty" % name)
-    if len(text) > limits.max_chars:
-        raise ApiError(400, "%s has %d characters; the limit is %d"
-                       % (name, len(text), limits.max_chars))
+    check_count(name, len(text), "characters", limits.max_chars)
     for position, char in enumerate(text):
         refused = REFUSED_CHARACTERS.get(unicodedata.category(char))
         if refused and char not in ALLOWED_CONTROLS:
@@ -272,8 +277,7 @@ def _ids_within(name, text, limit, to_ids, why=""):
         ids = to_ids(text, name)
     except ValueError as error:  # a character or piece the target vocabulary lacks
         raise ApiError(400, str(error)) from None
-    if len(ids) > limit:
-        raise ApiError(400, "%s has %d tokens; the limit is %d%s" % (name, len(ids), limit, why))
+    check_count(name, len(ids), "tokens", limit, why)
     return ids
 
 
