@@ -125,10 +125,10 @@ def uses(name, fields=None):
 SCORE_OPTIONS = tuple(name for name in OPTIONS if uses(name).changes_score)
 
 
-def limits(decode_params, max_target_length, max_expansions=MAX_EXPANSIONS):
+def limits(decode_params, max_target_length):
     """The limits an option's `at_most` names: data.max_target_length, decode.max_beam_width and
     the exact search's cap."""
-    return {"max_target_length": max_target_length, "max_expansions": max_expansions,
+    return {"max_target_length": max_target_length, "max_expansions": MAX_EXPANSIONS,
             "max_beam_width": decode_params["max_beam_width"]}
 
 
