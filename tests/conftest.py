@@ -24,11 +24,18 @@ tf.disable_v2_behavior()
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY_CONFIG = os.path.join(REPO, "configs", "tiny.yaml")
+# Sources of three pieces or fewer for the tiny model (its dev and test sentences of three, then
+# four alike): the unrolled search's shortest graph, 16 steps. It builds a graph per length
+# bucket, for seconds, so the tests that decode these share one.
+SHORT_SOURCES = ["December 3", "June 6", "on Wednesdays", "June 7", "one", "seven", "forty two",
+                 "a car"]
 
 
 # Files of few tests that run long: xdist hands out the files with the most tests first, which
 # would leave these for last, one worker busy with them while the other idles.
 LONG_FILES_OF_FEW_TESTS = ("tests/test_distributed.py", "tests/test_serve_reload.py",
+                           "tests/test_serve_browser.py", "tests/test_serve_process.py",
+                           "tests/test_serve_options_browser.py",
                            "tests/test_serve_training_browser.py")
 
 

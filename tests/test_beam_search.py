@@ -19,6 +19,7 @@ SEARCHES = {"unrolled": rnn_beam_search, "while_loop": while_loop_beam_search}
 BEGIN, END = 0, 1
 # end_bias per batch row: never ends, neutral, ends soon, ends at once.
 MIXED_ROWS = [-3.0, 0.0, 0.8, 2.5]
+ALL_ROWS = list(range(len(MIXED_ROWS)))
 
 
 def run_search(search, toy, batch_state, sequence_length, beam_width, alpha, max_lengths=None):
@@ -29,6 +30,32 @@ def run_search(search, toy, batch_state, sequence_length, beam_width, alpha, max
                          max_lengths=max_lengths)
         with tf.Session() as session:
             return session.run(outputs)
+
+
+def run_fed(search, update_fn, batch_state, runs, sequence_length, beam_width, **kwargs):
+    """Builds `search` (SEARCHES' arguments, alpha 0.6) once over a state fed at any batch size
+    and runs it on each (rows, max_lengths or None) of `runs`: those rows of `batch_state` with
+    those limits. A batch and its sentences alone share the graph, which is the costly part."""
+    with tf.Graph().as_default():
+        state = tf.nest.map_structure(
+            lambda value: tf.placeholder(value.dtype, (None,) + value.shape[1:]), batch_state)
+        limits = None if runs[0][1] is None else tf.placeholder(tf.int32, [None])
+        outputs = search(update_fn, state, sequence_length, beam_width, BEGIN, END, 0.6,
+                         max_lengths=limits, **kwargs)
+        with tf.Session() as session:
+            results = []
+            for rows, max_lengths in runs:
+                feeds = dict(zip(tf.nest.flatten(state),
+                                 [value[rows] for value in tf.nest.flatten(batch_state)]))
+                if limits is not None:
+                    feeds[limits] = max_lengths
+                results.append(session.run(outputs, feeds))
+            return results
+
+
+def each_alone(limits=None):
+    """run_fed's runs of each row of MIXED_ROWS alone, with its limit of `limits` if any."""
+    return [([row], None if limits is None else [limits[row]]) for row in ALL_ROWS]
 
 
 def run_reference(toy, batch_state, sequence_length, beam_width, alpha, max_lengths=None,
@@ -138,11 +165,9 @@ def test_unrolled_equals_while_loop():
 @pytest.mark.parametrize("search", sorted(SEARCHES))
 def test_sentence_alone_equals_sentence_in_batch(search):
     toy = ToyDecoder(seed=11)
-    batch_state = toy.initial_state(MIXED_ROWS)
-    together = run_search(SEARCHES[search], toy, batch_state, 6, 3, 0.6)
-    alone = [hypotheses(*run_search(SEARCHES[search], toy, tf.nest.map_structure(
-        lambda x: x[row:row + 1], batch_state), 6, 3, 0.6))[0] for row in range(len(MIXED_ROWS))]
-    assert_same_hypotheses(alone, hypotheses(*together))
+    together, *alone = run_fed(SEARCHES[search], toy.update_fn, toy.initial_state(MIXED_ROWS),
+                               [(ALL_ROWS, None)] + each_alone(), 6, 3)
+    assert_same_hypotheses([hypotheses(*run)[0] for run in alone], hypotheses(*together))
 
 
 @pytest.mark.parametrize("search", sorted(SEARCHES))
@@ -383,18 +408,13 @@ def test_exhaustive_beam_with_limits_finds_every_allowed_sequence_in_order(searc
 @pytest.mark.parametrize("search", sorted(SEARCHES))
 def test_a_sentences_limit_does_not_depend_on_its_batch_mates(search):
     toy = ToyDecoder(seed=11)
-    batch_state = toy.initial_state(MIXED_ROWS)
-    together = run_search(SEARCHES[search], toy, batch_state, 6, 3, 0.6, max_lengths=MIXED_LIMITS)
     # The same sentences with other batch-mates' limits, and each one alone.
     other_limits = [MIXED_LIMITS[0], 6, 6, 6]
-    regrouped = run_search(SEARCHES[search], toy, batch_state, 6, 3, 0.6, max_lengths=other_limits)
+    together, regrouped, *alone = run_fed(
+        SEARCHES[search], toy.update_fn, toy.initial_state(MIXED_ROWS),
+        [(ALL_ROWS, MIXED_LIMITS), (ALL_ROWS, other_limits)] + each_alone(MIXED_LIMITS), 6, 3)
     assert_same_hypotheses(hypotheses(*regrouped)[:1], hypotheses(*together)[:1])
-    alone = []
-    for row, limit in enumerate(MIXED_LIMITS):
-        alone_state = tf.nest.map_structure(lambda x: x[row:row + 1], batch_state)
-        alone += hypotheses(*run_search(SEARCHES[search], toy, alone_state, 6, 3, 0.6,
-                                        max_lengths=[limit]))
-    assert_same_hypotheses(alone, hypotheses(*together))
+    assert_same_hypotheses([hypotheses(*run)[0] for run in alone], hypotheses(*together))
 
 
 def test_unrolled_with_extra_steps_equals_while_loop_with_limits():
@@ -618,14 +638,13 @@ def test_trace_attention_follows_each_hypothesis_back(decoder):
 @pytest.mark.parametrize("decoder", sorted(DECODERS))
 def test_a_sentences_trace_does_not_depend_on_its_batch_mates(decoder):
     toy = ToyDecoder(seed=11)
-    batch_state = toy.initial_state(MIXED_ROWS)
-    together = run_traced(decoder, toy, batch_state, 6, 3, max_lengths=MIXED_LIMITS,
-                          attention=True)
+    batch_state = dict(toy.initial_state(MIXED_ROWS),
+                       attention=np.zeros([len(MIXED_ROWS), SOURCE_TIME], np.float32))
+    together, *alone_runs = run_fed(DECODERS[decoder], attention_update_fn(toy), batch_state,
+                                    [(ALL_ROWS, MIXED_LIMITS)] + each_alone(MIXED_LIMITS), 6, 3,
+                                    trace=True)
     alone, mine = ([], []), ([], [])  # (hypotheses, trace steps) of each sentence
-    for row, limit in enumerate(MIXED_LIMITS):
-        alone_state = tf.nest.map_structure(lambda x: x[row:row + 1], batch_state)
-        ids, scores, lengths, trace = run_traced(decoder, toy, alone_state, 6, 3,
-                                                 max_lengths=[limit], attention=True)
+    for row, (ids, scores, lengths, trace) in enumerate(alone_runs):
         steps = ids.shape[-1]
         alone[0].extend(hypotheses(ids, scores, lengths, trace["attention"]))
         alone[1].extend(trace_steps(trace))

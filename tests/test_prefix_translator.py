@@ -2,24 +2,19 @@
 paths: the same sentences without a prefix, a search's own output forced back, the scoring of
 the pieces. The searches' prefix forcing itself: tests/test_target_prefix.py."""
 
-import os
 import re
 
 import numpy as np
 import pytest
+from conftest import SHORT_SOURCES
 
 from decode import translate as translate_cli
 from decode.graphs import output_length_limit
 from tests.same_hypotheses import SCORE_TOLERANCE, assert_same_hypotheses, n_best
 
+SOURCES = SHORT_SOURCES[:5]  # as "one" below: two unrolled graphs in all, with prefixes and not
 DECODERS = [("while_loop", {}), ("unrolled", {}), ("greedy", {}),
             ("sample", {"num_samples": 3, "seed": 4}), ("mbr", {"num_samples": 3}), ("exact", {})]
-
-
-@pytest.fixture(scope="module")
-def sources(tiny_config, tiny_data):
-    with open(os.path.join(tiny_config["data"]["data_dir"], "dev.src"), encoding="utf-8") as f:
-        return sorted((line.strip() for line in f if line.strip()), key=len)[:5]
 
 
 def pieces_of(translator, text):
@@ -28,35 +23,32 @@ def pieces_of(translator, text):
 
 
 @pytest.mark.parametrize("decoder, options", DECODERS, ids=[d for d, _ in DECODERS])
-def test_sentences_without_a_prefix_decode_as_without_prefixes(translator, sources, decoder,
-                                                               options):
-    plain = translator.translate(sources, decoder, options=options)
-    assert translator.translate(sources, decoder, options=options,
-                                target_prefixes=[""] * len(sources)) == plain
+def test_sentences_without_a_prefix_decode_as_without_prefixes(translator, decoder, options):
+    plain = translator.translate(SOURCES, decoder, options=options)
+    assert translator.translate(SOURCES, decoder, options=options,
+                                target_prefixes=[""] * len(SOURCES)) == plain
     # Batched with a prefixed sentence (another graph): the others as before.
-    mixed = translator.translate(sources, decoder, options=options,
+    mixed = translator.translate(SOURCES, decoder, options=options,
                                  target_prefixes=[None, "", "um", None, ""])
     assert_same_hypotheses(n_best(mixed[:2] + mixed[3:]), n_best(plain[:2] + plain[3:]))
 
 
 @pytest.mark.parametrize("decoder, options", DECODERS, ids=[d for d, _ in DECODERS])
-def test_translations_start_with_their_prefix_and_score_as_searched(translator, sources,
-                                                                    decoder, options):
+def test_translations_start_with_their_prefix_and_score_as_searched(translator, decoder, options):
     prefixes = ["um", "dois e", "a", "", "Quatro"]
-    found = translator.translate(sources, decoder, options=options, target_prefixes=prefixes)
+    found = translator.translate(SOURCES, decoder, options=options, target_prefixes=prefixes)
     for translation, prefix in zip(found, prefixes):
         wanted = pieces_of(translator, prefix)
         assert translation.pieces[:len(wanted)] == wanted
         assert translation.text.startswith(prefix)
-    scored = translator.score(sources, None, target_pieces=[t.pieces for t in found])
+    scored = translator.score(SOURCES, None, target_pieces=[t.pieces for t in found])
     np.testing.assert_allclose([s["score"] for s in scored], [t.score for t in found], atol=1e-4)
 
 
 @pytest.mark.parametrize("decoder", ["while_loop", "unrolled", "greedy", "exact"])
-def test_a_searchs_own_output_as_prefix_gives_it_back_with_its_score(translator, sources,
-                                                                     decoder):
-    plain = translator.translate(sources, decoder)
-    forced = translator.translate(sources, decoder,
+def test_a_searchs_own_output_as_prefix_gives_it_back_with_its_score(translator, decoder):
+    plain = translator.translate(SOURCES, decoder)
+    forced = translator.translate(SOURCES, decoder,
                                   target_prefixes=[t.pieces[:-1] for t in plain])
     assert [t.pieces for t in forced] == [t.pieces for t in plain]
     np.testing.assert_allclose([t.score for t in forced], [t.score for t in plain],

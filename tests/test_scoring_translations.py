@@ -7,28 +7,25 @@ import re
 
 import numpy as np
 import pytest
+from conftest import SHORT_SOURCES
 
 from decode import score as score_cli
 from decode import translate as translate_cli
 from tests.same_hypotheses import SCORE_TOLERANCE, assert_same_hypotheses, n_best
 
 # An unrolled graph takes seconds to build, and each graph in the translator's session slows every
-# later first call: the unrolled searches run last, and the per-decoder test's unrolled case
-# (gnmt, average, none, no other option) reuses the graphs of the cases None and the two kinds.
+# later first call: the unrolled searches run last, on SHORT_SOURCES, and the per-decoder test's
+# unrolled case (gnmt, average, none, no other option) builds the graphs that the cases None and
+# the two kinds reuse.
 OPTION_CASES = [None, {"coverage_penalty": 0.4}, {"length_penalty_kind": "average"},
                 {"length_penalty_kind": "none"},
                 {"length_penalty": 1.0, "min_length": 3, "no_repeat_ngram_size": 2}]
 
 
 @pytest.fixture(scope="module")
-def dev_sources(tiny_config, tiny_data):
+def sources(tiny_config, tiny_data):
     with open(os.path.join(tiny_config["data"]["data_dir"], "dev.src"), encoding="utf-8") as f:
-        return [line.strip() for line in f if line.strip()]
-
-
-@pytest.fixture(scope="module")
-def sources(dev_sources):
-    return dev_sources[:8]
+        return [line.strip() for line in f if line.strip()][:8]
 
 
 @pytest.mark.parametrize("options", OPTION_CASES, ids=str)
@@ -210,8 +207,8 @@ DECODER_CASES = [("while_loop", {}), ("greedy", {"coverage_penalty": 0.3}),
 
 
 @pytest.mark.parametrize("decoder, options", DECODER_CASES, ids=str)
-def test_scoring_a_searchs_own_pieces_gives_back_its_score(translator, sources, decoder, options):
-    sources = sorted(sources, key=len)[:4]
+def test_scoring_a_searchs_own_pieces_gives_back_its_score(translator, decoder, options):
+    sources = SHORT_SOURCES[:4]
     odd = 0
     for kind in ("gnmt", "average", "none"):
         scoring = {"length_penalty_kind": kind,
@@ -235,12 +232,11 @@ def test_scoring_a_searchs_own_pieces_gives_back_its_score(translator, sources, 
         assert odd, "no hypothesis whose pieces differ from its text's segmentation"
 
 
-def test_options_change_what_the_searches_return_and_both_searches_agree(translator, dev_sources):
-    sources = sorted(dev_sources, key=len)[:8]  # short: the unrolled graphs build faster
+def test_options_change_what_the_searches_return_and_both_searches_agree(translator):
     scores = []
     for options in OPTION_CASES:  # the first: the config's options
-        loop = translator.translate(sources, "while_loop", n_best=3, options=options)
-        unrolled = translator.translate(sources, "unrolled", n_best=3, options=options)
+        loop = translator.translate(SHORT_SOURCES, "while_loop", n_best=3, options=options)
+        unrolled = translator.translate(SHORT_SOURCES, "unrolled", n_best=3, options=options)
         assert_same_hypotheses(n_best(loop), n_best(unrolled))  # the while_loop compacts
         scores.append([t.score for t in loop])
     for options, changed in zip(OPTION_CASES[1:], scores[1:]):

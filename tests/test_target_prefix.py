@@ -204,6 +204,29 @@ def test_a_prefix_of_the_wrong_kind_fails_when_building(search, prefix, message)
                 target_prefix=np.array(prefix))
 
 
+@pytest.fixture(scope="module")
+def fed_prefix_search():
+    """`fed_prefix_search(decoder)`: its search over the toy with the target prefix fed
+    (session, prefix placeholder, outputs), built on first use and kept for the module, so
+    that every bad prefix runs on one graph."""
+    built = {}
+
+    def search(decoder):
+        if decoder not in built:
+            graph = tf.Graph()
+            with graph.as_default():
+                toy = ToyDecoder(vocab_size=7)
+                given = tf.placeholder(tf.int32, [None, None])
+                outputs = DECODERS[decoder](toy.update_fn, tf.nest.map_structure(
+                    tf.constant, toy.initial_state([0.0, 0.0])), 4, 3, BEGIN, END,
+                    target_prefix=given)
+            built[decoder] = tf.Session(graph=graph), given, outputs
+        return built[decoder]
+    yield search
+    for session, _, _ in built.values():
+        session.close()
+
+
 @pytest.mark.parametrize("search", ["unrolled", "compact", "greedy"])
 @pytest.mark.parametrize("prefix, message", [
     ([[2], [7]], "piece ids must be < the vocabulary size"),
@@ -212,13 +235,8 @@ def test_a_prefix_of_the_wrong_kind_fails_when_building(search, prefix, message)
     ([[2]], "one row per sentence"),
     ([[2, 2, 2, 2], [2, -1, -1, -1]], "sequence_length must exceed every prefix"),
 ])
-def test_a_bad_prefix_fails_when_run(search, prefix, message):
-    toy = ToyDecoder(vocab_size=7)
-    with tf.Graph().as_default():
-        given = tf.placeholder(tf.int32, [None, None])
-        outputs = DECODERS[search](toy.update_fn, tf.nest.map_structure(
-            tf.constant, toy.initial_state([0.0, 0.0])), 4, 3, BEGIN, END, target_prefix=given)
-        with tf.Session() as session:
-            session.run(outputs, {given: [[2], [3]]})
-            with pytest.raises(tf.errors.InvalidArgumentError, match=message):
-                session.run(outputs, {given: prefix})
+def test_a_bad_prefix_fails_when_run(fed_prefix_search, search, prefix, message):
+    session, given, outputs = fed_prefix_search(search)
+    session.run(outputs, {given: [[2], [3]]})
+    with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+        session.run(outputs, {given: prefix})

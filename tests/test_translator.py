@@ -17,6 +17,7 @@ import threading
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
+from conftest import SHORT_SOURCES
 
 from data_pipeline.tokenizer import EOS_ID
 from decode import translate as translate_cli
@@ -41,13 +42,20 @@ def dev_sentences(tiny_config, tiny_data):
 
 
 @pytest.fixture(scope="module")
-def short_sentences(translator, dev_sentences):
-    """3-4 dev sentences of the shortest unrolled length bucket that holds 3: one small graph."""
+def short_sentences():
+    """4 of conftest.py's SHORT_SOURCES: the smallest unrolled graph, which their tests share."""
+    return SHORT_SOURCES[:4]
+
+
+@pytest.fixture(scope="module")
+def bucket_sentences(translator, dev_sentences):
+    """The dev sentences of the shortest unrolled length bucket that holds 16: one graph each
+    for translators of their own."""
     by_bucket = {}
     for text in dev_sentences:
         by_bucket.setdefault(unrolled_length_bucket(len(translator.tokenize(text)),
                                                     translator.config["decode"]), []).append(text)
-    return min((bucket, texts) for bucket, texts in by_bucket.items() if len(texts) >= 3)[1][:4]
+    return min((bucket, texts) for bucket, texts in by_bucket.items() if len(texts) >= 16)[1]
 
 
 def assert_same_n_best(translations, expected):
@@ -136,14 +144,14 @@ def test_concurrent_calls_match_serial_ones(translator, dev_sentences, short_sen
         thread.start()
     for thread in threads:
         thread.join()
-    for request, result in zip(requests, results):
-        assert_same_n_best(result, translator.translate(*request))
+    for request, result in zip(requests, results):  # the same graphs and batches: bit for bit
+        assert result == translator.translate(*request)
     for decoder in ("while_loop", "unrolled"):
         assert len([v for v in translator.variants if v[:2] == (decoder, 2)]) == 1
 
 
 def test_batches_at_once_and_session_threads_change_speed_not_results(translator, tiny_model_dir,
-                                                                      dev_sentences):
+                                                                      bucket_sentences):
     # By default a batch per core at once, each run in its own thread; the second path is
     # TensorFlow's pools over one batch at a time. (The intra-op pool is the process's,
     # sized by its first session.)
@@ -154,12 +162,12 @@ def test_batches_at_once_and_session_threads_change_speed_not_results(translator
                        "decode.inter_op_threads=0,decode.intra_op_threads=0,decode.batch_size=4")
     streams = Translator(tiny_model_dir, hparams="decode.concurrent_batches=3,decode.batch_size=4")
     assert pools.config["decode"]["inter_op_threads"] == 0
-    shortest = sorted(dev_sentences, key=len)[:16]  # four batches, one unrolled graph
+    sentences = bucket_sentences[:16]  # four batches, one unrolled graph
     try:
         for decoder in ("while_loop", "greedy", "unrolled"):
             with streams.recording_builds() as built:  # built on the pool's threads
-                assert_same_n_best(streams.translate(shortest, decoder),
-                                   pools.translate(shortest, decoder))
+                assert_same_n_best(streams.translate(sentences, decoder),
+                                   pools.translate(sentences, decoder))
             assert built and {variant.decoder for variant in built} == {decoder}
             assert built == [v for v in streams.variants if v.decoder == decoder]
     finally:
@@ -167,8 +175,7 @@ def test_batches_at_once_and_session_threads_change_speed_not_results(translator
         streams.close()
 
 
-def test_a_call_too_small_for_a_full_batch_per_thread_is_split_evenly(translator, tiny_model_dir,
-                                                                      dev_sentences):
+def test_a_call_too_small_for_a_full_batch_per_thread_is_split_evenly(translator, tiny_model_dir):
     split = Translator(tiny_model_dir, hparams="decode.concurrent_batches=2,decode.batch_size=32")
     batch_sizes, run = [], split._run
 
@@ -178,8 +185,8 @@ def test_a_call_too_small_for_a_full_batch_per_thread_is_split_evenly(translator
     split._run = recording_run
     try:
         for decoder in ("while_loop", "unrolled"):
-            assert_same_n_best(split.translate(dev_sentences[:7], decoder),
-                               translator.translate(dev_sentences[:7], decoder))
+            assert_same_n_best(split.translate(SHORT_SOURCES[:7], decoder),
+                               translator.translate(SHORT_SOURCES[:7], decoder))
     finally:
         split.close()
     # The unrolled search, which builds a graph per length, keeps one batch.
@@ -207,15 +214,16 @@ def test_warm_up_builds_eagerly_once(translator, short_sentences):
 
 @pytest.fixture
 def one_sentence_batches(tiny_model_dir):
-    """A translator of its own (no graph built yet) that decodes one sentence per batch."""
-    fresh = Translator(tiny_model_dir, hparams="decode.batch_size=1")
+    """A translator of its own (no graph built yet) that decodes one sentence per batch, under
+    short length limits (its unrolled graphs take seconds, with the steps)."""
+    fresh = Translator(tiny_model_dir, hparams="decode.batch_size=1,decode.max_length_extra=1")
     yield fresh
     fresh.close()
 
 
 def test_recording_builds_names_every_graph_a_call_built(one_sentence_batches):
     translator = one_sentence_batches
-    texts = ["one", "one two three four five six", "one two three four five six seven eight"]
+    texts = ["one", "one two three", "one two three four five six"]  # the 3 shortest buckets
     buckets = [unrolled_length_bucket(len(translator.tokenize(text)), translator.config["decode"])
                for text in texts]
     assert len(set(buckets)) == 3, "three sentences, three length buckets, three batches"
@@ -402,8 +410,9 @@ def test_translate_cli_writes_n_best_blocks_to_a_file(translator, tiny_model_dir
             blocks.append([])
     assert len(blocks) == 4 and blocks[1] == [] and blocks[3] == [], \
         "a block per input line, each closed by a blank line, the empty line's block empty"
-    assert_same_hypotheses([[(text, float(score)) for text, score in rows]
-                            for rows in (blocks[0], blocks[2])], n_best(expected))
+    # The CLI decodes these sentences in the translator's batches: the same hypotheses, bit for bit.
+    assert [blocks[0], blocks[2]] == [[[h.text, "%.6f" % h.score] for h in t.n_best]
+                                      for t in expected]
 
 
 def test_translate_cli_rejects_bad_options(tiny_model_dir, tmp_path, capsys):
@@ -536,8 +545,8 @@ def test_translate_cli_writes_a_trace_line_per_input_line_and_flags(translator, 
     expected = translator.translate(short_sentences[:2], beam_width=3, trace=True)
     lines = [json.loads(line) for line in traces.read_text(encoding="utf-8").splitlines()]
     assert lines[1] is None and len(lines) == 3
-    for line, translation in zip([lines[0], lines[2]], expected):
-        assert_same_trace(line, translation.trace)
+    # The translator's batches: the same traces, bit for bit (JSON keeps every float).
+    assert [lines[0], lines[2]] == json.loads(json.dumps([t.trace for t in expected]))
     flags = ["\tunfamiliar" if t.unfamiliar else "\t" for t in expected]
     assert output.read_text(encoding="utf-8") == "%s%s\n\t\n%s%s\n" % (
         expected[0].text, flags[0], expected[1].text, flags[1])
