@@ -79,7 +79,8 @@ $(LAB_DIR)/lab.md: $(LAB_DIR)/.trained $(LAB_DIR)/averaged/averaged.json $(LAB_D
 # on one CPU and fail on another (issue 24). TensorFlow uses oneDNN's kernels by default only
 # on CPUs with AVX-512 VNNI/BF16 or AMX, Eigen's elsewhere (an AVX2-only EPYC), so the rerun
 # flips TF_ENABLE_ONEDNN_OPTS to what this CPU does not do by default: a rerun under this CPU's
-# own arithmetic could find nothing new (issue 31). Both runs share the tiny corpus and model
+# own arithmetic could find nothing new (issue 31). Finding the default imports TensorFlow, so
+# $(FLOAT_CHECK) is used once, in the rerun's command. Both runs share the tiny corpus and model
 # that the first builds in $(TESTS_TINY_DIR).
 TESTS_TINY_DIR := runs/tests
 ONEDNN_BY_DEFAULT = $(shell TF_CPP_MIN_LOG_LEVEL=3 $(PY) -c \
@@ -88,7 +89,7 @@ FLOAT_CHECK ?= TF_ENABLE_ONEDNN_OPTS=$(if $(filter 1,$(ONEDNN_BY_DEFAULT)),0,1)
 test: $(STAMP)
 	rm -rf $(TESTS_TINY_DIR) && mkdir -p $(TESTS_TINY_DIR)
 	TESTS_TINY_DIR=$(TESTS_TINY_DIR) $(PY) -m pytest -q -n 2 --dist loadfile
-	@echo "== the float-sensitive tests under $(FLOAT_CHECK) (not this CPU's default)"
+	@echo "== the float-sensitive tests again, under the arithmetic this CPU does not use by default"
 	env $(FLOAT_CHECK) TESTS_TINY_DIR=$(TESTS_TINY_DIR) $(PY) -m pytest -q -n 2 --dist loadfile \
 	    -m float_sensitive
 

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import tensorflow.compat.v1 as tf
@@ -20,8 +21,10 @@ import train
 from data_pipeline.tokenizer import Tokenizer
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MAX_STEPS = 400  # the worker starts 5 s after the chief (train_and_evaluate): it must get steps too
-TIMEOUT_SECS = 300  # a bound for a hung run; the cluster takes 20-30 s on a quiet machine
+# The worker starts 5 s after the chief (train_and_evaluate) and joins by step 80 or so here: it
+# must get steps too.
+MAX_STEPS = 200
+TIMEOUT_SECS = 300  # a bound for a hung run; the cluster takes 15-25 s on a quiet machine
 
 
 def _free_ports(count):
@@ -69,7 +72,7 @@ def cluster(tiny_config, tiny_data, tmp_path_factory):
         while any(processes[task].poll() is None for task in ("chief", "worker")):
             assert processes["ps"].poll() is None, "the ps stopped:\n" + _tail(logs["ps"])
             assert time.time() < deadline, "timed out:\n" + _tail(logs["chief"])
-            time.sleep(0.5)
+            time.sleep(0.1)
         for task in ("chief", "worker"):
             assert processes[task].returncode == 0, "%s failed:\n%s" % (task, _tail(logs[task]))
     finally:
@@ -104,28 +107,47 @@ def test_the_chief_splits_each_batch_over_its_towers(cluster):
     assert 'name: "tower_1/' in text and 'device: "/job:chief/task:0/device:CPU:1"' in text
 
 
-@pytest.mark.parametrize("written", [False, True], ids=["empty model_dir", "written earlier"])
-def test_a_worker_without_its_chief_stops_naming_it(written, tmp_path, tiny_config, tiny_data):
-    """No chief at its address: the worker gives up after --chief_timeout_secs with one error
-    line that names the chief, not a hang and not a traceback; also when an earlier run wrote
-    the model directory, so that the worker goes on to wait for the chief's session."""
+def run_a_worker_without_its_chief(written, directory, ports, tiny_config, tiny_data):
+    """train.py as the worker of a chief that never comes; `ports`: the chief's and the
+    worker's; `written`: the model directory was written first, as by an earlier run's chief.
+    Returns (the finished process, the seconds it ran, the chief's address)."""
     config = os.path.join(REPO, "configs", "tiny.yaml")
     if written:  # as a chief writes it first (a trained model would only slow the test)
-        train.write_model_dir(tiny_config, str(tmp_path / "model"),
+        train.write_model_dir(tiny_config, str(directory / "model"),
                               Tokenizer.load(tiny_data.data_dir))
-        config = str(tmp_path / "model" / "config.yaml")  # its data_dir: prepared already
-    chief_port, worker_port = _free_ports(2)
-    chief = "127.0.0.1:%d" % chief_port
+        config = str(directory / "model" / "config.yaml")  # its data_dir: prepared already
+    chief = "127.0.0.1:%d" % ports[0]
     env = dict(os.environ, TF_CONFIG=json.dumps({
-        "cluster": {"chief": [chief], "worker": ["127.0.0.1:%d" % worker_port]},
+        "cluster": {"chief": [chief], "worker": ["127.0.0.1:%d" % ports[1]]},
         "task": {"type": "worker", "index": 0}}))
     started = time.monotonic()
     finished = subprocess.run(
         [sys.executable, os.path.join(REPO, "train.py"), "--config", config,
-         "--model_dir", str(tmp_path / "model"), "--chief_timeout_secs", "1",
+         "--model_dir", str(directory / "model"), "--chief_timeout_secs", "1",
          "--max_steps", "100000"],  # beyond the copy's checkpoint: the worker has steps to train
         env=env, cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT_SECS)
-    waited = time.monotonic() - started
+    return finished, time.monotonic() - started, chief
+
+
+@pytest.fixture(scope="module")
+def workers_without_their_chief(tiny_config, tiny_data, tmp_path_factory):
+    """Both cases of run_a_worker_without_its_chief at once (each mostly waits):
+    {written: its result}."""
+    ports = _free_ports(4)
+    with ThreadPoolExecutor(2) as pool:
+        runs = {written: pool.submit(run_a_worker_without_its_chief, written,
+                                     tmp_path_factory.mktemp("chiefless"), chief_and_worker,
+                                     tiny_config, tiny_data)
+                for written, chief_and_worker in ((False, ports[:2]), (True, ports[2:]))}
+    return {written: run.result() for written, run in runs.items()}
+
+
+@pytest.mark.parametrize("written", [False, True], ids=["empty model_dir", "written earlier"])
+def test_a_worker_without_its_chief_stops_naming_it(written, workers_without_their_chief):
+    """No chief at its address: the worker gives up after --chief_timeout_secs with one error
+    line that names the chief, not a hang and not a traceback; also when an earlier run wrote
+    the model directory, so that the worker goes on to wait for the chief's session."""
+    finished, waited, chief = workers_without_their_chief[written]
     assert finished.returncode == 1, finished.stderr
     assert "error: the chief (%s)" % chief in finished.stderr
     assert "--chief_timeout_secs" in finished.stderr and "Traceback" not in finished.stderr

@@ -23,13 +23,22 @@ STOP_TIMEOUT_S = 20
 
 
 class ServerProcess:
-    """`python serve.py` on a free port of 127.0.0.1, its log kept in a file."""
+    """`python serve.py` on a free port of 127.0.0.1, its log kept in a file.
 
-    def __init__(self, model_dir, log_path, extra_args=()):
+    `watch_interval_s` replaces serve.WATCH_INTERVAL_S (2 s between two looks at the model
+    directory) for the tests that wait for serve.py to find checkpoints; a serve.py without it
+    stops at once (AttributeError), rather than watching at its own pace.
+    """
+
+    def __init__(self, model_dir, log_path, extra_args=(), watch_interval_s=None):
         self.log_path = log_path
         self._log = open(log_path, "w", encoding="utf-8")
+        serve = ["serve.py"] if watch_interval_s is None else [
+            "-c", "import sys, serve; assert serve.WATCH_INTERVAL_S; "
+                  "serve.WATCH_INTERVAL_S = %r; sys.exit(serve.main(sys.argv[1:]))"
+                  % watch_interval_s]
         self.process = subprocess.Popen(
-            [sys.executable, "serve.py", "--model_dir", model_dir, "--host", "127.0.0.1",
+            [sys.executable, *serve, "--model_dir", model_dir, "--host", "127.0.0.1",
              "--port", "0", "--warm_up_source_tokens", "0", *extra_args],
             cwd=REPO, stdout=subprocess.PIPE, stderr=self._log, text=True)
         first_line = self.process.stdout.readline()
@@ -58,7 +67,7 @@ class ServerProcess:
             assert self.process.poll() is None, "serve.py exited early: %s" % self.log()
             if self.request("GET", "/healthz")[0] == 200:
                 return
-            time.sleep(0.2)
+            time.sleep(0.05)
         pytest.fail("serve.py was not ready within %ds: %s" % (START_TIMEOUT_S, self.log()))
 
     def wait_for_a_running_model_call(self):

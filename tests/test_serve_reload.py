@@ -19,6 +19,7 @@ from tests.test_serve_process import ServerProcess
 
 WAIT_S = 90
 SENTENCE = "twenty one"
+WATCH_S = 0.25  # between serve.py's looks at the model directory (2 s outside the tests)
 
 
 def copy_model_files(tiny_model_dir, model_dir):
@@ -127,7 +128,8 @@ def start_server(tmp_path):
     servers = []
 
     def start(model_dir):
-        servers.append(ServerProcess(str(model_dir), str(tmp_path / "serve.log")))
+        servers.append(ServerProcess(str(model_dir), str(tmp_path / "serve.log"),
+                                     watch_interval_s=WATCH_S))
         return servers[-1]
     yield start
     for server in servers:
@@ -153,7 +155,7 @@ def test_waits_for_training_then_switches_to_each_better_checkpoint_without_a_fa
     assert "the first model will be ready in about 3 s (step 10)" in message
     # tf.estimator's checkpoint of step 0, written as training starts, is not served.
     install_latest(tiny_model_dir, model_dir, 380, saved_as=0)
-    time.sleep(2.5)  # a poll more
+    time.sleep(4 * WATCH_S)  # polls more
     status, body = server.request("POST", "/translate", {"text": SENTENCE})
     assert status == 503 and "training has started (step 4 of 400)" in body["error"]["message"]
 
@@ -218,7 +220,7 @@ def test_a_checkpoint_that_fails_to_load_leaves_the_served_model_in_place(
         info = server.request("GET", "/v1/info")[1]
         assert reason in info["reload_error"]["message"]
         assert (info["model"]["step"], served_step(server)) == (380, 380)
-    time.sleep(5)  # two polls more: a failed checkpoint is not tried again while it is unchanged
+    time.sleep(4 * WATCH_S)  # polls more: a failed checkpoint is not tried again while unchanged
     assert server.log().count("cannot load %s" % path) == 1
     assert "still serving step 380" in server.log() and "Traceback" not in server.log()
 

@@ -11,8 +11,8 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.test_serve_browser import browser  # noqa: F401 (the fixture)
 from tests.test_serve_process import ServerProcess
-from tests.test_serve_reload import (copied, copy_model_files, install_best, install_latest,
-                                     write_status)
+from tests.test_serve_reload import (WATCH_S, copied, copy_model_files, install_best,
+                                     install_latest, write_status)
 
 WAIT_S = 60
 SOURCES = ("twenty one", "the first of May", "Monday")
@@ -67,7 +67,7 @@ def server(tiny_model_dir, tmp_path):
     model_dir = str(tmp_path / "model")
     copy_model_files(tiny_model_dir, model_dir)
     write_status(model_dir, step=4, steps_per_second=2.0)
-    process = ServerProcess(model_dir, str(tmp_path / "serve.log"))
+    process = ServerProcess(model_dir, str(tmp_path / "serve.log"), watch_interval_s=WATCH_S)
     process.model_dir = model_dir
     yield process
     process.stop()

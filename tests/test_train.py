@@ -273,8 +273,8 @@ def test_a_worker_trains_only_once_the_chief_has_written_the_model_dir(
     monkeypatch.setitem(train._SCHEDULES, "train_and_evaluate",
                         lambda estimator, config, model_dir: Tokenizer.load(model_dir))
     model_dir = str(tmp_path / "model")
-    # The chief, a second behind the worker.
-    chief = threading.Timer(1.0, train.write_model_dir,
+    # The chief, half a second behind the worker (which looks again every second).
+    chief = threading.Timer(0.5, train.write_model_dir,
                             [tiny_config, model_dir, Tokenizer.load(tiny_data.data_dir)])
     chief.start()
     try:
