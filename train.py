@@ -9,7 +9,6 @@ Data is prepared first if needed; rerunning resumes; TF_CONFIG runs it on severa
 """
 
 import argparse
-import copy
 import logging
 import os
 import shutil
@@ -87,8 +86,7 @@ def model_dir_files(model_dir):
 
 
 def wait_for_chief(model_dir, chief, timeout_secs):
-    """Waits for the chief task to write the model directory's config and tokenizer; after
-    `timeout_secs`, raises a TimeoutError naming the chief's address."""
+    """The tokenizer the chief task writes into `model_dir`; TimeoutError after timeout_secs."""
     logger.info("waiting for the chief (%s) to write %s", chief, model_dir)
     deadline = time.monotonic() + timeout_secs
     while True:
@@ -198,9 +196,8 @@ def run(config, model_dir, schedule="train_and_evaluate", num_gpus=1, max_steps=
     Returns:
       The evaluation metrics, "global_step" ("train") and "export_path".
     """
-    config = copy.deepcopy(config)
     if max_steps is not None:
-        config["train"]["max_steps"] = max_steps
+        config = dict(config, train=dict(config["train"], max_steps=max_steps))
     estimator = build_estimator(config, model_dir, num_gpus, chief_timeout_secs)
     task, cluster = estimator.config, estimator.config.cluster_spec.jobs
     chief = cluster and task.cluster_spec.job_tasks("chief")[0]

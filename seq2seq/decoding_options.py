@@ -86,8 +86,6 @@ class DecodingOptions(BaseModel):
                       "free: the model decides (so with diverse_beam_groups)",
                       Uses(BEAM_SEARCHES)) = "keep"
 
-
-
     @field_validator("*")
     @classmethod
     def _within_its_limit(cls, value, info):
@@ -134,7 +132,7 @@ def limits(decode_params, max_target_length):
 
 def takes(decoder, name, fields=None):
     """Whether `decoder` uses the decoding option (or field of `fields`, as `uses`) `name`."""
-    return uses(name, fields).decoders in (None, ()) or decoder in uses(name, fields).decoders
+    return uses(name, fields).decoders is None or decoder in uses(name, fields).decoders
 
 
 def describe(name, limits):

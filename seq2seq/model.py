@@ -153,8 +153,7 @@ class Seq2SeqModel:
                 new_state = tf.nest.map_structure(lambda t: split_beams(t, beam_width), new_state)
                 return dict(new_state, encoder=state["encoder"]), split_beams(logits, beam_width)
 
-        encoder = {"memory": encoder_output.memory, "keys": encoder_output.keys,
-                   "mask": encoder_output.mask}
+        encoder = {name: getattr(encoder_output, name) for name in ("memory", "keys", "mask")}
         initial_state = dict(encoder_output.initial_state, encoder=encoder)
         if with_attention:
             initial_state["attention"] = tf.zeros_like(encoder_output.mask)

@@ -1,2 +1,1 @@
-"""Training on top of the model (seq2seq) and decoding (decode): model_fn, the best checkpoint,
-early stopping and the training status file."""
+"""Training: model_fn, evaluation, the best checkpoint, early stopping, averaging, the status."""

@@ -37,10 +37,9 @@ class StopHook(tf.train.SessionRunHook):
 
 
 class EarlyStopping(tf.estimator.Exporter):
-    """Counts the evaluations since the best; after `patience` of them (0: never) its `hook`
-    (a training hook) ends training at the step of the evaluation that decided. Listed after
-    BestCheckpointExporter, whose best/ says whether an evaluation was the best (why:
-    docs/TRAINING-NOTES.md, "Early stopping")."""
+    """Counts the evaluations since the best; after `patience` of them (0: never) its training
+    `hook` stops at the step that decided. Listed after BestCheckpointExporter, whose best/ says
+    whether an evaluation was the best (why: docs/TRAINING-NOTES.md, "Early stopping")."""
 
     name = "early_stopping"
 

@@ -87,14 +87,13 @@ def parallel_gradients(loss_fn, inputs, num_towers):
         loss = tf.add_n(tower_sums) / total_weight
         grads_and_vars = []
         for variable, gradients in zip(variables, zip(*tower_gradients)):
-            gradients = [g for g in gradients if g is not None]
             with tf.colocate_with(variable):
-                scale, gradient = 1.0 / total_weight, None
-                if gradients and isinstance(gradients[0], tf.IndexedSlices):  # concatenated
+                scale = 1.0 / total_weight
+                if isinstance(gradients[0], tf.IndexedSlices):  # concatenated
                     gradient = tf.IndexedSlices(
                         tf.concat([g.values for g in gradients], axis=0) * scale,
                         tf.concat([g.indices for g in gradients], axis=0), gradients[0].dense_shape)
-                elif gradients:
+                else:
                     gradient = tf.add_n(gradients) * scale
             grads_and_vars.append((gradient, variable))
     return loss, grads_and_vars
@@ -247,8 +246,7 @@ def _train_spec(model, features, labels, params, run_config):
                 "%s/%s" % (kind, variable.op.name), collections=[],
                 values=values.values if isinstance(values, tf.IndexedSlices) else values)
                 for gradient, variable in zip(clipped, variables)
-                for kind, values in (("weights", variable), ("gradients", gradient))
-                if values is not None]
+                for kind, values in (("weights", variable), ("gradients", gradient))]
         hooks.append(tf.train.SummarySaverHook(train["histogram_steps"], output_dir=chief_dir,
                                                summary_op=tf.summary.merge(summaries)))
     return tf.estimator.EstimatorSpec(
