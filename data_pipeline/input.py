@@ -77,15 +77,13 @@ def make_dataset(config, split, mode, share=SINGLE_TASK):
         if training:
             dataset = tf.data.Dataset.from_tensor_slices(files).interleave(
                 tf.data.TFRecordDataset, cycle_length=len(files),
-                num_parallel_calls=tf.data.AUTOTUNE)
-            if share.num_tasks > 1:
-                dataset = dataset.shard(share.num_tasks, share.task_index)
+                num_parallel_calls=tf.data.AUTOTUNE).shard(share.num_tasks, share.task_index)
         else:
             dataset = tf.data.TFRecordDataset(files)
         dataset = dataset.map(lambda record: _model_inputs(record, not training),
                               num_parallel_calls=tf.data.AUTOTUNE).cache()
         if training:
-            seed = train["seed"] + share.resume_step
+            seed = train["seed"] + share.resume_step  # a resumed run sees other batches
             dataset = dataset.shuffle(train["shuffle_buffer"], seed=seed).repeat()
             dataset = _bucket_batches(dataset, config)
         else:
@@ -116,8 +114,7 @@ def bucket_batch_sizes(boundaries, max_length, batch_tokens, num_towers):
 
 
 def _bucket_batches(dataset, config):
-    data, train = config["data"], config["train"]
-    num_towers = config.get("num_towers", 1)
+    data, train, num_towers = config["data"], config["train"], config.get("num_towers", 1)
     max_length = max(data["max_source_length"], data["max_target_length"] + 1)  # + BOS or EOS
     boundaries = bucket_boundaries(max_length, train["bucket_width"])
     if train["batch_tokens"] > 0:

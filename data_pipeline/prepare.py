@@ -42,8 +42,7 @@ PreparedData = collections.namedtuple("PreparedData", [
 
 
 def prepare(config, verbose=True):
-    """Prepares the data of `config` unless its manifest says it is up to date (an error keeps
-    the old data).
+    """Prepares the data of `config` unless already up to date (a failure keeps the old data).
 
     Args:
       config: the resolved config dict.
@@ -139,13 +138,8 @@ def _build(data, splits, calibration, directory, log, verbose):
     log("SentencePiece %s (%s): %s pieces (data.vocab_size %d)"
         % (data["spm_model_type"], "joint" if data["joint_vocab"] else "source, target",
            sizes[0] if sizes[0] == sizes[1] else "%d, %d" % sizes, data["vocab_size"]))
-    records = {}
-    for split in SPLITS:
-        record = records[split] = _write_split(split, splits[split], tokenizer, data, directory,
-                                               verbose)
-        skipped = record["skipped"]
-        log("%-5s kept %d, skipped %d%s" % (split, record["kept"], sum(skipped.values()),
-                                          " (%s)" % format_skipped(skipped) if skipped else ""))
+    records = {split: _write_split(split, splits[split], tokenizer, data, directory, log, verbose)
+               for split in SPLITS}
     return {"tokenizer_files": [os.path.basename(path) for path in tokenizer.model_files],
             "source_vocab_size": sizes[0], "target_vocab_size": sizes[1], "splits": records}
 
@@ -241,7 +235,7 @@ def _carve(pairs, num_sets):
     return held_out, remaining, len(pairs) - len(remaining) - len(held_sources)
 
 
-def _write_split(split, corpus_split, tokenizer, data, directory, verbose):
+def _write_split(split, corpus_split, tokenizer, data, directory, log, verbose):
     """Encodes, skips pairs over the length limits, writes the shards and the raw text."""
     encoded, kept_pairs, skipped = [], [], collections.Counter(corpus_split.skipped)
     limits = data["max_source_length"], data["max_target_length"]
@@ -263,6 +257,8 @@ def _write_split(split, corpus_split, tokenizer, data, directory, verbose):
     num_shards = min(data["num_shards"], len(encoded)) if split == "train" else 1
     shards = write_shards(encoded, directory, split, num_shards, verbose)
     record = {"kept": len(encoded), "skipped": dict(sorted(skipped.items())), "shards": shards}
+    log("%-5s kept %d, skipped %d%s" % (split, len(encoded), sum(skipped.values()),
+                                      " (%s)" % format_skipped(skipped) if skipped else ""))
     if split != "train":
         record["raw_text"] = [split + ".src", split + ".tgt"]
         for name, side in zip(record["raw_text"], zip(*kept_pairs)):

@@ -23,9 +23,7 @@ PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 JOINT_MODEL, SOURCE_MODEL, TARGET_MODEL = "spm.model", "source.model", "target.model"
 OPTIONS = "tokenizer.json"
 FLAGGED_SHARE = 0.01  # of each calibration set's sources over the familiarity threshold
-# Below this many sources the threshold is their highest score, which flags about 1 in
-# (count + 1) sources like them: more than the 5% the contract allows (docs/DATA-NOTES.md).
-MIN_CALIBRATION = 20
+MIN_CALIBRATION = 20  # sources a calibration set needs, else no familiarity (docs/DATA-NOTES.md)
 PRIOR_PIECES = 2  # pieces at the training sources' mean cost that every score starts with
 _KEPT_FROM_NFKC = re.compile("([ºª｟｠])")  # NFKC would turn "1º" into "1o", "｟0｠" into "⦅0⦆"
 _INVISIBLE = ("Cc", "Cf")  # controls; zero-width spaces, direction marks, BOMs, soft hyphens
@@ -45,6 +43,9 @@ class Tokenizer:
             self.model_files.append(options_file)
         familiarity = self.options.get("familiarity")
         self._familiarity = _Familiarity(familiarity) if familiarity else None
+        self.source_vocab_size = self._source.get_piece_size()
+        self.target_vocab_size = self._target.get_piece_size()
+        self.protected_tokens = self.options.get("protected_tokens", 0)  # how many ｟k｠ training saw
 
     @classmethod
     def load(cls, directory):
@@ -58,22 +59,8 @@ class Tokenizer:
         raise FileNotFoundError("no SentencePiece model in %s: expected %s, or %s and %s"
                                 % (directory, JOINT_MODEL, SOURCE_MODEL, TARGET_MODEL))
 
-    @property
-    def source_vocab_size(self):
-        return self._source.get_piece_size()
-
-    @property
-    def target_vocab_size(self):
-        return self._target.get_piece_size()
-
-    @property
-    def protected_tokens(self):
-        """How many protected tokens (｟0｠, ｟1｠, ...) the model was trained on; 0: none."""
-        return self.options.get("protected_tokens", 0)
-
     def protect(self, text):
-        """(`text` with its first protected_tokens placeholders and tags as ｟0｠, ｟1｠, ..., their
-        text for `restore`): what to encode_source."""
+        """placeholders.protect up to protected_tokens: (what to encode_source, their text)."""
         return placeholders.protect(text, self.protected_tokens)
 
     def restore(self, text, originals):
@@ -83,8 +70,7 @@ class Tokenizer:
     def protected_target_ids(self, source_ids):
         """The target ids of the protected tokens among a source's ids, in order."""
         pieces = self.source_pieces(_content_ids(source_ids))
-        return [self._target.piece_to_id(piece) for piece in pieces
-                if piece in placeholders.TOKENS]
+        return [self._target.piece_to_id(piece) for piece in pieces if piece in placeholders.TOKENS]
 
     def encode_source(self, text):
         """Source text -> list of int ids, without BOS or EOS."""
@@ -128,14 +114,12 @@ class Tokenizer:
                 bool(self.options.get("lowercase_source"))]
 
     def copy_to(self, directory):
-        """Copies model_files into `directory`; returns the copies."""
+        """Copies model_files into `directory` under the names load() expects; returns them."""
         os.makedirs(directory, exist_ok=True)
-        copies = []
-        for path in self.model_files:  # named as load() looks for them
-            copy = os.path.join(directory, os.path.basename(path))
+        copies = [os.path.join(directory, os.path.basename(path)) for path in self.model_files]
+        for path, copy in zip(self.model_files, copies):
             if os.path.realpath(copy) != os.path.realpath(path):  # a symbolic link is no copy
                 shutil.copyfile(path, copy)
-            copies.append(copy)
         return copies
 
 
