@@ -3,6 +3,7 @@ variables restored from the checkpoint; thread-safe."""
 
 import collections
 import contextlib
+import contextvars
 import threading
 import time
 
@@ -52,7 +53,7 @@ class GraphCache:
         self._session, self._checkpoints = session, list(checkpoints)
         self._lock = threading.Lock()
         self._built = {}  # key -> (fetches, Variant)
-        self._recordings = threading.local()  # .lists: this thread's recording_builds lists
+        self._recordings = contextvars.ContextVar("recordings", default=())  # open blocks
         self._restore_new()
 
     def _restore_new(self):
@@ -69,21 +70,16 @@ class GraphCache:
         """Yields a list of the `Variant` of each graph this thread's calls in the block needed
         unbuilt (built, or waited for); blocks nest."""
         built = []
-        recordings = self._recordings.__dict__.setdefault("lists", [])
-        recordings.append(built)
+        token = self._recordings.set(self._recordings.get() + (built,))
         try:
             yield built
         finally:
-            recordings[:] = [recording for recording in recordings if recording is not built]
+            self._recordings.reset(token)
 
     def recorded_here(self, run):
-        """`run` wrapped to record its builds, on any thread, into this thread's lists."""
-        lists = self._recordings.__dict__.get("lists", [])
-
-        def recorded(*args):
-            self._recordings.lists = lists
-            return run(*args)
-        return recorded
+        """`run` wrapped to record its builds, on any thread, into this thread's open blocks."""
+        context = contextvars.copy_context()  # each call its own copy: calls may run at once
+        return lambda *args: context.copy().run(run, *args)
 
     def fetches(self, key, build):
         """The fetches of graph `key` (a Variant's first five fields), made by `build()` on first
@@ -101,7 +97,7 @@ class GraphCache:
                                       num_ops=len(graph.get_operations()) - start_ops)
                     self._restore_new()
                     built = self._built[key] = (fetches, variant)
-                for recording in getattr(self._recordings, "lists", ()):  # under the lock: once
+                for recording in self._recordings.get():  # under the lock: once
                     if built[1] not in recording:
                         recording.append(built[1])
         return built[0]

@@ -87,17 +87,17 @@ def search_encoded(model, encoder_output, source_length, decode_params, decoder,
     scope = "%s_beam%d" % (decoder, beam_width) + (
         "_len%d" % unrolled_length if unrolled_length else "") + ("_trace" if trace else "")
     with tf.name_scope(scope):  # e.g. unrolled_beam4_len24
-        limits = output_length_limits(source_length, decode_params) if max_lengths is None else (
-            max_lengths)                                                        # [batch]
+        if max_lengths is None:
+            max_lengths = output_length_limits(source_length, decode_params)    # [batch]
         update_fn, initial_state = model.beam_update_fn(encoder_output, beam_width,
                                                         with_attention=trace or coverage)
-        common = dict(max_lengths=limits, source_mask=encoder_output.mask if coverage else None,
-                      target_prefix=target_prefix)
+        common = dict(max_lengths=max_lengths, target_prefix=target_prefix,
+                      source_mask=encoder_output.mask if coverage else None)
         constrained = dict(constraints=constraints, protected_ids=protected_ids)
         if decoder == "unrolled":
             return rnn_beam_search(update_fn, initial_state, unrolled_length, beam_width,
                                    BOS_ID, EOS_ID, scoring, trace=trace, **common, **constrained)
-        max_length = tf.reduce_max(limits, name="max_output_length")
+        max_length = tf.reduce_max(max_lengths, name="max_output_length")
         if decoder == "sample":
             return sample_search(update_fn, initial_state, max_length, beam_width, BOS_ID, EOS_ID,
                                  scoring, fields_of(Sampling, params), params["sentence_keys"],

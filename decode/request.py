@@ -25,8 +25,7 @@ Served = collections.namedtuple(
 Served.__doc__ = """What a model serves, the context a DecodeRequest is validated in: the
 config's decode section (each option's default), the limits the options' rows name
 (seq2seq/decoding_options.py's `limits`), the decoders, the beam widths (a range) and the
-default one, whether it traces, and whether it is an exported SavedModel (its one width, the
-config's options, no target prefix)."""
+default one, whether it traces, whether it is an exported SavedModel."""
 
 
 Ids = typing.Tuple[int, ...]
@@ -161,7 +160,6 @@ class DecodeRequest(DecodingOptions):
         return self.model_copy(update=dict(per_sentence(target_prefix, constraints),
                                            n_best=n_best or self.n_best))
 
-
     def for_sentences(self, indices):
         """This request for the sentences at `indices` of those it was validated for."""
         return self.model_copy(update=per_sentence(*(
@@ -177,16 +175,16 @@ def per_sentence(target_prefix, constraints):
             if any(constraints or ()) else None}
 
 
-def shown(value, limit=40):
-    """A value as an error message shows it: its JSON (or repr) cut to `limit` characters; an
-    integer of more than 15 digits described, not written out."""
+def shown(value):
+    """A value as an error message shows it: its JSON (or repr) cut to 40 characters; an integer
+    of more than 15 digits described, not written out."""
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         return "an integer of more than 15 digits" if abs(value) >= 10 ** 15 else str(int(value))
     try:
         text = json.dumps(value)
     except (TypeError, ValueError):
         text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "..."
+    return text if len(text) <= 40 else text[:40] + "..."
 
 
 def decode_request(served, fields):
@@ -211,9 +209,13 @@ def message(error, limits):
 
 
 def score_request(served, options):
-    """The DecodeRequest a score is computed under: `options` (name -> value, None: the
-    config's), each one that changes a score, as greedy decoding scores; ValueError names a
-    bad one."""
+    """The DecodeRequest a score is computed under (`options` itself if it is one): `options`
+    (name -> value, None: the config's), each one that changes a score, as greedy decoding
+    scores; ValueError names a bad one, or a SavedModel's `served`, which cannot score."""
+    if served.exported:
+        raise ValueError("scoring needs a checkpoint (the exported SavedModel only searches)")
+    if isinstance(options, DecodeRequest):
+        return options
     other = sorted(name for name, value in (options or {}).items()
                    if value is not None and name not in SCORE_OPTIONS)
     if other:

@@ -36,9 +36,8 @@ appends to every output line a TAB and "unfamiliar" when the source is unlike
 the sentences the model learned from (its translation should not be trusted),
 else nothing.
 
---trace FILE: one JSON line per input line, the search trace of
-docs/API.md ("HTTP API", the trace: source_pieces, steps, n_best with pieces and
-attention; a score null where a slot holds no possible hypothesis), or null
+--trace FILE: one JSON line per input line, the search trace of docs/API.md
+("HTTP API"; a score null where a slot holds no possible hypothesis), or null
 for an empty input line.
 
 --target_prefix FILE: one line per input line (read with the input, before
@@ -90,7 +89,7 @@ def parse_args(argv):
     return args
 
 
-def format_translation(translation, n_best, show_unfamiliar=False):
+def format_translation(translation, n_best, show_unfamiliar):
     """The output text of one input line (see OUTPUT_FORMAT); translation None: a blank line."""
     flag = "\tunfamiliar" if translation and translation.unfamiliar else "\t"
     flag = flag if show_unfamiliar else ""
@@ -141,13 +140,12 @@ def main(argv=None):
             source = files.enter_context(  # bytes, split into lines as the corpus reader does
                 open(args.input, "rb") if args.input else contextlib.nullcontext(sys.stdin.buffer))
             lines = iter_text_lines(source, args.input or "standard input")
+            if args.target_prefix or args.constraints:  # read before any output is written
+                lines = list(lines)
             given = {"target_prefix": translator.prefix_ids, "constraints": lambda line, name: [
                 translator.constraint_ids(text, name) for text in line.split("\t") if text]}
-            per_line = {}
-            for flag, parse in given.items():  # read before any output is written
-                if getattr(args, flag):
-                    lines = list(lines)
-                    per_line[flag] = read_per_line(getattr(args, flag), flag, lines, parse)
+            per_line = {flag: read_per_line(getattr(args, flag), flag, lines, parse)
+                        for flag, parse in given.items() if getattr(args, flag)}
             request = decode_request(translator.served, dict(  # the files' lines as fields
                 flag_values(args), decoder=args.decoder, beam_width=args.beam_width,
                 n_best=args.n_best, trace=bool(args.trace), **per_line))

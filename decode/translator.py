@@ -28,10 +28,11 @@ from seq2seq.config import load_config
 from seq2seq.decoding_options import OPTIONS, limits, uses
 from seq2seq.model_dir import SERVING_SIGNATURE
 
-EXACT_ROWS_PER_CALL = 512  # prefixes per model call of the exact search (docs/DECODING-NOTES.md)
 
-class Translator:
-    """Translates with a model, or an ensemble of models; thread-safe (builds take a lock).
+class Translator(Pieces):
+    """Translates with a model, or an ensemble of models; thread-safe (builds take a lock). Its
+    base class reads what it is handed as ids (decode/pieces.py: tokenize, placeholders,
+    detokenize, prefix_ids, constraint_ids, target_ids).
 
     Attributes:
       config, model_name, step: the first model's; members: {"name", "step"} of each model;
@@ -63,8 +64,7 @@ class Translator:
             self.config["decode"][key] = threads[key]
         self._concurrent_batches = threads["concurrent_batches"] or os.cpu_count() or 1
         self.model_name = self.config["name"]
-        self._tokenizer = Tokenizer.load(self._model_dirs[0])
-        self._pieces = Pieces(self._tokenizer)
+        super().__init__(Tokenizer.load(self._model_dirs[0]))
         self.source_vocab_size = self._tokenizer.source_vocab_size
         self.target_vocab_size = self._tokenizer.target_vocab_size
         self.protected_tokens = self._tokenizer.protected_tokens
@@ -94,7 +94,7 @@ class Translator:
                 self._source_length = tf.placeholder(tf.int32, [None], name="source_length")
                 self._target_ids = tf.placeholder(tf.int32, [None, None], name="target_ids")
                 self._target_length = tf.placeholder(tf.int32, [None], name="target_length")
-                self._forced = {  # what a batch's sentences may force: search_encoded's Args
+                self._forced_inputs = {  # what a batch's sentences may force: search_encoded's Args
                     name: tf.placeholder(tf.int32, [None] * rank, name=name) for name, rank in
                     (("target_prefix", 2), ("constraints", 3), ("protected_ids", 2))}
                 self._max_lengths = tf.placeholder(tf.int32, [None], name="max_lengths")
@@ -145,48 +145,24 @@ class Translator:
         """Frees the session; the translator cannot translate afterwards."""
         self._session.close()
 
-    def tokenize(self, text):
-        """Source text -> its ids (no begin or end token), `placeholders` as protected tokens."""
-        return self._pieces.source(text)
-
-    def placeholders(self, text):
-        """The placeholders and tags `tokenize` protects in `text`, in order (`originals`)."""
-        return self._pieces.placeholders(text)
-
-    def prefix_ids(self, prefix, name="target_prefix"):
-        """A target prefix (text or pieces) -> the ids it forces; ValueError naming `name`."""
-        return self._pieces.prefix(prefix, name)
-
-    def constraint_ids(self, constraint, name="constraints"):
-        """`prefix_ids` for a constraint, which must not be empty."""
-        return self._pieces.constraint(constraint, name)
-
-    def detokenize(self, ids):
-        """Target ids -> text, up to the first end token."""
-        return self._tokenizer.decode_target(ids)
-
-    def target_ids(self, target, name):
-        """A target text or pieces (a last "</s>" dropped) -> its ids; ValueError naming `name`."""
-        return self._pieces.target(target, name)
-
     def request(self, decoder="while_loop", beam_width=None, n_best=1, trace=False, options=None,
                 target_prefixes=None, sentences=1, constraints=None):
-        """The DecodeRequest of these arguments (decode/request.py's fields; the per-sentence
-        ones as decode/pieces.py takes them: target_prefixes and constraints, each None or one
-        per of `sentences`), or `decoder` itself if it is one. ValueError names the first bad
-        one, its allowed values and the value."""
+        """The DecodeRequest of these arguments (decode/request.py's fields; target_prefixes and
+        constraints: None, or one per of `sentences` as `prefix_ids` and a list of
+        `constraint_ids` take them), or `decoder` itself if it is one. ValueError names the first
+        bad one, its allowed values and the value."""
         if isinstance(decoder, DecodeRequest):
             return decoder
         return decode_request(self.served, dict(
             options or {}, decoder=decoder, beam_width=beam_width, n_best=n_best, trace=trace,
-            target_prefix=self._pieces.prefixes(target_prefixes, sentences),
-            constraints=self._pieces.constraints(constraints, sentences)))
+            target_prefix=self._prefixes(target_prefixes, sentences),
+            constraints=self._constraints(constraints, sentences)))
 
     def translate(self, texts, *request, **fields):
         """A list of strings -> a `Translation` each, in order, as the DecodeRequest `request` (or
         one built of these arguments by `request`) asks; fewer hypotheses only where fewer exist.
         Each text's placeholders and tags come back as written."""
-        return self.translate_tokens(self._pieces.texts("texts", texts), *request, originals=[
+        return self.translate_tokens(self._texts("texts", texts), *request, originals=[
             self.placeholders(text) for text in texts], **fields)
 
     def translate_tokens(self, token_ids, *request, originals=None, **fields):
@@ -273,19 +249,24 @@ class Translator:
         feeds = self._feeds(sentences, request)
         if self._exported:
             return self._session.run(self._exported, feeds)
-        forced, limits = self._pieces.forced(sentences, request, self.config["decode"])
-        feeds.update((self._forced[name], values) for name, values in forced.items())
+        forced, limits = self._forced(sentences, request, self.config["decode"])
+        feeds.update((self._forced_inputs[name], values) for name, values in forced.items())
         feeds[self._max_lengths] = limits
         unrolled_length = unrolled_length_bucket(
             max(map(len, sentences)), self.config["decode"], max(limits)) if (
             decoder == "unrolled") else None
         key = (decoder, beam_width, unrolled_length, request.trace,
                tuple(sorted(forced)) + request.graph_key())
-        fetches = self._fetches(key, request, lambda graph_options: search_encoded(
-            self._model, self._encoded, self._source_length, self.config["decode"], decoder,
-            beam_width, unrolled_length, request.trace, graph_options,
-            max_lengths=self._max_lengths, **{name: self._forced[name] for name in forced}))
-        return self._session.run(fetches, feeds)
+
+        def build():
+            options = request.graph_options(self._fed_options)
+            if decoder == "sample":
+                options["sentence_keys"] = sentence_keys(self._source_ids, self._source_length)
+            return search_encoded(
+                self._model, self._encoded, self._source_length, self.config["decode"], decoder,
+                beam_width, unrolled_length, request.trace, options, max_lengths=self._max_lengths,
+                **{name: self._forced_inputs[name] for name in forced})
+        return self._session.run(self._cache.fetches(key, build), feeds)
 
     def _run_exact(self, sentences, request):
         """decode/exact.py's search of a batch (prefixes forced as the beam searches force them),
@@ -293,10 +274,10 @@ class Translator:
         prefixes = request.target_prefix or [()] * len(sentences)
         best = self._results("while_loop", self.default_beam_width, sentences, request)
         encoded = self._session.run(self._encoded, self._feeds(sentences, request))
-        inputs, outputs = self._fetches(
+        inputs, outputs = self._cache.fetches(
             ("exact", None, None, False, request.graph_key(("no_repeat_ngram_size", "min_length"))),
-            request, lambda graph_options: expansion_step(
-                self._model, self._encoded, fields_of(Scoring, graph_options), EOS_ID))
+            lambda: expansion_step(self._model, self._encoded, fields_of(
+                Scoring, request.graph_options(self._fed_options)), EOS_ID))
 
         def expand(rows, states, last_ids, hypotheses):
             padded = pad_batch([ids[::-1] for ids in hypotheses], -1)[0][:, ::-1]  # -1 first
@@ -315,28 +296,12 @@ class Translator:
 
         return exact_search(
             expand, list(zip(*tf.nest.flatten(encoded.initial_state))),
-            self._pieces.forced(sentences, request, self.config["decode"])[1],
+            self._forced(sentences, request, self.config["decode"])[1],
             [(tuple(result.ids[0]), result.scores[0]) if result.ids else None for result in best],
-            fields_of(Scoring, dict(request)), BOS_ID, EOS_ID, request.max_expansions,
-            EXACT_ROWS_PER_CALL)
-
-    def _fetches(self, key, request, build):
-        """GraphCache's fetches of `key`, built by `build(the request's graph options)`."""
-        def build_graph():
-            graph_options = request.graph_options(self._fed_options)
-            if key[0] == "sample":
-                graph_options["sentence_keys"] = sentence_keys(self._source_ids,
-                                                               self._source_length)
-            return build(graph_options)
-        return self._cache.fetches(key, build_graph)
+            fields_of(Scoring, dict(request)), BOS_ID, EOS_ID, request.max_expansions)
 
     def score_request(self, options=None):
-        """decode/request.py's `score_request` (or `options` if a DecodeRequest; a SavedModel:
-        ValueError)."""
-        if self._exported:
-            raise ValueError("scoring needs a checkpoint (the exported SavedModel only searches)")
-        if isinstance(options, DecodeRequest):
-            return options
+        """decode/request.py's `score_request` of `options` for this model."""
         return score_request(self.served, options)
 
     def score(self, sources, targets, options=None, target_pieces=None):
@@ -353,18 +318,18 @@ class Translator:
           log_prob}].
         """
         request = self.score_request(options)
-        return self.score_tokens(self._pieces.texts("sources", sources), self._pieces.targets(
+        return self.score_tokens(self._texts("sources", sources), self._targets(
             len(sources), targets, target_pieces), request)
 
     def score_tokens(self, source_ids, target_ids, options=None):
         """`score` for lists of ids: sources non-empty, targets without the end token."""
         request = self.score_request(options)
-        fetches = self._fetches(
+        fetches = self._cache.fetches(
             ("score", None, None, False, request.graph_key(("length_penalty_kind",
                                                              "coverage_penalty"))),
-            request, lambda graph_options: score_encoded(
-                self._model, self._encoded, self._target_ids, self._target_length,
-                fields_of(Scoring, graph_options)))
+            lambda: score_encoded(self._model, self._encoded, self._target_ids,
+                                  self._target_length, fields_of(
+                                      Scoring, request.graph_options(self._fed_options))))
 
         def run(batch):
             targets = [list(target_ids[index]) + [EOS_ID] for index in batch]
