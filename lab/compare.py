@@ -138,9 +138,8 @@ def load_inputs(translator, source_path, reference_path, max_sentences):
 def variants_to_compare(beam_widths):
     """(variants: (decoder, beam_width) pairs, greedy once then both beam searches per width,
     agreement pairs: (variant, reference variant) pairs whose results should be identical)."""
-    pairs = [(("unrolled", width), ("while_loop", width)) for width in beam_widths]
-    if 1 in beam_widths:
-        pairs.insert(0, (("greedy", 1), ("while_loop", 1)))
+    pairs = [(("greedy", 1), ("while_loop", 1))] * (1 in beam_widths) + [
+        (("unrolled", width), ("while_loop", width)) for width in beam_widths]
     return [("greedy", 1)] + [(decoder, width) for width in beam_widths
                               for decoder in ("while_loop", "unrolled")], pairs
 
@@ -220,9 +219,8 @@ def progress_line(row, number, count):
 
 
 def compare(args, translator, report, token_ids, references, options):
-    """Measures every variant of --beam_widths (each with a fresh Translator: a first run costs
-    in proportion to the whole graph) into `report`'s results, agreement and sentence_latency
-    (greedy and both searches at the widest beam), and prints their tables."""
+    """Measures every variant of --beam_widths, each with a fresh Translator, into `report`'s
+    results, agreement and sentence_latency (greedy and the widest beam), and prints them."""
     from decode.translator import Translator
 
     variants, agreement_pairs = (variants_to_compare(args.beam_widths) if args.beam_widths
@@ -231,8 +229,7 @@ def compare(args, translator, report, token_ids, references, options):
     for number, (decoder, width) in enumerate(variants, start=1):
         with contextlib.closing(Translator(args.model_dir)) as fresh:
             request = fresh.request(decoder, width, options=options)
-            row, results[decoder, width] = measure(fresh, token_ids, references, request,
-                                                   args.runs)
+            row, results[decoder, width] = measure(fresh, token_ids, references, request, args.runs)
             if decoder == "greedy" or width == args.beam_widths[-1]:
                 for ids in token_ids[:args.latency_sentences]:
                     result, _, timings = timed(lambda: fresh.search([ids], request)[0], args.runs)

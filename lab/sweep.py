@@ -4,6 +4,7 @@ bootstrap against the sweep's best BLEU, and the example sentences on which thes
 (KINDS). Its report's keys: docs/API.md; what its figures mean: docs/LAB.md.
 """
 
+import contextlib
 import sys
 import time
 
@@ -61,11 +62,9 @@ def check_flags(parser, args):
 def parse_normalisation(text):
     """"none", "average" or "gnmt:ALPHA" -> (length_penalty_kind, length_penalty)."""
     kind, _, alpha = text.strip().partition(":")
-    try:
+    with contextlib.suppress(ValueError):  # an ALPHA that is no number: the error below
         if kind in LENGTH_PENALTY_KINDS and bool(alpha) == (kind == "gnmt"):
             return kind, float(alpha or 0)
-    except ValueError:
-        pass
     raise ValueError("%r is not none, average or gnmt:ALPHA (e.g. gnmt:0.6)" % text)
 
 
@@ -81,9 +80,8 @@ def variant_name(decoder, beam_width, kind, alpha):
 
 
 def open_translator(args, translator, references, options):
-    """A Translator allowing the widest sweep or family width, its widths, --max_expansions and
-    the decoding `options` checked; ValueError without references, or with --exact and a
-    coverage penalty (the exact search has none: its errors would compare two objectives)."""
+    """The lab's Translator (up to the widest sweep or family width), the lab's requests checked;
+    ValueError without references, or with --exact and a coverage penalty."""
     from decode.translator import Translator
 
     if references is None:
@@ -111,9 +109,8 @@ def percent(flags):
 
 
 def decode(translator, name, sources, references, decoder, beam_width, n_best=1, options=None):
-    """(the Translations of `sources`; their BLEU, chrF, length ratio (sacrebleu's sys_len /
-    ref_len), % empty and sentences/s; the seconds they took), timed once WARM_UP of them have
-    built the graphs; prints the BLEU. One DecodeRequest serves them all."""
+    """(the Translations of `sources`; their BLEU, chrF, length ratio, % empty and sentences/s;
+    their seconds), timed once WARM_UP of them have built the graphs; prints the BLEU."""
     request = translator.request(decoder, beam_width, n_best, options=options)
     translator.translate(sources[:WARM_UP], request)
     started = time.perf_counter()
@@ -201,17 +198,15 @@ def examples(sources, references, kinds, per_kind=5):
       [{"index", "source", "reference", "kinds": every kind it shows, in KINDS order, "note":
       their distinct notes joined by "; "}].
     """
-    def shortest(indices):
-        return sorted(indices, key=lambda index: (len(sources[index]), index))
+    by_length = sorted(range(len(sources)), key=lambda index: (len(sources[index]), index))
     chosen = set()
     for kind in KINDS:
-        chosen.update(shortest(index for index, found in enumerate(kinds) if kind in found)[
-            :per_kind])
+        chosen.update([index for index in by_length if kind in kinds[index]][:per_kind])
     return [{"index": index, "source": sources[index], "reference": references[index],
              "kinds": [kind for kind in KINDS if kind in kinds[index]],
              "note": "; ".join(dict.fromkeys(kinds[index][kind] for kind in KINDS
                                              if kind in kinds[index]))}
-            for index in shortest(chosen)]
+            for index in by_length if index in chosen]
 
 
 def significance(systems, references):
@@ -241,9 +236,8 @@ def print_differences(sources, references, outputs, name_a, name_b):
 
 
 def run(args, translator, report, sources, references, options):
-    """Adds the sweep's keys (docs/API.md) and "examples" to `report`: `sources` decoded by the
-    while_loop search at every width x normalisation and, with --exact, the exact search per
-    normalisation, the other decoding `options` as given; sentences/s without graph builds."""
+    """Adds the sweep's keys (docs/API.md) and "examples" to `report`: `sources` decoded at every
+    width x normalisation (and, with --exact, exactly per normalisation) under `options`."""
     widths, outputs, kinds = args.sweep_beam_widths, {}, [{} for _ in sources]
     beam_width = translator.default_beam_width  # the width examples count errors at
     if beam_width not in widths:
