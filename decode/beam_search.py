@@ -1,9 +1,5 @@
-"""Beam search and greedy decoding: one step, a Python loop of it and a tf.while_loop of it.
-
-Each step extends every alive hypothesis by every token, carries every finished one over
-unchanged as its only candidate and keeps the best `beam_width`; the tokens are rebuilt at
-the end by following the parent slots back (decode/backtrack.py). tests/numpy_beam_search.py
-states the same contract in plain NumPy, one sentence at a time.
+"""Beam search and greedy decoding: one step, a Python loop of it and a tf.while_loop of it
+(docs/WALKTHROUGH.md sections 7 and 8; the same contract in NumPy: tests/numpy_beam_search.py).
 
 Shapes in the comments (also in compaction.py, diverse.py, sampling.py): b sentences (the
 undecided ones while compacting), k slots of a sentence's beam (its width), v target
@@ -36,6 +32,8 @@ class BeamState(NamedTuple):
     seeds: Any = ()          # [b, 2] int64, a sentence's sampling seed (decode/sampling.py)
     constraints: Any = ()    # decode.constraints.Constraints, a sentence's constraints
     progress: Any = ()       # [b, k, C] int32, its progress on each (decode/constraints.py)
+    blocked_ids: Any = ()    # [b, P] int32, -1 padded: pieces no hypothesis takes (keep mode
+                             # with no constraint in the batch: the protected pieces)
 
     def hypotheses(self):
         """The fields that the results and the trace read."""
@@ -78,6 +76,9 @@ def beam_step(update_fn, state, step, end_token_id, scoring):
     if constrained:  # the end token waits for the constraints; keep mode's protected pieces
         allowed = tf.where_v2(constraints_lib.blocked(state.constraints, state.progress,
                                                       vocab_size, end_token_id), -np.inf, allowed)
+    elif carried(state.blocked_ids):  # and nothing to keep: no protected piece, no banks
+        allowed = tf.where_v2(scoring_lib.vocab_mask(state.blocked_ids[:, None], vocab_size),
+                              -np.inf, allowed)
     row_logits, row_tokens = top_k(allowed, row_width)                         # [b, k, r]
     if constrained:  # and each unmet constraint's next piece: r becomes r + C
         row_logits, row_tokens = constraints_lib.with_next_pieces(
@@ -221,10 +222,9 @@ def start(initial_state, beam_width, begin_token_id, scoring, sequence_length, m
             if scoring.no_repeat_ngram_size else ())
     if max_lengths is not None:
         max_lengths = tf.convert_to_tensor(max_lengths)  # one per sentence, never broadcast
-        size, shape = max_lengths.shape.num_elements(), max_lengths.shape
-        _check(max_lengths.dtype.is_integer and shape.ndims in (None, 1) and (
-            None in (size, tf.get_static_value(batch_size)) or size == batch_size),
-            "max_lengths must be [batch] integers, got %s %s", max_lengths.dtype.name, shape)
+        _check(max_lengths.dtype.is_integer and max_lengths.shape.is_compatible_with(
+            [tf.get_static_value(batch_size)]), "max_lengths must be [batch] integers, got %s %s",
+            max_lengths.dtype.name, max_lengths.shape)
         with tf.name_scope("max_lengths"):
             one_each = tf.debugging.assert_equal(tf.size(max_lengths), batch_size,
                                                  message="max_lengths: one per sentence")
@@ -243,6 +243,8 @@ def start(initial_state, beam_width, begin_token_id, scoring, sequence_length, m
                   else tf.fill([batch_size], sequence_length))                 # [b]
         checked, progress = constraints_lib.start(constraints, limits, beam_width, protected_ids)
         state = state._replace(constraints=checked, progress=progress, max_lengths=limits)
+    elif protected_ids is not None:
+        state = state._replace(blocked_ids=tf.cast(protected_ids, tf.int32))
     return state
 
 
@@ -281,7 +283,7 @@ def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width, begin
         pieces, then -1): every hypothesis returned holds each (docs/DECODING-NOTES.md,
         "Constrained beam search"); a hypothesis that could not is -inf.
       protected_ids: None or [batch, P] ints, -1 padded: pieces a sentence takes only as its
-        single-piece constraints, each once (keep mode).
+        single-piece constraints, each once (keep mode); without constraints, never.
     Returns:
       ids [batch, beam, time] int32 (end token repeated after it), scores [batch, beam]
       float32 best first, lengths [batch, beam] int32 (end token counted); with `trace` also

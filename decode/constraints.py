@@ -1,13 +1,8 @@
 """Lexically constrained beam search: every returned hypothesis contains every constraint.
 
-A constraint is a sequence of target pieces; a sentence's constraints are unordered. This is
-dynamic beam allocation (Post & Vilar 2018) vectorised as Hu et al. (2019) and fairseq's
-`--constraints` do, in pieces that decode/beam_search.py's step calls: a hypothesis's progress
-on a constraint is the longest prefix of it that the hypothesis ends with (its length once met:
-met stays met); each slot offers its best pieces and each unmet constraint's next piece; the
-end token waits for every constraint; the k slots go round-robin to banks of candidates by the
-constraint pieces met. Why, what it costs, the length limit: docs/DECODING-NOTES.md,
-"Constrained beam search"; the same search in NumPy: tests/numpy_constrained_search.py.
+Dynamic beam allocation (Post & Vilar 2018) vectorised as Hu et al. (2019) do, in the pieces
+decode/beam_search.py's step calls; how and why: docs/DECODING-NOTES.md, "Constrained beam
+search"; the same search in NumPy: tests/numpy_constrained_search.py.
 
 Shapes: b sentences, k slots, v vocabulary, n candidates a slot, P protected pieces, C
 constraints and M pieces a constraint (each one more than given, so neither axis is empty).
@@ -82,17 +77,7 @@ def blocked(constraints, progress, vocab_size, end_token_id):
     still_wanted = tf.reduce_any(tf.equal(wanted[..., None],                         # [b, k, P]
                                           constraints.protected[:, None, None]), axis=2)
     closed = tf.where_v2(still_wanted, -1, constraints.protected[:, None])         # [b, k, P]
-    return tf.logical_or(blocked_pieces, _on_pieces(closed, vocab_size))
-
-
-def _on_pieces(ids, vocab_size):
-    """[b, k, m] piece ids (-1: none) -> [b, k, v] bool, True on each (no [b, k, m, v])."""
-    batch_size, beam_width, _ = get_shape(ids)
-    cells = batch_size * beam_width * vocab_size
-    rows = tf.reshape(tf.range(batch_size * beam_width) * vocab_size, [batch_size, beam_width, 1])
-    at = tf.where_v2(ids >= 0, rows + ids, cells)                   # -1: a spare cell past the end
-    counts = tf.math.unsorted_segment_sum(tf.ones_like(at), at, cells + 1)
-    return tf.reshape(counts[:-1] > 0, [batch_size, beam_width, vocab_size])
+    return tf.logical_or(blocked_pieces, scoring.vocab_mask(closed, vocab_size))
 
 
 def with_next_pieces(row_logits, row_tokens, allowed, constraints, progress):
@@ -130,10 +115,6 @@ def advance(constraints, progress, tokens):
 def choose(scores, tokens, constraints, progress, end_token_id, beam_width):
     """DBA's k of a sentence's candidates, and their progress.
 
-    A candidate's bank is the pieces of its met constraints plus its longest match of an unmet
-    one. Once a candidate ends with every constraint met, the candidates of lower banks that
-    score worse are dropped: the search does not wait for what cannot beat it (at alpha 0).
-
     Args:
       scores: [b, k, n] float32 (-inf: none); tokens: [b, k, n] int32; progress: [b, k, C]
         int32, before the step; end_token_id: int; beam_width: Python int.
@@ -143,9 +124,11 @@ def choose(scores, tokens, constraints, progress, end_token_id, beam_width):
     batch_size = get_shape(scores)[0]
     after = advance(constraints, progress, tokens)                                 # [b, k, n, C]
     met = tf.equal(after, constraints.lengths[:, None, None])
+    # A bank: the pieces of the met constraints plus the longest match of an unmet one.
     banks = (tf.reduce_sum(tf.where_v2(met, after, 0), axis=-1)
              + tf.reduce_max(tf.where_v2(met, 0, after), axis=-1))                 # [b, k, n]
     full = tf.reduce_sum(constraints.lengths, axis=1)[:, None, None]               # [b, 1, 1]
+    # Once a candidate ends with all met, the worse ones of lower banks cannot beat it (alpha 0).
     done = tf.logical_and(tf.equal(tokens, end_token_id), tf.equal(banks, full))
     best_done = tf.reduce_max(tf.where_v2(done, scores, -np.inf), axis=[1, 2], keepdims=True)
     scores = tf.where_v2(tf.logical_and(banks < full, scores < best_done), -np.inf, scores)

@@ -19,13 +19,6 @@ MbrResult.__doc__ = """The chosen candidate's index, text and expected utility; 
 and the utilities [candidates, pseudo-references] float64, in the order given."""
 
 
-def _distinct(texts):
-    """(the distinct texts in first-seen order, each text's position among them)."""
-    where = {}
-    positions = [where.setdefault(text, len(where)) for text in texts]
-    return list(where), positions
-
-
 def utility_matrix(candidates, references, utility="chrf"):
     """U [len(candidates), len(references)] float64, U[c, r] = utility(candidates[c] against
     references[r]); a repeated text is scored once, its row or column repeated."""
@@ -33,8 +26,8 @@ def utility_matrix(candidates, references, utility="chrf"):
         raise ValueError("unknown MBR utility %r; the utilities are %s"
                          % (utility, ", ".join(UTILITIES)))
     metric = UTILITIES[utility]()  # one per call: the server calls from many threads
-    rows, row_of = _distinct(candidates)
-    columns, column_of = _distinct(references)
+    rows, row_of = np.unique(candidates, return_inverse=True)
+    columns, column_of = np.unique(references, return_inverse=True)
     distinct = np.array([[metric.sentence_score(row, [column]).score for column in columns]
                          for row in rows], np.float64).reshape(len(rows), len(columns))
     return distinct[np.ix_(row_of, column_of)]

@@ -146,7 +146,7 @@ class Pieces:
             constraints = [list(given) + [[piece] for piece in self._tokenizer.protected_target_ids(
                 ids)] for ids, given in zip(sentences, constraints)]
             forced["protected_ids"] = [self._protected_ids] * len(sentences)
-        if any(constraints) or "protected_ids" in forced:  # none at all: all blocked, still fed
+        if any(constraints):  # none: the protected pieces blocked, with no constrained step
             forced["constraints"] = pad_constraints(constraints)
         return forced, [output_length_limit(len(ids), decode_params, len(prefix) + sum(
             map(len, given))) for ids, prefix, given in zip(sentences, prefixes, constraints)]

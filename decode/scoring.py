@@ -65,19 +65,24 @@ def repeated_ngram_mask(tokens, n, vocab_size):
     scalar tensor. Returns [batch, beam, vocab] bool, True where the piece is blocked.
     """
     with tf.name_scope("repeated_ngrams"):
-        batch_size, beam_width, time = get_shape(tokens)
+        time = get_shape(tokens)[2]
         # n - 1 pieces of -1 in front: every position has a full window, and -1 matches no piece.
         padded = tf.pad(tokens, [[0, 0], [0, 0], [n - 1, 0]], constant_values=-1)
-        follows_suffix = tf.ones([batch_size, beam_width, time], tf.bool)    # [b, k, t]
+        follows_suffix = tf.ones_like(tokens, tf.bool)                          # [b, k, t]
         for i in range(n - 1):  # window j's i-th piece against the suffix's i-th piece
             follows_suffix &= tf.equal(padded[:, :, i:i + time],
                                        padded[:, :, time + i:time + i + 1])
-        rows = tf.range(batch_size * beam_width)[:, None] * vocab_size       # [b * k, 1]
-        positions = rows + tf.reshape(tokens, [batch_size * beam_width, -1])  # [b * k, t]
-        counts = tf.math.unsorted_segment_sum(
-            tf.reshape(tf.cast(follows_suffix, tf.int32), [-1]), tf.reshape(positions, [-1]),
-            batch_size * beam_width * vocab_size)
-        return tf.reshape(counts > 0, [batch_size, beam_width, vocab_size])
+        return vocab_mask(tf.where_v2(follows_suffix, tokens, -1), vocab_size)
+
+
+def vocab_mask(ids, vocab_size):
+    """[b, k, m] piece ids (-1: none) -> [b, k, vocab] bool, True on each (no [b, k, m, vocab])."""
+    batch_size, beam_width, _ = get_shape(ids)
+    cells = batch_size * beam_width * vocab_size
+    rows = tf.reshape(tf.range(batch_size * beam_width) * vocab_size, [batch_size, beam_width, 1])
+    at = tf.where_v2(ids >= 0, rows + ids, cells)                   # -1: a spare cell past the end
+    counts = tf.math.unsorted_segment_sum(tf.ones_like(at), at, cells + 1)
+    return tf.reshape(counts[:-1] > 0, [batch_size, beam_width, vocab_size])
 
 
 def checked_pieces(values, name, axes, batch_size, limits, too_long):

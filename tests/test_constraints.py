@@ -157,6 +157,23 @@ def test_keep_mode_takes_each_protected_piece_of_the_sentence_exactly_once(searc
             assert [tokens.count(p) for p in PROTECTED] == [[p] in constraints for p in PROTECTED]
 
 
+@pytest.mark.parametrize("search", ["unrolled", "compact"])
+def test_keep_mode_with_no_constraint_blocks_the_protected_pieces_without_banks(search):
+    # No sentence of the batch keeps a protected piece: the plain step with them blocked gives
+    # the reference's results and the constrained step's, given none (8 steps: every limit).
+    toy = ToyDecoder(vocab_size=7, seed=3)
+    batch_state = toy.initial_state(MIXED_ROWS)
+    protected = np.tile(PROTECTED, [4, 1])
+    blocked = run(search, toy.update_fn, batch_state, 8, 3, max_lengths=LIMITS,
+                  protected_ids=protected)
+    row_states = [row_state(batch_state, row) for row in range(len(MIXED_ROWS))]
+    assert_same_result(blocked, numpy_results(toy.numpy_step, row_states, 8, 3, [[]] * 4, LIMITS,
+                                              protected=PROTECTED))
+    assert_same_result(blocked, run(search, toy.update_fn, batch_state, 8, 3, padded([[]] * 4),
+                                    max_lengths=LIMITS, protected_ids=protected))
+    assert not np.isin(blocked[0], PROTECTED).any()
+
+
 def test_keep_mode_finds_the_best_output_keeping_each_protected_piece_once():
     toy = ToyDecoder(vocab_size=5, seed=2, logit_scale=1.0)
     batch_state = toy.initial_state([0.5])
