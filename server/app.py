@@ -3,6 +3,7 @@
 import collections
 import logging
 import os
+import pathlib
 import re
 import time
 
@@ -20,7 +21,7 @@ from server.training_status import training_report
 
 LOG = logging.getLogger("seq2seq.serve")
 ACCESS_LOG = logging.getLogger("seq2seq.serve.access")
-PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static", "index.html")
+PAGE = pathlib.Path(__file__).parent / "static" / "index.html"
 # The page is self-contained: it may talk to this server and load nothing else.
 PAGE_POLICY = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
                "connect-src 'self'; img-src data:")
@@ -74,8 +75,7 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
         run_batch, concurrency if serve["batching"] else float("inf"),
         serve["max_batch_sentences"], serve["batch_step_overhead"],
         hold_seconds=serve["batch_hold_ms"] / 1000.0, batch_log=serve["batch_log"])
-    with open(PAGE, encoding="utf-8") as page_file:
-        page = page_file.read()
+    page = PAGE.read_text(encoding="utf-8")
 
     def translate_texts(translator, named, fields):
         """POST /translate's translations by `translator` of the texts `named` ([(name, text)],
@@ -160,6 +160,7 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
 
     @app.errorhandler(HTTPException)
     def http_error(error):
+        message, headers = error.description, {}
         if error.code == 404:
             message = "no such path: %s; the paths are %s" % (shown(request.path), ", ".join(
                 "%s %s" % ("/".join(sorted(rule.methods - {"HEAD", "OPTIONS"})), rule)
@@ -167,15 +168,13 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
         elif error.code == 405:
             method = request.method
             if not re.fullmatch(r"[A-Za-z0-9_-]{1,%d}" % MAX_METHOD_CHARS, method):
-                method = shown(method, MAX_METHOD_CHARS)
+                method = shown(method)
             useful = sorted(set(error.valid_methods) - {"HEAD", "OPTIONS"})
             message = "%s is not allowed on %s; use %s" % (method, request.path, ", ".join(useful))
+            headers = {"Allow": ", ".join(sorted(error.valid_methods))}
         elif error.code == 413:
             message = BODY_OVER_LIMIT % app.config["MAX_CONTENT_LENGTH"]
-        else:
-            message = error.description
-        allow = {"Allow": ", ".join(sorted(error.valid_methods))} if error.code == 405 else {}
-        return error_response(error.code, message, allow)
+        return error_response(error.code, message, headers)
 
     @app.errorhandler(Exception)
     def internal_error(error):
@@ -212,10 +211,8 @@ def _hypothesis(hypothesis):
 
 
 def translation_answer(translation, pooled):
-    """A Translation as docs/API.md's JSON: text, score, pieces, unfamiliar, n_best; the exact
-    search's `proven` and `expansions`; MBR's `expected_utility`, `candidates` and `utilities`:
-    the utility of each candidate (in `candidates`' order) against each pseudo-reference (in
-    that order too if `pooled`: the candidates are the pseudo-references; else as drawn)."""
+    """A Translation as docs/API.md's JSON; MBR's `utilities`: a row per candidate, a column per
+    pseudo-reference, both in `candidates`' order if `pooled` (else the columns as drawn)."""
     answer = dict(_hypothesis(translation), unfamiliar=bool(translation.unfamiliar),
                   n_best=[_hypothesis(hypothesis) for hypothesis in translation.n_best])
     if translation.proven is not None:

@@ -2,6 +2,7 @@
 logged on request (the rules: docs/SERVING-NOTES.md; the figures: docs/BENCHMARKS.md)."""
 
 import collections
+import itertools
 import json
 import logging
 import math
@@ -27,7 +28,7 @@ class _Waiter:
         self.arrived = time.perf_counter()
         self.batch = self.slot = None  # the batch it runs; (slot index, idle seconds) or Nones
         self.answer = self.error = None
-        self.done = self.timed = False  # timed: it waits to re-check the hold of a free slot
+        self.done = False
         self.wake = threading.Event()  # a batch to run, the answer, or a hold to re-check
 
 
@@ -124,11 +125,8 @@ class Batcher:
                 share = -(-(queued_items + self._running_items) // (self._running + 1))
                 deadline = max(self._queue[0].arrived, self._free_slots[0][1]) + self._hold_seconds
                 if queued_items < share and now < deadline:  # it holds
-                    for queued in self._queue:  # each re-checks at the deadline
-                        if queued is not waiter and not queued.timed:
-                            queued.wake.set()
-                    if waiter is not None:
-                        waiter.timed = True
+                    if self._queue[0] is not waiter:  # the oldest re-checks at the deadline
+                        self._queue[0].wake.set()
                     return deadline - now
             batch = self._take_batch(share)
             slot = self._free_slots.pop(0) if self._free_slots else None
@@ -137,8 +135,6 @@ class Batcher:
             batch[0].batch = batch  # its first request runs it
             batch[0].slot = (slot[0], now - slot[1]) if slot else (None, None)
             batch[0].wake.set()
-        if waiter is not None:
-            waiter.timed = False
         return None
 
     def _take_batch(self, max_items):
@@ -148,12 +144,9 @@ class Batcher:
         same_key = [waiter for waiter in self._queue if waiter.key == oldest.key]
         group = next(group for group in length_groups(same_key, self._max_items,
                                                       self._step_overhead) if oldest in group)
-        batch, items = [], 0
-        for waiter in sorted(group, key=same_key.index):
-            if batch and items + len(waiter.items) > max_items:
-                break
-            batch.append(waiter)
-            items += len(waiter.items)
+        group.sort(key=same_key.index)
+        totals = itertools.accumulate(len(waiter.items) for waiter in group)
+        batch = [waiter for waiter, total in zip(group, totals) if total <= max_items] or group[:1]
         self._queue = [waiter for waiter in self._queue if waiter not in batch]
         return batch
 

@@ -83,10 +83,9 @@ def _check_pair(source, target, config):
     """Raises LibreTranslate's ApiError unless the model translates `source` (or "auto") into
     `target`, codes as /languages gives them (any case, "_" for "-")."""
     known = {language["code"].lower(): language for language in served_languages(config)}
-    pair = [known.get(code.lower().replace("_", "-")) for code in (source, target)]
-    if source == "auto":
-        pair[0] = known["en"]
-    for language, code in zip(pair, (source, target)):
+    codes = ("en" if source == "auto" else source, target)
+    pair = [known.get(code.lower().replace("_", "-")) for code in codes]
+    for language, code in zip(pair, codes):
         if language is None:
             raise ApiError(400, "%s is not supported" % code)
     if pair[1]["code"] not in pair[0]["targets"]:

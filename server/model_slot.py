@@ -82,11 +82,9 @@ class ModelSlot:
             yield translator
         finally:
             with self._lock:
-                self._batches[translator] -= 1
-                retired = not self._batches[translator] and \
-                    translator is not self._loaded.translator
-                if not self._batches[translator]:
-                    del self._batches[translator]
+                self._batches -= collections.Counter([translator])  # a count of 0: dropped
+                retired = translator not in self._batches and (
+                    translator is not self._loaded.translator)
             if retired:
                 translator.close()
 

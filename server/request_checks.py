@@ -1,6 +1,5 @@
-"""What a request may hold: its JSON body read and every field checked, or an ApiError saying
-which field is wrong and why (docs/API.md, "HTTP API" and "Scoring a translation"); its decoding
-fields make one DecodeRequest (decode/request.py), which checks them."""
+"""A request's JSON body read and every field checked, or an ApiError naming the field and why
+(docs/API.md); its decoding fields make one DecodeRequest (decode/request.py), which checks them."""
 
 import collections
 import json
@@ -15,8 +14,7 @@ REQUEST_FIELDS = ("decoder", "beam_width", "n_best", "trace") + OPTIONS  # a Dec
 FIELDS = ("text", "texts") + REQUEST_FIELDS[:4] + ("target_prefix", "constraints") + OPTIONS
 SCORE_TEXT_FIELDS = ("source", "target", "target_pieces", "pairs")
 PAIR_FIELDS = ({"source", "target"}, {"source", "target_pieces"})
-# The fields given for every text or as a list of one per text: the type of the one for every
-# text, and what it and each one of the list are.
+# A field given for every text or one per text: its type for every text, how to say it, and each.
 PER_TEXT = {"target_prefix": (str, "a string", "strings"),
             "constraints": (list, "a list of strings", "lists of strings")}
 MAX_SERVED_EXPANSIONS = 20000  # the exact search's cap a request may ask for (SERVING-NOTES.md)
@@ -181,7 +179,7 @@ def _per_text(fields, name, count, check):
         if len(value) != count:
             raise ApiError(400, "%s has %d entries for %d texts: give one per text"
                            % (name, len(value), count))
-        return [(entry_name, check(entry_name, entry)) for entry_name, entry in indexed(name, value)]
+        return [(each, check(each, entry)) for each, entry in indexed(name, value)]
     if value is not None and not isinstance(value, kind):
         raise wrong_type(name, "%s (for every text) or a list of %s (one per text)" % (once, each),
                          value)
@@ -270,9 +268,8 @@ def checked_text(name, text, limits, may_be_empty=False):
 
 
 def _ids_within(name, text, limit, to_ids, why=""):
-    """The ids `to_ids(text, name)` gives (a Translator's tokenize, prefix_ids, constraint_ids or
-    target_ids), at most `limit` of them, or ApiError (400) naming `name`; `why` ends the message
-    of a limit crossed."""
+    """The ids `to_ids(text, name)` gives, at most `limit` of them, or ApiError (400) naming
+    `name`; `why` ends the message of a limit crossed."""
     try:
         ids = to_ids(text, name)
     except ValueError as error:  # a character or piece the target vocabulary lacks
