@@ -1,7 +1,9 @@
 """Two checkouts' Translators on one model: the same translations, n-best lists and scores.
 
-    PYTHONPATH=CHECKOUT python -m bench.same_results --model_dir runs/lab \
+    cd CHECKOUT && python -m bench.same_results --model_dir runs/lab \
         --input data/catalogs-pt_BR/test.src --json A.json
+
+(run inside each checkout: `python -m` puts the current directory ahead of PYTHONPATH)
     python -m bench.same_results --compare A.json B.json
 
 Decodes the first 500 input lines with while_loop (beam 5, n-best 5), unrolled (beam 5,
@@ -24,7 +26,7 @@ def decode(model_dir, input_path):
     """{"runs": {variant: [[(text, score)] per sentence]}, "cpu": {variant: seconds}}."""
     import tensorflow.compat.v1 as tf
     tf.disable_v2_behavior()
-    from decode.translator import Translator  # the checkout on PYTHONPATH's
+    from decode.translator import Translator  # the current directory's checkout
     with open(input_path, encoding="utf-8") as f:
         texts = [line.rstrip("\n") for line in f][:500]
     translator, runs, cpu = Translator(model_dir), {}, {}
