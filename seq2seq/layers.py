@@ -153,7 +153,8 @@ def _additive_score(projected_query, keys):
     hidden = tf.tanh(projected_query[:, :, None, :] + keys[:, None, :, :])
     v = tf.get_variable("v", [keys.shape.as_list()[-1]],
                         initializer=tf.glorot_uniform_initializer())
-    return tf.reduce_sum(hidden * v, axis=-1)
+    # a matrix product, not sum(hidden * v): no [batch, queries, src_time, A] product is kept
+    return tf.tensordot(hidden, v, 1)
 
 
 class OutputLayer:

@@ -21,18 +21,34 @@ def token_mean(total, num_tokens):
     return total / tf.maximum(num_tokens, 1.0)
 
 
+def token_cross_entropy(logits, labels, label_smoothing=0.0):
+    """A CrossEntropy of logits [tokens, V] and labels [tokens]: the loss -sum_v q_v log p(v)
+    against q = (1 - eps) one_hot(label) + eps / V, eps = label_smoothing.
+
+    TensorFlow's fused softmax cross-entropy ops compute the gradient (p - q) in the forward
+    pass: no [tokens, V] log-probabilities, nor their gradient, are kept (docs/BENCHMARKS.md)."""
+    with tf.name_scope("token_cross_entropy"):
+        unsmoothed = label_smoothing == 0.0
+        nll = tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=labels, logits=logits if unsmoothed else tf.stop_gradient(logits))
+        loss = nll
+        if not unsmoothed:
+            vocab_size = get_shape(logits)[-1]
+            target = tf.one_hot(labels, vocab_size, logits.dtype.as_numpy_dtype(
+                1.0 - label_smoothing + label_smoothing / vocab_size),
+                                logits.dtype.as_numpy_dtype(label_smoothing / vocab_size))
+            loss = tf.nn.softmax_cross_entropy_with_logits_v2(labels=target, logits=logits)
+        num_tokens = tf.cast(tf.size(labels), logits.dtype)
+        return CrossEntropy(tf.reduce_sum(loss), tf.reduce_sum(nll), num_tokens)
+
+
 def sequence_cross_entropy(logits, labels, lengths, label_smoothing=0.0):
-    """A CrossEntropy of logits [batch, time, V], labels [batch, time], lengths [batch]:
-    the loss -(1 - eps) log p(label) - eps mean_v log p(v), eps = label_smoothing."""
+    """token_cross_entropy of logits [batch, time, V], labels [batch, time] within [batch]
+    lengths."""
     with tf.name_scope("sequence_cross_entropy"):
-        log_probs = tf.nn.log_softmax(logits)
-        token_nll = -tf.gather(log_probs, labels[:, :, None], batch_dims=2)[:, :, 0]
-        nll_sum, num_tokens = _masked_sum(token_nll, lengths)
-        loss_sum = nll_sum
-        if label_smoothing > 0.0:
-            smoothed = label_smoothing * tf.reduce_mean(log_probs, axis=-1)
-            loss_sum, _ = _masked_sum((1.0 - label_smoothing) * token_nll - smoothed, lengths)
-        return CrossEntropy(loss_sum, nll_sum, num_tokens)
+        valid = sequence_mask(lengths, tf.shape(labels)[1], dtype=tf.bool)
+        return token_cross_entropy(tf.boolean_mask(logits, valid), tf.boolean_mask(labels, valid),
+                                   label_smoothing)
 
 
 def batch_token_accuracy(logits, labels, lengths):

@@ -106,15 +106,21 @@ class Seq2SeqModel:
             return EncoderOutput(memory=memory, keys=keys, mask=mask,
                                  initial_state={"h": tf.tanh(self._bridge(final_state))})
 
-    def teacher_forced_logits(self, encoder_output, target_input, training, with_attention=False):
+    def teacher_forced_logits(self, encoder_output, target_input, training, with_attention=False,
+                              positions=None):
         """target_input [batch, tgt_time] int32 (begin token + target) -> logits [batch,
-        tgt_time, V_t] (and with_attention, weights [batch, tgt_time, src_time])."""
+        tgt_time, V_t] (and with_attention, weights [batch, tgt_time, src_time]); given
+        positions [batch, tgt_time] bool, logits [positions, V_t] at those alone, in row order
+        (training's: the output layer costs most at padding it would then skip)."""
         with tf.name_scope("decoder"):
             projected_inputs = self._cell.project_inputs(
                 self._embeddings.embed("target", target_input, training))
             states = unroll(self._cell.step, projected_inputs, encoder_output.initial_state["h"])
             context, weights = self._attention(
                 states, encoder_output.keys, encoder_output.memory, encoder_output.mask)
+            if positions is not None:
+                states, context = tf.boolean_mask(states, positions), tf.boolean_mask(
+                    context, positions)
             logits = self._output(states, context, training)
             return (logits, weights) if with_attention else logits
 

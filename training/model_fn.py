@@ -11,6 +11,7 @@ import tensorflow.compat.v1 as tf
 from data_pipeline.tokenizer import Tokenizer
 from decode.graphs import search_encoded
 from seq2seq import losses
+from seq2seq.common import sequence_mask
 from seq2seq.config import ConfigError
 from seq2seq.model import Seq2SeqModel
 from seq2seq.model_dir import SERVING_SIGNATURE
@@ -214,9 +215,12 @@ def _train_spec(model, features, labels, params, run_config):
         tower_features, tower_labels = inputs
         encoded = model.encode(tower_features["source_ids"], tower_features["source_length"],
                                training=True)
-        logits = model.teacher_forced_logits(encoded, tower_labels["target_input"], training=True)
-        cross_entropy = losses.sequence_cross_entropy(
-            logits, tower_labels["target_output"], tower_labels["target_length"],
+        valid = sequence_mask(tower_labels["target_length"],
+                              tf.shape(tower_labels["target_output"])[1], dtype=tf.bool)
+        logits = model.teacher_forced_logits(encoded, tower_labels["target_input"], training=True,
+                                             positions=valid)
+        cross_entropy = losses.token_cross_entropy(
+            logits, tf.boolean_mask(tower_labels["target_output"], valid),
             train["label_smoothing"])
         return cross_entropy.loss_sum, cross_entropy.num_tokens
 
