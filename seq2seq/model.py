@@ -110,8 +110,8 @@ class Seq2SeqModel:
                               positions=None):
         """target_input [batch, tgt_time] int32 (begin token + target) -> logits [batch,
         tgt_time, V_t] (and with_attention, weights [batch, tgt_time, src_time]); given
-        positions [batch, tgt_time] bool, logits [positions, V_t] at those alone, in row order
-        (training's: the output layer costs most at padding it would then skip)."""
+        positions [batch, tgt_time] bool (training passes the valid ones), logits [positions,
+        V_t] at those alone, in row order: the output layer, the largest product, skips padding."""
         with tf.name_scope("decoder"):
             projected_inputs = self._cell.project_inputs(
                 self._embeddings.embed("target", target_input, training))
