@@ -21,6 +21,11 @@ def token_mean(total, num_tokens):
     return total / tf.maximum(num_tokens, 1.0)
 
 
+def valid_positions(labels, lengths):
+    """[batch, time] bool: the steps of labels [batch, time] within [batch] lengths."""
+    return sequence_mask(lengths, tf.shape(labels)[1], dtype=tf.bool)
+
+
 def token_cross_entropy(logits, labels, label_smoothing=0.0):
     """A CrossEntropy of logits [tokens, V] and labels [tokens]: the loss -sum_v q_v log p(v)
     against q = (1 - eps) one_hot(label) + eps / V, eps = label_smoothing.
@@ -46,7 +51,7 @@ def sequence_cross_entropy(logits, labels, lengths, label_smoothing=0.0):
     """token_cross_entropy of logits [batch, time, V], labels [batch, time] within [batch]
     lengths."""
     with tf.name_scope("sequence_cross_entropy"):
-        valid = sequence_mask(lengths, tf.shape(labels)[1], dtype=tf.bool)
+        valid = valid_positions(labels, lengths)
         return token_cross_entropy(tf.boolean_mask(logits, valid), tf.boolean_mask(labels, valid),
                                    label_smoothing)
 

@@ -11,7 +11,6 @@ import tensorflow.compat.v1 as tf
 from data_pipeline.tokenizer import Tokenizer
 from decode.graphs import search_encoded
 from seq2seq import losses
-from seq2seq.common import sequence_mask
 from seq2seq.config import ConfigError
 from seq2seq.model import Seq2SeqModel
 from seq2seq.model_dir import SERVING_SIGNATURE
@@ -215,8 +214,8 @@ def _train_spec(model, features, labels, params, run_config):
         tower_features, tower_labels = inputs
         encoded = model.encode(tower_features["source_ids"], tower_features["source_length"],
                                training=True)
-        valid = sequence_mask(tower_labels["target_length"],
-                              tf.shape(tower_labels["target_output"])[1], dtype=tf.bool)
+        valid = losses.valid_positions(tower_labels["target_output"],
+                                       tower_labels["target_length"])
         logits = model.teacher_forced_logits(encoded, tower_labels["target_input"], training=True,
                                              positions=valid)
         cross_entropy = losses.token_cross_entropy(
