@@ -11,8 +11,8 @@ Data is prepared first if needed; rerunning resumes; TF_CONFIG runs it on severa
 import argparse
 import logging
 import os
-import shutil
 import sys
+import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -70,13 +70,12 @@ def check_tokenizer(config, model_dir, tokenizer):
 
 def write_model_dir(config, model_dir, tokenizer):
     """Writes config.yaml and the SentencePiece model(s), each renamed into place whole."""
-    staging = os.path.join(model_dir, ".staging-%d" % os.getpid())
-    os.makedirs(staging, exist_ok=True)
-    save_config(config, os.path.join(staging, CONFIG_FILE))
-    tokenizer.copy_to(staging)
-    for name in os.listdir(staging):
-        os.replace(os.path.join(staging, name), os.path.join(model_dir, name))
-    shutil.rmtree(staging)
+    os.makedirs(model_dir, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".staging-", dir=model_dir) as staging:
+        save_config(config, os.path.join(staging, CONFIG_FILE))
+        tokenizer.copy_to(staging)
+        for name in os.listdir(staging):
+            os.replace(os.path.join(staging, name), os.path.join(model_dir, name))
 
 
 def model_dir_files(model_dir):

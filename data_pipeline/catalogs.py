@@ -26,7 +26,7 @@ PINS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "catalogs.txt")
 PIN = re.compile(r"^([A-Za-z0-9._-]+)==(\S+)\s+--hash=sha256:([0-9a-f]{64})"
                  r"\s+#\s*(.*?)\s*\|\s*(.*?)\s*$")
 Pin = collections.namedtuple("Pin", ["name", "version", "sha256", "project", "licence"])
-SHARES = (("dev", 60), ("test", 60))  # per mille of the sources, by hash; the rest is train
+HELD_OUT = 60  # per mille of the sources, by hash, in dev and again in test; the rest is train
 MAX_WORDS = 30
 TOKEN = re.compile("｟\\d+｠")
 HEADER_DATE = re.compile(rb'^"(POT-Creation|PO-Revision)-Date:[^"\n]*"\n', re.M)
@@ -142,11 +142,7 @@ def split_of(source):
     that "Save", "save" and "Save:" share a split."""
     key = source.casefold().rstrip(" .:!?…")
     bucket = int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:8], 16) % 1000
-    for split, share in SHARES:
-        if bucket < share:
-            return split
-        bucket -= share
-    return "train"
+    return "dev" if bucket < HELD_OUT else "test" if bucket < 2 * HELD_OUT else "train"
 
 
 def build_corpus(wheel_paths, target, out_dir, licences=None, verbose=True):

@@ -27,8 +27,8 @@ def normalize(text):
 
 def split_spec(spec):
     """The file paths of a corpus spec, ``"a.tsv"`` or ``"a.src,a.tgt"``; CorpusError otherwise."""
-    paths = [path.strip() for path in spec.split(",")] if spec else []
-    if not paths or len(paths) > 2 or not all(paths):
+    paths = [path.strip() for path in spec.split(",")]
+    if len(paths) > 2 or not all(paths):
         raise CorpusError("a corpus is a TSV file or 'source_file,target_file', got %r" % spec)
     return paths
 

@@ -18,11 +18,9 @@ def length_sorted_batches(lengths, batch_size):
 def in_batches(lengths, run, batch_size, threads):
     """`run(batch)`'s results over `length_sorted_batches` (a list per list of indices), one per
     index of `lengths` in input order; `threads` batches at once (one batch: in this thread)."""
-    results = [None] * len(lengths)
-    batches = length_sorted_batches(lengths, batch_size)
+    batches, results = length_sorted_batches(lengths, batch_size), {}
     with concurrent.futures.ThreadPoolExecutor(threads) as pool:
         runs = pool.map(run, batches) if len(batches) > 1 else map(run, batches)
         for batch, found in zip(batches, runs):
-            for index, result in zip(batch, found):
-                results[index] = result
-    return results
+            results.update(zip(batch, found))
+    return [results[index] for index in range(len(lengths))]

@@ -30,7 +30,7 @@ class BeamState(NamedTuple):
     max_lengths: Any = ()    # [b] int32, a sentence's most tokens, the end token included
     target_prefix: Any = ()  # [b, p] int32, a sentence's forced first pieces, then -1
     seeds: Any = ()          # [b, 2] int64, a sentence's sampling seed (decode/sampling.py)
-    constraints: Any = ()    # decode.constraints.Constraints, a sentence's constraints
+    constraints: Any = ()    # decode.constraints.Constraints [b, C, ...], a sentence's constraints
     progress: Any = ()       # [b, k, C] int32, its progress on each (decode/constraints.py)
     blocked_ids: Any = ()    # [b, P] int32, -1 padded: pieces no hypothesis takes (keep mode
                              # with no constraint in the batch: the protected pieces)
@@ -198,9 +198,10 @@ def beam_scores(state, scoring):
 def start(initial_state, beam_width, begin_token_id, scoring, sequence_length, max_lengths=None,
           source_mask=None, target_prefix=None, all_alive=False, constraints=None,
           protected_ids=None):
-    """A search's first BeamState [b, k], its arguments checked (as rnn_beam_search's, the
-    sequence_length by `checked_length`); each diverse group's first slot starts alive, or with
-    `all_alive` (sampling) every slot, so that no two slots take the same first token."""
+    """A search's first BeamState [b, k] and its `checked_length`, its arguments checked (as
+    rnn_beam_search's); each diverse group's first slot starts alive, or with `all_alive`
+    (sampling) every slot, so that no two slots take the same first token."""
+    sequence_length = checked_length(sequence_length)
     _check(isinstance(beam_width, numbers.Integral) and beam_width >= 1,
            "beam_width must be an int >= 1, got %r", beam_width)
     _check(source_mask is not None or not scoring_lib.tracks_coverage(scoring),
@@ -245,7 +246,7 @@ def start(initial_state, beam_width, begin_token_id, scoring, sequence_length, m
         state = state._replace(constraints=checked, progress=progress, max_lengths=limits)
     elif protected_ids is not None:
         state = state._replace(blocked_ids=tf.cast(protected_ids, tf.int32))
-    return state
+    return state, sequence_length
 
 
 def checked_length(sequence_length):
@@ -276,14 +277,12 @@ def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width, begin
       max_lengths: None or [batch] ints, each sentence's most tokens, end included.
       trace: also return what every step kept (docs/API.md "HTTP API", the trace).
       source_mask: [batch, src] float32, 1 on source pieces: needed by a coverage penalty.
-      target_prefix: None or [batch, p] ints, each sentence's forced first pieces padded with
-        -1, each taken at its log-probability; a sentence's limit is raised to hold its
-        prefix and the end token; sequence_length must exceed every prefix.
-      constraints: None or [batch, C, L] ints, each sentence's constraints (a row each: its
-        pieces, then -1): every hypothesis returned holds each (docs/DECODING-NOTES.md,
-        "Constrained beam search"); a hypothesis that could not is -inf.
-      protected_ids: None or [batch, P] ints, -1 padded: pieces a sentence takes only as its
-        single-piece constraints, each once (keep mode); without constraints, never.
+      target_prefix: None or [batch, p] ints, -1 padded: each sentence's forced first pieces,
+        shorter than sequence_length (docs/API.md).
+      constraints: None or [batch, C, L] ints, -1 padded: each sentence's constraints, each in
+        every hypothesis returned, else -inf (docs/DECODING-NOTES.md, "Constrained beam search").
+      protected_ids: None or [batch, P] ints, -1 padded: pieces taken only as single-piece
+        constraints, each once (keep mode); without constraints, never.
     Returns:
       ids [batch, beam, time] int32 (end token repeated after it), scores [batch, beam]
       float32 best first, lengths [batch, beam] int32 (end token counted); with `trace` also
@@ -293,12 +292,10 @@ def rnn_beam_search(update_fn, initial_state, sequence_length, beam_width, begin
     """
     scoring = scoring_lib.as_scoring(length_penalty)
     with tf.name_scope(name):
-        sequence_length = checked_length(sequence_length)
-        state = start(initial_state, beam_width, begin_token_id, scoring, sequence_length,
-                      max_lengths, source_mask, target_prefix, constraints=constraints,
-                      protected_ids=protected_ids)
-        return search(lambda state, step: beam_step(update_fn, state, step, end_token_id,
-                                                    scoring),
+        state, sequence_length = start(
+            initial_state, beam_width, begin_token_id, scoring, sequence_length, max_lengths,
+            source_mask, target_prefix, constraints=constraints, protected_ids=protected_ids)
+        return search(lambda state, step: beam_step(update_fn, state, step, end_token_id, scoring),
                       state, sequence_length, end_token_id, scoring, trace, unrolled=True)
 
 
@@ -315,12 +312,10 @@ def while_loop_beam_search(update_fn, initial_state, sequence_length, beam_width
     """
     scoring = scoring_lib.as_scoring(length_penalty)
     with tf.name_scope(name):
-        sequence_length = checked_length(sequence_length)
-        state = start(initial_state, beam_width, begin_token_id, scoring, sequence_length,
-                      max_lengths, source_mask, target_prefix, constraints=constraints,
-                      protected_ids=protected_ids)
-        return search(lambda state, step: beam_step(update_fn, state, step, end_token_id,
-                                                    scoring),
+        state, sequence_length = start(
+            initial_state, beam_width, begin_token_id, scoring, sequence_length, max_lengths,
+            source_mask, target_prefix, constraints=constraints, protected_ids=protected_ids)
+        return search(lambda state, step: beam_step(update_fn, state, step, end_token_id, scoring),
                       state, sequence_length, end_token_id, scoring, trace, compact)
 
 

@@ -1,9 +1,8 @@
 """Compaction: a decided sentence's rows leave the running batch of a tf.while_loop search.
 
-A sentence is decided once every slot of its beam has finished (docs/DECODING-NOTES.md,
-"Compaction"). The loop runs the undecided ("live") sentences' rows only; each step's record and
-hypotheses are scattered into batch-sized ones, which hold for a decided sentence what the
-full-size search would. Shapes as in decode/beam_search.py.
+A sentence is decided once every slot of its beam has finished; the loop runs the undecided
+("live") rows only, and each step's record and hypotheses are scattered into batch-sized ones
+(docs/DECODING-NOTES.md, "Compaction"). Shapes as in decode/beam_search.py.
 """
 
 import tensorflow.compat.v1 as tf

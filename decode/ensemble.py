@@ -65,7 +65,7 @@ class Ensemble:
     """The models of `model_params_list` (each a config's "model" section) over one pair of
     vocabularies, member i's variables under the scope "member_<i>". Its EncoderOutput holds
     the members' memories [batch, src_time, M_0 + M_1 + ...] and keys side by side, so the
-    decoders handle it as one model's; its initial_state is a tuple of the members'."""
+    decoders handle it as one model's; its initial_state {"members": a tuple of the members'}."""
 
     def __init__(self, model_params_list, source_vocab_size, target_vocab_size):
         self.members = [Seq2SeqModel(params, source_vocab_size, target_vocab_size,
@@ -86,13 +86,15 @@ class Ensemble:
         return EncoderOutput(memory=tf.concat([output.memory for output in outputs], -1),
                              keys=tf.concat([output.keys for output in outputs], -1),
                              mask=outputs[0].mask,
-                             initial_state=tuple(output.initial_state for output in outputs))
+                             initial_state={"members": tuple(output.initial_state
+                                                             for output in outputs)})
 
     def _split(self, encoder_output):
         """The ensemble's EncoderOutput (any leading shape) -> the members' EncoderOutputs."""
         memories = tf.split(encoder_output.memory, [m for m, _ in self._widths], axis=-1)
         keys = tf.split(encoder_output.keys, [k for _, k in self._widths], axis=-1)
-        states = encoder_output.initial_state or (None,) * len(self.members)
+        initial_state = encoder_output.initial_state  # None in a step
+        states = initial_state["members"] if initial_state else [None] * len(self.members)
         return [EncoderOutput(*fields) for fields in zip(
             memories, keys, [encoder_output.mask] * len(self.members), states)]
 
@@ -106,30 +108,15 @@ class Ensemble:
         log_probs = _mean(logits, log_softmax=True)
         return (log_probs, _mean(weights)) if with_attention else log_probs
 
-    def step(self, encoder_output, state, prev_ids, training=False):
-        """As `Seq2SeqModel.step`: state a tuple of the members' -> (new_state, log-probabilities
-        [n, V_t])."""
-        new_states, logits = zip(*(
-            member.step(output, member_state, prev_ids, training) for member, output, member_state
-            in zip(self.members, self._split(encoder_output), state)))
-        return new_states, _mean(logits, log_softmax=True)
-
-    def beam_update_fn(self, encoder_output, beam_width, with_attention=False):
-        """As `Seq2SeqModel.beam_update_fn`: the state {"members": the members' states} (and
-        with_attention the mean "attention" [batch, K, src_time]); logits: the mean log-probs."""
-        members = [member.beam_update_fn(output, beam_width, with_attention)
-                   for member, output in zip(self.members, self._split(encoder_output))]
-
-        def update_fn(state, ids):
-            with tf.name_scope("ensemble_update"):
-                new_states, logits = zip(*(update(member_state, ids) for (update, _), member_state
-                                           in zip(members, state["members"])))
-                new_state = {"members": new_states}
-                if with_attention:
-                    new_state["attention"] = _mean([member["attention"] for member in new_states])
-                return new_state, _mean(logits, log_softmax=True)
-
-        initial_state = {"members": tuple(initial for _, initial in members)}
+    def step(self, encoder_output, state, prev_ids, training=False, with_attention=False):
+        """As `Seq2SeqModel.step`: state {"members": a tuple of the members'} -> (new_state (and
+        with_attention the mean "attention" [n, src_time]), the mean log-probabilities [n, V_t])."""
+        steps = [member.step(output, member_state, prev_ids, training, with_attention)
+                 for member, output, member_state
+                 in zip(self.members, self._split(encoder_output), state["members"])]
+        new_state = {"members": tuple({"h": member_state["h"]} for member_state, _ in steps)}
         if with_attention:
-            initial_state["attention"] = tf.zeros_like(encoder_output.mask)
-        return update_fn, initial_state
+            new_state["attention"] = _mean([member_state["attention"] for member_state, _ in steps])
+        return new_state, _mean([logits for _, logits in steps], log_softmax=True)
+
+    beam_update_fn = Seq2SeqModel.beam_update_fn  # over this step

@@ -19,7 +19,7 @@ class CheckpointValues:
     each from its name with `scope` replaced by `saved_scope` (e.g. "member_1/" by "seq2seq/")."""
 
     def __init__(self, checkpoint, scope="", saved_scope=""):
-        self.checkpoint, self._scopes = checkpoint, (scope, saved_scope)
+        self.checkpoint, self._scope, self._saved_scope = checkpoint, scope, saved_scope
         self._reader = tf.train.load_checkpoint(checkpoint)
         self.step = int(self._reader.get_tensor(tf.GraphKeys.GLOBAL_STEP))
         self._restored = set()
@@ -27,12 +27,11 @@ class CheckpointValues:
     def restore_new(self, session):
         """Loads the variables under the scope not yet restored; ValueError names one the
         checkpoint lacks or holds in another shape."""
-        scope, saved_scope = self._scopes
         for variable in session.graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES):
             name = variable.op.name
-            if name in self._restored or not name.startswith(scope):
+            if name in self._restored or not name.startswith(self._scope):
                 continue
-            saved = saved_scope + name[len(scope):]
+            saved = self._saved_scope + name[len(self._scope):]
             if not self._reader.has_tensor(saved):
                 raise ValueError("checkpoint %s has no variable %s: was it trained with "
                                  "a different model config?" % (self.checkpoint, saved))

@@ -1,8 +1,4 @@
-"""The decoder graphs of an encoded batch: the searches, teacher-forced scoring, their outputs.
-
-A graph is keyed by the options that shape it (a DecodeRequest's `graph_key`); the others are
-fed to it.
-"""
+"""The decoder graphs of an encoded batch: the searches, teacher-forced scoring, their outputs."""
 
 import collections
 
@@ -14,7 +10,6 @@ from decode import greedy_search, rnn_beam_search, while_loop_beam_search
 from decode import scoring as scoring_lib
 from decode.sampling import Sampling, sample_search
 from decode.scoring import Scoring, tracks_coverage
-from seq2seq.common import sequence_mask
 
 UNROLLED_LENGTH_STEP = 8  # the unrolled search is built for lengths rounded up to a multiple
 # One sentence's beam, best first, without -inf hypotheses: target id lists (no end token) and
@@ -40,10 +35,8 @@ def fields_of(kind, options):
 
 
 def output_length_limit(source_length, decode_params, prefix_length=0):
-    """The most target tokens (end token included) for a source of `source_length` tokens:
-    ceil(max_length_ratio * source_length) + max_length_extra, in float32 as in the graph,
-    raised to hold `prefix_length` forced pieces (a target prefix, constraints) and the end
-    token."""
+    """The most target tokens (end token included) for a source of `source_length` tokens, in
+    float32 as in the graph, raised to hold `prefix_length` forced pieces and the end token."""
     scaled = np.float32(decode_params["max_length_ratio"]) * np.float32(source_length)
     return max(int(np.ceil(scaled)) + decode_params["max_length_extra"], prefix_length + 1)
 
@@ -126,7 +119,7 @@ def score_encoded(model, encoder_output, target_ids, target_length, scoring):
         target_input = tf.concat([begin, target_ids[:, :-1]], axis=1)         # [b, t]
         logits, attention = model.teacher_forced_logits(encoder_output, target_input,
                                                         training=False, with_attention=True)
-        mask = sequence_mask(target_length, tf.shape(target_ids)[1])           # [b, t]
+        mask = tf.sequence_mask(target_length, tf.shape(target_ids)[1], dtype=tf.float32)  # [b, t]
         piece_log_probs = mask * tf.gather(tf.nn.log_softmax(logits), target_ids, batch_dims=2)
         log_probs = tf.reduce_sum(piece_log_probs, axis=1)                     # [b]
         coverage = ()

@@ -94,7 +94,7 @@ class Pieces:
     def _ids(self, pieces, name, may_end=True):
         """A list of target pieces -> their ids, without a last "</s>" (`may_end`: allowed).
         Any target piece but "</s>" may come elsewhere (a model may emit "<pad>" or "<s>")."""
-        if isinstance(pieces, str) or not isinstance(pieces, (list, tuple)):
+        if not isinstance(pieces, (list, tuple)):
             raise ValueError("%s must be a list of target pieces, got %s" % (name, shown(pieces)))
         pieces = list(pieces)[:-1] if may_end and list(pieces[-1:]) == [END_PIECE] else pieces
         ids = [self._piece_ids.get(piece) if isinstance(piece, str) else None for piece in pieces]
@@ -118,18 +118,16 @@ class Pieces:
     def _constraints(self, constraints, count):
         """None (no constraints), or per sentence of `count` the ids of its constraints: None or
         a list of `constraint_ids`."""
-        if constraints is None:
-            return None
-        if isinstance(constraints, str) or len(constraints) != count:
+        if constraints is not None and (isinstance(constraints, str) or len(constraints) != count):
             raise ValueError("constraints must be a list of one list per sentence (%d), got %s"
                              % (count, shown(constraints)))
-        for index, given in enumerate(constraints):
+        for index, given in enumerate(constraints or ()):
             if isinstance(given, str):
                 raise ValueError("constraints[%d] must be a list of constraints, got one string "
                                  "(wrap it in a list)" % index)
-        return [[self.constraint_ids(each, "constraints[%d][%d]" % (index, position))
-                 for position, each in enumerate(given or ())]
-                for index, given in enumerate(constraints)]
+        return constraints and [[self.constraint_ids(each, "constraints[%d][%d]" % (index, place))
+                                 for place, each in enumerate(given or ())]
+                                for index, given in enumerate(constraints)]
 
     def _forced(self, sentences, request, decode_params):
         """What a batch (source id lists) forces under `request`, made for it: search_encoded's

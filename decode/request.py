@@ -19,6 +19,7 @@ COMMON_OPTIONS = tuple(name for name in OPTIONS if takes("greedy", name))  # eve
 WIDTHS = {"greedy": "beam width; greedy decoding keeps one hypothesis", "sample": "number of "
           "samples", "mbr": "number of candidates", "exact": "exact search finds the one best "
           "translation"}  # what bounds n_best
+Ids = typing.Tuple[int, ...]
 
 Served = collections.namedtuple(
     "Served", "defaults limits decoders beam_widths default_beam_width can_trace exported")
@@ -26,9 +27,6 @@ Served.__doc__ = """What a model serves, the context a DecodeRequest is validate
 config's decode section (each option's default), the limits the options' rows name
 (seq2seq/decoding_options.py's `limits`), the decoders, the beam widths (a range) and the
 default one, whether it traces, whether it is an exported SavedModel."""
-
-
-Ids = typing.Tuple[int, ...]
 
 
 class DecodeRequest(DecodingOptions):
@@ -138,8 +136,7 @@ class DecodeRequest(DecodingOptions):
 
     @property
     def width(self):
-        """K, the hypotheses the search keeps: 1 for greedy and exact, num_samples where it draws
-        samples, else beam_width."""
+        """K, the hypotheses the search keeps."""
         if self.decoder in ("greedy", "exact"):
             return 1
         return self.num_samples if self.draws_samples else self.beam_width
@@ -154,9 +151,8 @@ class DecodeRequest(DecodingOptions):
         return {name: getattr(self, name) for name in OPTIONS if takes(self.decoder, name)}
 
     def for_call(self, target_prefix=None, n_best=None, constraints=None):
-        """This request for one call of sentences that it was validated for: their target
-        prefixes and constraints (ids, as the fields; none: None) and the n_best the call keeps
-        (None: its own)."""
+        """This request for one call of sentences it was validated for: their target prefixes and
+        constraints (ids, as the fields; none: None) and the n_best it keeps (None: its own)."""
         return self.model_copy(update=dict(per_sentence(target_prefix, constraints),
                                            n_best=n_best or self.n_best))
 

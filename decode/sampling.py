@@ -94,11 +94,11 @@ def sample_search(update_fn, initial_state, sequence_length, num_samples, begin_
     with tf.name_scope(name):
         seeds = tf.stack([sentence_keys, tf.fill(tf.shape(sentence_keys),
                                                  tf.cast(sampling.seed, tf.int64))], axis=1)
-        sequence_length = beam_search.checked_length(sequence_length)
-        state = beam_search.start(initial_state, num_samples, begin_token_id, scoring,
-                                  sequence_length, max_lengths, source_mask, target_prefix,
-                                  all_alive=True)._replace(seeds=seeds)
+        state, sequence_length = beam_search.start(
+            initial_state, num_samples, begin_token_id, scoring, sequence_length, max_lengths,
+            source_mask, target_prefix, all_alive=True)
         return beam_search.search(
             lambda state, step: sample_step(update_fn, state, step, end_token_id, scoring,
                                             sampling),
-            state, sequence_length, end_token_id, scoring, compact=compact, sampling=True)
+            state._replace(seeds=seeds), sequence_length, end_token_id, scoring, compact=compact,
+            sampling=True)

@@ -18,7 +18,7 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported, in main
 
-from data_pipeline.corpus import iter_text_lines  # noqa: E402
+from data_pipeline.corpus import iter_text_lines, read_text_lines  # noqa: E402
 from decode.request import DECODERS, add_flags, decode_request, flag_values  # noqa: E402
 
 OUTPUT_FORMAT = """\
@@ -116,8 +116,7 @@ def translate_lines(translator, lines, request, args):
 def read_per_line(path, flag, lines, parse):
     """--flag's FILE, one line per input line: parse(line, "path:number:") for each (a blank
     input line: []); ValueError if the line counts differ."""
-    with open(path, "rb") as file:
-        values = list(iter_text_lines(file, path))
+    values = read_text_lines(path)
     if len(values) != len(lines):
         raise ValueError("--%s %s has %d lines but the input has %d: give one per input line"
                          % (flag, path, len(values), len(lines)))

@@ -31,8 +31,7 @@ from seq2seq.model_dir import SERVING_SIGNATURE
 
 class Translator(Pieces):
     """Translates with a model, or an ensemble of models; thread-safe (builds take a lock). Its
-    base class reads what it is handed as ids (decode/pieces.py: tokenize, placeholders,
-    detokenize, prefix_ids, constraint_ids, target_ids).
+    base class (decode/pieces.py) reads what it is handed as ids.
 
     Attributes:
       config, model_name, step: the first model's; members: {"name", "step"} of each model;
@@ -84,10 +83,9 @@ class Translator(Pieces):
 
     def _load_checkpoint(self, checkpoint):
         """Builds the encoder and restores its variables; the decoders come on demand."""
-        decode_params = self.config["decode"]
         self.decoders, self.can_trace, self._exported = DECODERS, True, None
-        self.default_beam_width = decode_params["beam_width"]
-        self.beam_widths = range(1, decode_params["max_beam_width"] + 1)
+        self.default_beam_width = self.config["decode"]["beam_width"]
+        self.beam_widths = range(1, self.config["decode"]["max_beam_width"] + 1)
         with self._graph.as_default():
             with tf.name_scope("inputs"):
                 self._source_ids = tf.placeholder(tf.int32, [None, None], name="source_ids")
@@ -233,9 +231,8 @@ class Translator(Pieces):
     def _feeds(self, sentences, request):
         """The feeds of a batch of source id lists and of the request's fed decoding options."""
         feeds = dict(zip((self._source_ids, self._source_length), pad_batch(sentences)))
-        if self._fed_options:
-            feeds.update((self._fed_options[name], value)
-                         for name, value in request.feeds().items())
+        feeds.update((placeholder, request.feeds()[name])  # a SavedModel's: none
+                     for name, placeholder in self._fed_options.items())
         return feeds
 
     def _results(self, decoder, width, sentences, request):

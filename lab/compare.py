@@ -23,15 +23,13 @@ import statistics
 import sys
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported, in main
+import numpy as np
+import sacrebleu
 
-import numpy as np  # noqa: E402
-import sacrebleu  # noqa: E402
-
-from data_pipeline.corpus import read_text_lines  # noqa: E402
-from decode.request import COMMON_OPTIONS, add_flags, flag_values  # noqa: E402
-from lab import families, lab_report, placeholder_row, sweep  # noqa: E402
-from lab.graph_writer import GRAPH_LENGTHS, write_graphs  # noqa: E402
+from data_pipeline.corpus import read_text_lines
+from decode.request import COMMON_OPTIONS, add_flags, flag_values
+from lab import families, lab_report, placeholder_row, sweep
+from lab.graph_writer import GRAPH_LENGTHS, write_graphs
 
 STEADY_COLUMNS = (
     ("decoder", "decoder", "%s"), ("beam", "beam_width", "%d"), ("graphs", "graphs", "%d"),
@@ -136,12 +134,12 @@ def load_inputs(translator, source_path, reference_path, max_sentences):
 
 
 def variants_to_compare(beam_widths):
-    """(variants: (decoder, beam_width) pairs, greedy once then both beam searches per width,
+    """(variants: (decoder, beam_width) pairs, greedy then both beam searches per width, if any;
     agreement pairs: (variant, reference variant) pairs whose results should be identical)."""
     pairs = [(("greedy", 1), ("while_loop", 1))] * (1 in beam_widths) + [
         (("unrolled", width), ("while_loop", width)) for width in beam_widths]
-    return [("greedy", 1)] + [(decoder, width) for width in beam_widths
-                              for decoder in ("while_loop", "unrolled")], pairs
+    return [("greedy", 1)] * bool(beam_widths) + [
+        (decoder, width) for width in beam_widths for decoder in ("while_loop", "unrolled")], pairs
 
 
 def timed(function, runs):
@@ -223,8 +221,7 @@ def compare(args, translator, report, token_ids, references, options):
     results, agreement and sentence_latency (greedy and the widest beam), and prints them."""
     from decode.translator import Translator
 
-    variants, agreement_pairs = (variants_to_compare(args.beam_widths) if args.beam_widths
-                                 else ([], []))
+    variants, agreement_pairs = variants_to_compare(args.beam_widths)
     results, report["results"], report["sentence_latency"] = {}, [], []
     for number, (decoder, width) in enumerate(variants, start=1):
         with contextlib.closing(Translator(args.model_dir)) as fresh:
@@ -254,6 +251,7 @@ def compare(args, translator, report, token_ids, references, options):
 
 def main(argv=None):
     args = parse_args(argv)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
     import tensorflow.compat.v1 as tf  # after parse_args: --help needs none of it
 
     from decode.translator import Translator

@@ -4,7 +4,7 @@ software messages with placeholders, "free" (the model writes them as it will) a
 whose output keeps exactly the source's placeholders, BLEU, chrF, speed, paired bootstrap.
 """
 
-import collections
+from collections import Counter
 
 from data_pipeline.corpus import read_corpus
 from data_pipeline.placeholders import find
@@ -14,18 +14,12 @@ from lab.families import BEAM_WIDTH
 MODES = ("free", "keep")  # the `placeholders` decoding option's values, the baseline first
 
 
-def kept(source, output):
-    """Whether `output` holds exactly the placeholders and tags of `source`, as a multiset."""
-    return collections.Counter(find(output)) == collections.Counter(find(source))
-
-
 def read(translator, path, options):
     """(sources, references) of the TSV file `path` (source<TAB>reference), each mode's request
     checked on `translator` with the other decoding `options`; ValueError names a bad one."""
     for mode in MODES:
         translator.request("while_loop", BEAM_WIDTH, options=dict(options, placeholders=mode))
-    sources, references = zip(*read_corpus(path).pairs)
-    return list(sources), list(references)
+    return [list(side) for side in zip(*read_corpus(path).pairs)]
 
 
 def run(translator, report, path, sources, references, options):
@@ -37,8 +31,9 @@ def run(translator, report, path, sources, references, options):
             translator, "placeholders %s" % mode, sources, references, "while_loop", BEAM_WIDTH,
             options=dict(options, placeholders=mode))
         texts = [t.text for t in translations]
-        rows.append(dict(placeholders=mode, kept_percent=sweep.percent(map(kept, sources, texts)),
-                         **scores))
+        kept = (Counter(find(text)) == Counter(find(source))  # the same placeholders and tags
+                for source, text in zip(sources, texts))
+        rows.append(dict(placeholders=mode, kept_percent=sweep.percent(kept), **scores))
         outputs.append((mode, texts))
     report["placeholders"] = {"source": path, "sentences": len(sources), "beam_width": BEAM_WIDTH,
                               "modes": rows, "significance": sweep.significance(outputs,

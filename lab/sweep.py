@@ -198,7 +198,7 @@ def examples(sources, references, kinds, per_kind=5):
       [{"index", "source", "reference", "kinds": every kind it shows, in KINDS order, "note":
       their distinct notes joined by "; "}].
     """
-    by_length = sorted(range(len(sources)), key=lambda index: (len(sources[index]), index))
+    by_length = sorted(range(len(sources)), key=lambda index: len(sources[index]))  # ties: in order
     chosen = set()
     for kind in KINDS:
         chosen.update([index for index in by_length if kind in kinds[index]][:per_kind])

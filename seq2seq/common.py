@@ -31,11 +31,6 @@ def tile_beams(tensor, beam_width):
     return tf.tile(tensor, [1, beam_width] + [1] * (tensor.shape.ndims - 2))
 
 
-def sequence_mask(lengths, maxlen, dtype=tf.float32):
-    """[batch] lengths -> [batch, maxlen] mask, 1 inside the sequence."""
-    return tf.sequence_mask(lengths, maxlen, dtype=dtype)
-
-
 def batch_free_shape_invariants(loop_vars):
     """tf.while_loop shape invariants for nested loop_vars: all fixed but the batch size."""
     def invariant(var):

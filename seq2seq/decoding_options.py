@@ -1,7 +1,6 @@
 """The decoding options' schema (docs/API.md "Decoding options"): a row per option, its type,
-default, bounds, hint and uses, read by the config, the flags, POST /translate and /score,
-GET /v1/info and the page; decode/request.py's DecodeRequest adds the decoder, the widths and the
-rules across fields. It sits below decode/ so that the config (seq2seq/config.py) reads it too.
+default, bounds, hint and uses; decode/request.py's DecodeRequest adds the decoder, the widths and
+the rules across fields. It sits below decode/ so that seq2seq/config.py reads it too.
 """
 
 import collections
@@ -16,7 +15,8 @@ SAMPLERS = ("sample", "mbr")
 MAX_SEED = 2 ** 62
 MAX_EXPANSIONS = 1000000  # the exact search's cap a caller may ask for (a server's is lower)
 FLOAT32_MAX = 3.4028234663852886e38  # a larger number is infinite in the search's float32
-TYPES = {"int_type": "an integer", "float_type": "a number", "bool_type": "true or false"}
+MUST_BE = {"int_type": "an integer", "float_type": "a number", "bool_type": "true or false",
+           "finite_number": "a finite number of at most %.4g in size" % FLOAT32_MAX}
 
 Uses = collections.namedtuple("Uses", "decoders changes_score fed keys_graph at_most",
                               defaults=(None, False, None, False, None))
@@ -116,8 +116,7 @@ OPTIONS = tuple(DecodingOptions.model_fields)
 def uses(name, fields=None):
     """A field's `Uses` (of `fields`, a model's model_fields: the options'; no such field, none)."""
     field = (fields or DecodingOptions.model_fields).get(name)
-    found = [each for each in field.metadata if isinstance(each, Uses)] if field else []
-    return found[0] if found else Uses()
+    return next(each for each in field.metadata if isinstance(each, Uses)) if field else Uses()
 
 
 SCORE_OPTIONS = tuple(name for name in OPTIONS if uses(name).changes_score)
@@ -151,10 +150,8 @@ def describe(name, limits):
 def field_problem(error, limits):
     """What a pydantic error (one of ValidationError.errors()) of a field says is wrong, e.g.
     "must be in 0..64", its bounds read from `limits`."""
-    if error["type"] in TYPES:
-        return "must be " + TYPES[error["type"]]
-    if error["type"] == "finite_number":
-        return "must be a finite number of at most %.4g in size" % FLOAT32_MAX
+    if error["type"] in MUST_BE:
+        return "must be " + MUST_BE[error["type"]]
     allowed = describe(error["loc"][0], limits)
     if error["type"] == "literal_error":
         return "must be one of " + ", ".join(allowed["choices"])

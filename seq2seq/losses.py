@@ -4,16 +4,10 @@ import collections
 
 import tensorflow.compat.v1 as tf
 
-from seq2seq.common import get_shape, sequence_mask
+from seq2seq.common import get_shape
 
 # Scalar sums over the valid tokens: the label-smoothed loss, -log p(label), the token count.
 CrossEntropy = collections.namedtuple("CrossEntropy", ["loss_sum", "nll_sum", "num_tokens"])
-
-
-def _masked_sum(values, lengths):
-    """(sum of [batch, time] values within [batch] lengths, number of such steps)."""
-    mask = sequence_mask(lengths, get_shape(values)[1], dtype=values.dtype)
-    return tf.reduce_sum(values * mask), tf.reduce_sum(mask)
 
 
 def token_mean(total, num_tokens):
@@ -23,21 +17,18 @@ def token_mean(total, num_tokens):
 
 def valid_positions(labels, lengths):
     """[batch, time] bool: the steps of labels [batch, time] within [batch] lengths."""
-    return sequence_mask(lengths, tf.shape(labels)[1], dtype=tf.bool)
+    return tf.sequence_mask(lengths, tf.shape(labels)[1])
 
 
 def token_cross_entropy(logits, labels, label_smoothing=0.0):
     """A CrossEntropy of logits [tokens, V] and labels [tokens]: the loss -sum_v q_v log p(v)
-    against q = (1 - eps) one_hot(label) + eps / V, eps = label_smoothing.
-
-    TensorFlow's fused softmax cross-entropy ops compute the gradient (p - q) in the forward
-    pass: no [tokens, V] log-probabilities, nor their gradient, are kept (docs/BENCHMARKS.md)."""
+    against q = (1 - eps) one_hot(label) + eps / V, eps = label_smoothing; the fused ops keep
+    no [tokens, V] log-probabilities, nor their gradient (docs/BENCHMARKS.md)."""
     with tf.name_scope("token_cross_entropy"):
-        unsmoothed = label_smoothing == 0.0
         nll = tf.nn.sparse_softmax_cross_entropy_with_logits(
-            labels=labels, logits=logits if unsmoothed else tf.stop_gradient(logits))
+            labels=labels, logits=tf.stop_gradient(logits) if label_smoothing else logits)
         loss = nll
-        if not unsmoothed:
+        if label_smoothing:
             vocab_size = get_shape(logits)[-1]
             spread = label_smoothing / vocab_size
             target = tf.one_hot(labels, vocab_size, on_value=1.0 - label_smoothing + spread,
@@ -60,6 +51,7 @@ def batch_token_accuracy(logits, labels, lengths):
     """(fraction of the valid steps whose argmax is the label, their number): logits [batch,
     time, V], labels [batch, time], lengths [batch]."""
     with tf.name_scope("batch_token_accuracy"):
-        correct = tf.equal(tf.argmax(logits, axis=-1, output_type=labels.dtype), labels)
-        hits, num_tokens = _masked_sum(tf.cast(correct, tf.float32), lengths)
-        return token_mean(hits, num_tokens), num_tokens
+        valid = valid_positions(labels, lengths)
+        correct = tf.equal(tf.argmax(logits, axis=-1, output_type=labels.dtype), labels) & valid
+        num_tokens = tf.reduce_sum(tf.cast(valid, tf.float32))
+        return token_mean(tf.reduce_sum(tf.cast(correct, tf.float32)), num_tokens), num_tokens

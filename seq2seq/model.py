@@ -9,7 +9,7 @@ import re
 
 import tensorflow.compat.v1 as tf
 
-from seq2seq.common import batch_gather, get_shape, merge_beams, sequence_mask, split_beams
+from seq2seq.common import batch_gather, get_shape, merge_beams, split_beams
 from seq2seq.layers import (GRU, Attention, Embeddings, OutputLayer, dense, dropout, template,
                             unroll)
 
@@ -46,7 +46,7 @@ class BidirectionalEncoder:
         """inputs [batch, time, in], lengths [batch] -> outputs [batch, time, num_units]
         (zero at padding), final_state [batch, num_units] ([forward at the length; backward])."""
         with tf.name_scope("encoder"):
-            mask = sequence_mask(lengths, get_shape(inputs)[1])[:, :, None]
+            mask = tf.sequence_mask(lengths, get_shape(inputs)[1], dtype=tf.float32)[:, :, None]
             outputs = inputs
             for index, (forward, backward) in enumerate(self._layers):
                 with tf.name_scope("layer_%d" % index):
@@ -101,7 +101,7 @@ class Seq2SeqModel:
             embedded = self._embeddings.embed("source", source_ids, training)
             memory, final_state = self._encoder(embedded, source_length, training)
             with tf.name_scope("source_mask"):
-                mask = sequence_mask(source_length, tf.shape(source_ids)[1])
+                mask = tf.sequence_mask(source_length, tf.shape(source_ids)[1], dtype=tf.float32)
             keys = self._attention.project_keys(memory)  # first: op order seeds the weights
             return EncoderOutput(memory=memory, keys=keys, mask=mask,
                                  initial_state={"h": tf.tanh(self._bridge(final_state))})
@@ -119,8 +119,7 @@ class Seq2SeqModel:
             context, weights = self._attention(
                 states, encoder_output.keys, encoder_output.memory, encoder_output.mask)
             if positions is not None:
-                states, context = tf.boolean_mask(states, positions), tf.boolean_mask(
-                    context, positions)
+                states, context = [tf.boolean_mask(t, positions) for t in (states, context)]
             logits = self._output(states, context, training)
             return (logits, weights) if with_attention else logits
 
@@ -145,17 +144,18 @@ class Seq2SeqModel:
           beam_width: K (1 for greedy decoding).
           with_attention: states also hold "attention" [batch, K, src_time] (initially 0).
         Returns:
-          update_fn: (state {"h": [batch, K, num_units], "encoder": {"memory": [batch, K,
-            src_time, M], "keys": [batch, K, src_time, A], "mask": [batch, K, src_time]}},
-            ids [batch, K] int32) -> (new_state, logits [batch, K, V_t]).
+          update_fn: (state {"h": [batch, K, num_units] (an Ensemble's: "members"), "encoder":
+            {"memory": [batch, K, src_time, M], "keys": [batch, K, src_time, A], "mask":
+            [batch, K, src_time]}}, ids [batch, K] int32) -> (new_state, logits [batch, K, V_t]).
           initial_state: the same without K, for the search to tile.
         """
         def update_fn(state, ids):
             with tf.name_scope("beam_update"):
                 encoder = {name: merge_beams(value) for name, value in state["encoder"].items()}
-                new_state, logits = self.step(
-                    EncoderOutput(initial_state=None, **encoder), {"h": merge_beams(state["h"])},
-                    merge_beams(ids), with_attention=with_attention)
+                decoder = {name: tf.nest.map_structure(merge_beams, state[name])
+                           for name in encoder_output.initial_state}  # "h", an Ensemble's "members"
+                new_state, logits = self.step(EncoderOutput(initial_state=None, **encoder), decoder,
+                                              merge_beams(ids), with_attention=with_attention)
                 new_state = tf.nest.map_structure(lambda t: split_beams(t, beam_width), new_state)
                 return dict(new_state, encoder=state["encoder"]), split_beams(logits, beam_width)
 

@@ -25,8 +25,7 @@ def checkpoint_step(path):
 
 
 def latest_checkpoint(directory):
-    """The checkpoint prefix `directory`'s state file names if its .index exists, else None
-    (tf.train.latest_checkpoint's answer)."""
+    """tf.train.latest_checkpoint(directory): the prefix its state names if the .index exists."""
     try:
         with open(os.path.join(directory, CHECKPOINT_STATE), encoding="utf-8") as state:
             found = re.search(r'^model_checkpoint_path: "(.*)"$', state.read(), re.MULTILINE)
@@ -47,8 +46,7 @@ def best_checkpoint_dir(model_dir):
 
 
 def find_checkpoint(model_dir):
-    """The checkpoint a model directory serves: its best-BLEU one, else its latest (else
-    ValueError)."""
+    """The checkpoint `model_dir` serves: its best-BLEU one, else its latest, else ValueError."""
     best_dir = best_checkpoint_dir(model_dir)
     path = (best_dir and latest_checkpoint(best_dir)) or latest_checkpoint(model_dir)
     if not path:
@@ -58,8 +56,7 @@ def find_checkpoint(model_dir):
 
 
 def read_status_file(model_dir):
-    """MODEL_DIR/training_status.json's object, None if there is none; ValueError naming the
-    file if it holds no JSON object."""
+    """MODEL_DIR/training_status.json's object, None if absent; ValueError naming it if not one."""
     path = os.path.join(model_dir, STATUS_FILE)
     try:
         with open(path, encoding="utf-8") as status_file:

@@ -58,8 +58,7 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
                     serve["max_tokens"], max_unrolled_tokens)
 
     def run_batch(key, items):
-        """Translates a batch's items: requests alike but for their prefixes, constraints and
-        n_best."""
+        """Translates a batch's items: requests alike but for prefixes, constraints and n_best."""
         with model.holding() as translator, translator.recording_builds() as built:
             translations = translator.translate_tokens(
                 [item.ids for item in items], key.for_call(
@@ -78,9 +77,8 @@ def create_app(model, config, max_unrolled_tokens=DEFAULT_MAX_UNROLLED_TOKENS, m
     page = PAGE.read_text(encoding="utf-8")
 
     def translate_texts(translator, named, fields):
-        """POST /translate's translations by `translator` of the texts `named` ([(name, text)],
-        an error naming its text so) under its other `fields`: (the batcher's Answer, the
-        DecodeRequest of the call), or ApiError."""
+        """POST /translate's translations by `translator` of the texts `named` ([(name, text)])
+        under its other `fields`: (the batcher's Answer, the call's DecodeRequest), or ApiError."""
         items, wanted = parse_translate_request(named, fields, limits, translator)
         g.sentences = len(items)
         key = wanted.for_call(n_best=wanted.n_best if wanted.trace else 1)  # a call keeps the most

@@ -151,8 +151,7 @@ class Batcher:
         return batch
 
     def _run(self, runner):
-        """Runs `runner`'s batch, counted and logged, frees its slot and hands each of its
-        requests its answer or the error."""
+        """Runs `runner`'s batch, frees its slot and hands each request its answer or the error."""
         batch = runner.batch
         items = [item for waiter in batch for item in waiter.items]
         started_at, started, started_cpu = time.time(), time.perf_counter(), time.thread_time()

@@ -47,9 +47,6 @@ def libretranslate_api(model, translate_texts, max_texts):
             raise ApiError(400, "%s format is not supported" % text_format)
         is_html, batch = text_format == "html", isinstance(fields["q"], list)
         named = indexed("q", fields["q"]) if batch else [("q", fields["q"])]
-        for name, text in named:
-            if not isinstance(text, str):
-                raise ApiError(400, "%s must be a string, got %s" % (name, shown(text)))
         sources = []  # (q name, text) of every run to translate
         parts = [_split(name, text, is_html, sources) for name, text in named]
         check_count("q", len(sources), "texts to translate", max_texts)
@@ -105,6 +102,8 @@ def _alternatives(value, widest_beam):
 def _split(name, text, is_html, sources):
     """The parts of a q text: what is kept (markup, blank runs, the whitespace around a run) as
     strings, and for each run to translate its index in `sources`, where (name, run) is added."""
+    if not isinstance(text, str):
+        raise ApiError(400, "%s must be a string, got %s" % (name, shown(text)))
     parts = []
     for index, run in enumerate(MARKUP.split(text) if is_html else [text]):
         lead, core, trail = EDGES.fullmatch(run).groups()

@@ -31,10 +31,8 @@ class ModelSlot:
       translator: served at once (None: later, by `fill`).
       model_dir: the model directory whose training the 503 message follows, or None.
       lab_dir: the model directory whose lab.json (`read_lab_examples`) the page offers, or None.
-    Attributes:
-      loaded_at (unix time), previous_step (of the translator replaced, or None) and
-      reload_error ({"path", "message", "failed_at"} of the newest model that failed to load
-      since the last fill, or None): for /v1/info, set by fill and by the Reloader.
+    Attributes (/v1/info's): loaded_at (unix time), previous_step (the replaced translator's)
+      and reload_error ({"path", "message", "failed_at"} of the last failed load since a fill).
     """
 
     def __init__(self, translator=None, model_dir=None, lab_dir=None):
@@ -96,9 +94,8 @@ def read_examples(config, limit=MAX_EXAMPLES):
         LOG.info("no example sentences for the page: the config names no data.data_dir")
         return []
     data_dir = os.path.abspath(configured)
-    for path in (os.path.join(data_dir, "test.src"), os.path.join(data_dir, "dev.src")):
-        if not os.path.isfile(path):
-            continue
+    splits = (os.path.join(data_dir, name) for name in ("test.src", "dev.src"))
+    for path in filter(os.path.isfile, splits):
         try:
             with open(path, encoding="utf-8") as split_file:  # short chips beside full sentences
                 sentences = sorted(filter(None, dict.fromkeys(map(str.strip, split_file))), key=len)
@@ -116,9 +113,8 @@ def read_examples(config, limit=MAX_EXAMPLES):
 
 
 def read_lab_examples(model_dir):
-    """Up to MAX_LAB_EXAMPLES of the decoding lab's examples in `model_dir`/lab.json (docs/API.md,
-    the lab's report), each {"index", "source", "reference", "kinds", "note"}; [] without the
-    file (logged when it cannot be read); examples without a source or kinds are left out."""
+    """Up to MAX_LAB_EXAMPLES of the lab's examples in `model_dir`/lab.json (docs/API.md), each
+    {"index", "source", "reference", "kinds", "note"}, those with a source and kinds; [] without."""
     path = os.path.join(model_dir, LAB_REPORT)
     if not os.path.isfile(path):
         return []

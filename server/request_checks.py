@@ -46,8 +46,7 @@ def wrong_type(name, expected, value):
 
 
 def error_document(status, message, libretranslate=False):
-    """docs/API.md's JSON error body for an HTTP status, or LibreTranslate's, whose clients read
-    {"error": message}."""
+    """docs/API.md's JSON error body for an HTTP status, or LibreTranslate's: {"error": message}."""
     if libretranslate:
         return {"error": message}
     return {"error": {"code": CODES.get(status, "error"), "message": message}}
@@ -112,8 +111,7 @@ def request_fields():
 
 
 def _check_known(fields, known, listed=None):
-    """Raises ApiError (400) naming the first of `fields` not in `known`, and `listed` (default
-    `known`) as the fields there are."""
+    """Raises ApiError (400) naming the first of `fields` not `known`; lists `listed` or `known`."""
     unknown = sorted(set(fields) - set(known))
     if unknown:
         raise ApiError(400, "unknown field %s; the fields are %s"
@@ -268,8 +266,7 @@ def checked_text(name, text, limits, may_be_empty=False):
 
 
 def _ids_within(name, text, limit, to_ids, why=""):
-    """The ids `to_ids(text, name)` gives, at most `limit` of them, or ApiError (400) naming
-    `name`; `why` ends the message of a limit crossed."""
+    """`to_ids(text, name)`, at most `limit` ids (`why` ends that message), or ApiError (400)."""
     try:
         ids = to_ids(text, name)
     except ValueError as error:  # a character or piece the target vocabulary lacks

@@ -69,14 +69,11 @@ def _copy_checkpoint(checkpoint_path, model_dir_files, record, best_dir):
 
 def _improves(value, perplexity, best):
     """A higher BLEU, or the same at a lower dev perplexity (BLEU saturates)."""
-    if value != best["value"]:
-        return value > best["value"]
-    return perplexity < best["metrics"]["perplexity"]
+    return (value, -perplexity) > (best["value"], -best["metrics"]["perplexity"])
 
 
 class BestCheckpointExporter(tf.estimator.Exporter):
-    """Logs each evaluation; copies the checkpoint to best/ if its dev BLEU is the best, with
-    the files `model_dir_files(model_dir)` names."""
+    """Logs each evaluation; copies a best-BLEU checkpoint and model_dir_files(dir) to best/."""
 
     name = "best_checkpoint"
 

@@ -55,8 +55,7 @@ def spread_by_length(texts, count):
 
 def bleu_and_examples(hypotheses_fn, references, sources_fn, max_sentences=0,
                       num_examples=NUM_EXAMPLES):
-    """Eval metrics over the first `max_sentences` (0: all) dev sentences, decoded only until
-    they are collected.
+    """Eval metrics of the first `max_sentences` (0: all) dev sentences, decoded until collected.
 
     Args:
       hypotheses_fn, sources_fn: () -> [batch] strings: the translations, the source texts.

@@ -51,8 +51,7 @@ def split_batch(inputs, num_towers):
     """A nested structure of [batch, ...] tensors -> a list of num_towers [batch / N, ...] ones."""
     with tf.name_scope("split_batch"):
         pieces = [tf.split(tensor, num_towers, axis=0) for tensor in tf.nest.flatten(inputs)]
-    return [tf.nest.pack_sequence_as(inputs, [tensor_pieces[i] for tensor_pieces in pieces])
-            for i in range(num_towers)]
+    return [tf.nest.pack_sequence_as(inputs, tower) for tower in zip(*pieces)]
 
 
 def parallel_gradients(loss_fn, inputs, num_towers):

@@ -25,9 +25,8 @@ def read_training_status(model_dir):
 
 
 def write_training_status(model_dir, evaluation=None, **fields):
-    """Sets `fields` and "updated_at" (now) in an existing model directory's status file, adds
-    `evaluation` (an "evaluations" entry, in place of one of its step), replaces the file whole
-    and returns the status as written."""
+    """Sets `fields`, "updated_at" (now) and `evaluation` (an "evaluations" entry, in place of one
+    of its step) in an existing model directory's status file, replaced whole; returns it."""
     descriptor = os.open(model_dir, os.O_RDONLY)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX)  # released by os.close
