@@ -36,7 +36,8 @@ SHORT_SOURCES = ["December 3", "June 6", "on Wednesdays", "June 7", "one", "seve
 LONG_FILES_OF_FEW_TESTS = ("tests/test_distributed.py", "tests/test_serve_reload.py",
                            "tests/test_serve_browser.py", "tests/test_serve_process.py",
                            "tests/test_serve_options_browser.py",
-                           "tests/test_serve_training_browser.py")
+                           "tests/test_serve_training_browser.py", "tests/test_ensemble.py",
+                           "tests/test_constrained_translator.py", "tests/test_towers.py")
 
 
 # tests/same_hypotheses.py's comparisons of two decodes of the same sentences on different batch

@@ -75,8 +75,9 @@ def page_url(translator):
         yield url
 
 
-@pytest.fixture
-def browser(tmp_path):
+@pytest.fixture(scope="module")
+def chromium(tmp_path_factory):
+    """One headless Chromium for a module's tests: starting one takes a second or more."""
     if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
         if os.environ.get("CI", "").lower() not in ("", "0", "false"):
             pytest.fail("CI must run the browser test, but %s or %s is missing"
@@ -87,12 +88,20 @@ def browser(tmp_path):
     options.binary_location = CHROMIUM
     for flag in CHROMIUM_FLAGS:
         options.add_argument(flag)
-    options.add_argument("--user-data-dir=%s" % (tmp_path / "chromium-profile"))
+    options.add_argument("--user-data-dir=%s" % tmp_path_factory.mktemp("chromium-profile"))
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     # An explicit driver path: Selenium Manager is never asked to download anything.
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     yield driver
     driver.quit()
+
+
+@pytest.fixture
+def browser(chromium):
+    """The module's Chromium on a blank page, its console log emptied of earlier tests'."""
+    chromium.get("about:blank")
+    chromium.get_log("browser")
+    return chromium
 
 
 def open_page(browser, page_url):

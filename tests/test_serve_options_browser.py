@@ -14,8 +14,8 @@ from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import Select
 
 from seq2seq.decoding_options import OPTIONS, SAMPLERS, DecodingOptions, uses
-from tests.test_serve_browser import (browser, canned, canned_answer, column,  # noqa: F401
-                                      column_hypotheses, open_page, serving, set_number,
+from tests.test_serve_browser import (browser, canned, canned_answer, chromium,  # noqa: F401
+                                      column, column_hypotheses, open_page, serving, set_number,
                                       translate_and_wait)
 
 SENTENCE = "I paid three hundred and five euros on Monday"

@@ -9,7 +9,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.test_serve_browser import browser  # noqa: F401 (the fixture)
+from tests.test_serve_browser import browser, chromium  # noqa: F401 (the fixtures)
 from tests.test_serve_process import ServerProcess
 from tests.test_serve_reload import (WATCH_S, copied, copy_model_files, install_best,
                                      install_latest, write_status)
