@@ -118,16 +118,18 @@ class Pieces:
     def _constraints(self, constraints, count):
         """None (no constraints), or per sentence of `count` the ids of its constraints: None or
         a list of `constraint_ids`."""
-        if constraints is not None and (isinstance(constraints, str) or len(constraints) != count):
+        if constraints is None:
+            return None
+        if isinstance(constraints, str) or len(constraints) != count:
             raise ValueError("constraints must be a list of one list per sentence (%d), got %s"
                              % (count, shown(constraints)))
-        for index, given in enumerate(constraints or ()):
+        for index, given in enumerate(constraints):
             if isinstance(given, str):
                 raise ValueError("constraints[%d] must be a list of constraints, got one string "
                                  "(wrap it in a list)" % index)
-        return constraints and [[self.constraint_ids(each, "constraints[%d][%d]" % (index, place))
-                                 for place, each in enumerate(given or ())]
-                                for index, given in enumerate(constraints)]
+        return [[self.constraint_ids(each, "constraints[%d][%d]" % (index, position))
+                 for position, each in enumerate(given or ())]
+                for index, given in enumerate(constraints)]
 
     def _forced(self, sentences, request, decode_params):
         """What a batch (source id lists) forces under `request`, made for it: search_encoded's
