@@ -231,7 +231,8 @@ class Translator(Pieces):
     def _feeds(self, sentences, request):
         """The feeds of a batch of source id lists and of the request's fed decoding options."""
         feeds = dict(zip((self._source_ids, self._source_length), pad_batch(sentences)))
-        feeds.update((placeholder, request.feeds()[name])  # a SavedModel's: none
+        values = request.feeds()
+        feeds.update((placeholder, values[name])  # a SavedModel has none
                      for name, placeholder in self._fed_options.items())
         return feeds
 
