@@ -3,10 +3,14 @@
 import tensorflow.compat.v1 as tf
 
 
-def get_shape(tensor):
-    """The shape as a list: ints where known when the graph is built, else scalar tensors."""
+def get_shape(tensor, first=0):
+    """The shape from axis `first` on as a list: ints where known when the graph is built, else
+    scalar tensors (read from the running graph only when some axis needs it)."""
+    static = tensor.shape.as_list()
+    if None not in static[first:]:
+        return static[first:]
     dynamic = tf.unstack(tf.shape(tensor))
-    return [s if s is not None else d for s, d in zip(tensor.shape.as_list(), dynamic)]
+    return [s if s is not None else d for s, d in zip(static, dynamic)][first:]
 
 
 def batch_gather(tensor, indices):
@@ -16,13 +20,12 @@ def batch_gather(tensor, indices):
 
 def merge_beams(tensor):
     """[batch, beam, ...] -> [batch * beam, ...]."""
-    shape = get_shape(tensor)
-    return tf.reshape(tensor, [shape[0] * shape[1]] + shape[2:])
+    return tf.reshape(tensor, [-1] + get_shape(tensor, 2))
 
 
 def split_beams(tensor, beam_width):
     """[batch * beam, ...] -> [batch, beam, ...]."""
-    return tf.reshape(tensor, [-1, beam_width] + get_shape(tensor)[1:])
+    return tf.reshape(tensor, [-1, beam_width] + get_shape(tensor, 1))
 
 
 def tile_beams(tensor, beam_width):

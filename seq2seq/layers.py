@@ -17,7 +17,7 @@ def apply_kernel(inputs, kernel, bias=None, transpose_kernel=False):
         return outputs if bias is None else tf.nn.bias_add(outputs, bias)
     shape = get_shape(inputs)  # rank > 2: one large 2-D GEMM
     outputs = apply_kernel(tf.reshape(inputs, [-1, shape[-1]]), kernel, bias, transpose_kernel)
-    return tf.reshape(outputs, shape[:-1] + get_shape(outputs)[-1:])
+    return tf.reshape(outputs, shape[:-1] + get_shape(outputs, 1))
 
 
 def _zero_bias(units):
