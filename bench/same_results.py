@@ -7,9 +7,11 @@
     python -m bench.same_results --compare A.json B.json
 
 Decodes the first 500 input lines with while_loop (beam 5, n-best 5), unrolled (beam 5,
-n-best 5, the first 100 lines), greedy and the lab's sweep (beam 1, 2, 4, 8, 16 under none,
-average, gnmt 0.6 and gnmt 1.0), recording each call's CPU seconds; --compare counts the
-sentences whose n-best texts differ and the largest score difference of the others.
+n-best 5, the first 100 lines), greedy, the lab's sweep (beam 1, 2, 4, 8, 16 under none,
+average, gnmt 0.6 and gnmt 1.0), sampling (8 samples under each restriction, n-best 8) and MBR
+(the lab's: 32 epsilon samples, the first 100 lines), recording each call's CPU seconds;
+--compare counts the sentences whose n-best texts differ and the largest score difference of
+the others.
 """
 
 import argparse
@@ -19,7 +21,12 @@ import time
 VARIANTS = [("while_loop", 5, {}, 5), ("unrolled", 5, {}, 5), ("greedy", None, {}, 1)] + [
     ("while_loop", width, {"length_penalty_kind": kind, "length_penalty": alpha}, 1)
     for width in (1, 2, 4, 8, 16)
-    for kind, alpha in (("none", 0.0), ("average", 0.0), ("gnmt", 0.6), ("gnmt", 1.0))]
+    for kind, alpha in (("none", 0.0), ("average", 0.0), ("gnmt", 0.6), ("gnmt", 1.0))] + [
+    ("sample", None, dict(restriction, num_samples=8), 8)
+    for restriction in ({}, {"temperature": 0.7}, {"epsilon": 0.02}, {"top_k": 10},
+                        {"top_p": 0.9}, {"top_k": 10, "top_p": 0.8, "epsilon": 0.05})] + [
+    ("mbr", None, {"num_samples": 32, "epsilon": 0.02}, 1)]
+FIRST_100 = ("unrolled", "mbr")  # the slow ones decode the first 100 lines
 
 
 def decode(model_dir, input_path):
@@ -29,11 +36,11 @@ def decode(model_dir, input_path):
     from decode.translator import Translator  # the current directory's checkout
     with open(input_path, encoding="utf-8") as f:
         texts = [line.rstrip("\n") for line in f][:500]
-    translator, runs, cpu = Translator(model_dir), {}, {}
+    translator, runs, cpu = Translator(model_dir, hparams="decode.max_beam_width=32"), {}, {}
     for decoder, width, options, n_best in VARIANTS:
         name = "%s/%s/%s" % (decoder, width, json.dumps(options, sort_keys=True))
         start = time.process_time()
-        found = translator.translate(texts[:100] if decoder == "unrolled" else texts,
+        found = translator.translate(texts[:100] if decoder in FIRST_100 else texts,
                                      decoder=decoder, beam_width=width, n_best=n_best,
                                      options=options or None)
         cpu[name] = time.process_time() - start

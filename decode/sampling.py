@@ -32,19 +32,24 @@ def sentence_keys(source_ids, source_length):
 def restricted_logits(logits, sampling):
     """[batch, beam, vocab] logits -> logits / temperature, -inf outside the top_k pieces, outside
     the nucleus and where softmax(logits / temperature) < epsilon (measured before top_k and
-    top_p: docs/DECODING-NOTES.md), never at the most likely piece."""
+    top_p: docs/DECODING-NOTES.md), never at the most likely piece. Only a nucleus sorts the
+    vocabulary; the top_k need only their k-th best, epsilon the best (tf.cond runs one side)."""
     with tf.name_scope("restrict"):
         tempered = logits / sampling.temperature
-        ranked = tf.sort(tempered, axis=-1, direction="DESCENDING")           # [b, k, v]
         vocab_size = get_shape(logits)[2]
-        top_k = tf.where_v2(sampling.top_k > 0, tf.minimum(sampling.top_k, vocab_size), vocab_size)
-        kth_best = ranked[:, :, top_k - 1:top_k]                               # [b, k, 1]
-        ranked = tf.where_v2(ranked >= kth_best, ranked, -np.inf)
-        mass_before = tf.cumsum(tf.nn.softmax(ranked), axis=-1, exclusive=True)
-        in_nucleus = (mass_before < sampling.top_p) | (sampling.top_p >= 1.0) | tf.equal(
-            tf.range(vocab_size), 0)                     # [b, k, v]; the best piece always
-        lowest_kept = tf.reduce_min(tf.where_v2(in_nucleus, ranked, np.inf), -1, keepdims=True)
-        above_epsilon = tf.minimum(ranked[:, :, :1], tf.reduce_logsumexp(  # p >= e: log p >= log e
+        no_bound = tf.fill(tf.shape(tempered[:, :, :1]), -np.inf)              # [b, k, 1]
+        kth_best = tf.cond(tf.convert_to_tensor(sampling.top_k) > 0, lambda: tf.nn.top_k(
+            tempered, tf.minimum(sampling.top_k, vocab_size))[0][:, :, -1:], lambda: no_bound)
+
+        def nucleus_lowest():  # [b, k, 1]: the least likely piece of the nucleus
+            ranked = tf.sort(tempered, axis=-1, direction="DESCENDING")       # [b, k, v]
+            ranked = tf.where_v2(ranked >= kth_best, ranked, -np.inf)
+            mass_before = tf.cumsum(tf.nn.softmax(ranked), axis=-1, exclusive=True)
+            in_nucleus = (mass_before < sampling.top_p) | tf.equal(tf.range(vocab_size), 0)
+            return tf.reduce_min(tf.where_v2(in_nucleus, ranked, np.inf), -1, keepdims=True)
+        lowest_kept = tf.cond(tf.convert_to_tensor(sampling.top_p) < 1.0, nucleus_lowest,
+                              lambda: no_bound)
+        above_epsilon = tf.minimum(tf.reduce_max(tempered, -1, keepdims=True), tf.reduce_logsumexp(
             tempered, -1, keepdims=True) + tf.log(tf.cast(sampling.epsilon, tempered.dtype)))
         lowest = tf.maximum(tf.maximum(kth_best, lowest_kept), above_epsilon)  # epsilon 0: -inf
         return tf.where_v2(tempered >= lowest, tempered, -np.inf)
