@@ -45,12 +45,14 @@ def restricted_logits(logits, sampling):
             ranked = tf.sort(tempered, axis=-1, direction="DESCENDING")       # [b, k, v]
             ranked = tf.where_v2(ranked >= kth_best, ranked, -np.inf)
             mass_before = tf.cumsum(tf.nn.softmax(ranked), axis=-1, exclusive=True)
-            in_nucleus = (mass_before < sampling.top_p) | tf.equal(tf.range(vocab_size), 0)
+            best = tf.equal(tf.range(vocab_size), 0)  # always in the nucleus
+            in_nucleus = (mass_before < sampling.top_p) | best                 # [b, k, v]
             return tf.reduce_min(tf.where_v2(in_nucleus, ranked, np.inf), -1, keepdims=True)
         lowest_kept = tf.cond(tf.convert_to_tensor(sampling.top_p) < 1.0, nucleus_lowest,
                               lambda: no_bound)
-        above_epsilon = tf.minimum(tf.reduce_max(tempered, -1, keepdims=True), tf.reduce_logsumexp(
-            tempered, -1, keepdims=True) + tf.log(tf.cast(sampling.epsilon, tempered.dtype)))
+        above_epsilon = tf.minimum(  # p >= e: log p >= log e; never above the best piece
+            tf.reduce_max(tempered, -1, keepdims=True), tf.reduce_logsumexp(
+                tempered, -1, keepdims=True) + tf.log(tf.cast(sampling.epsilon, tempered.dtype)))
         lowest = tf.maximum(tf.maximum(kth_best, lowest_kept), above_epsilon)  # epsilon 0: -inf
         return tf.where_v2(tempered >= lowest, tempered, -np.inf)
 
